@@ -1,0 +1,118 @@
+"""The tracking-source interface shared by OpenVR, the demo operator and session replay.
+
+The control loop asks a source for the sample that belongs to its tick with
+`read(loop_time_s)`: live sources ignore the argument and return their newest sample;
+scripted sources (demo, replay) compute the sample for that nominal time, which makes
+runs deterministic and lets them run faster than real time.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+from app.tracking.sample import TrackingSample
+
+
+class ConnectionState(Enum):
+    CLOSED = "closed"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DISCONNECTED = "disconnected"
+
+
+class TrackingSourceError(RuntimeError):
+    """A tracking source could not start; the message is meant for the operator."""
+
+
+class IllegalSourceState(RuntimeError):
+    def __init__(self, action: str, current: ConnectionState, required: str) -> None:
+        super().__init__(f"cannot {action}: source is {current.value}, must be {required}")
+
+
+@runtime_checkable
+class TrackingSource(Protocol):
+    """Lifecycle: `start()` once, `read()` any number of times, `close()` once.
+
+    Also a context manager (`with source: ...` starts and closes it).
+    """
+
+    name: str
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def is_connected(self) -> bool: ...
+
+    @property
+    def state(self) -> ConnectionState: ...
+
+    def read(self, loop_time_s: float) -> TrackingSample: ...
+
+    def finished(self) -> bool:
+        """True once a finite source (a replay) has nothing more to give."""
+        ...
+
+    def pulse_haptic(self, controller: str, duration_us: int) -> None:
+        """Ask the controller for a short vibration; sources without haptics ignore it."""
+        ...
+
+    def __enter__(self) -> "TrackingSource": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class SourceBase:
+    """Shared lifecycle bookkeeping for concrete sources."""
+
+    name = "base"
+
+    def __init__(self) -> None:
+        self._state = ConnectionState.CLOSED
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    def is_connected(self) -> bool:
+        return self._state is ConnectionState.CONNECTED
+
+    def start(self) -> None:
+        if self._state is not ConnectionState.CLOSED:
+            raise IllegalSourceState("start", self._state, "closed")
+        self._state = ConnectionState.CONNECTING
+        try:
+            self._open()
+        except Exception:
+            self._state = ConnectionState.CLOSED
+            raise
+        if self._state is ConnectionState.CONNECTING:
+            self._state = ConnectionState.CONNECTED
+
+    def close(self) -> None:
+        if self._state is ConnectionState.CLOSED:
+            return
+        try:
+            self._close()
+        finally:
+            self._state = ConnectionState.CLOSED
+
+    def finished(self) -> bool:
+        return False
+
+    def pulse_haptic(self, controller: str, duration_us: int) -> None:
+        return None
+
+    def _open(self) -> None:
+        """Acquire resources; set `self._state` yourself if the result is not CONNECTED."""
+
+    def _close(self) -> None:
+        """Release resources."""
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
