@@ -1,0 +1,350 @@
+"""Configuration: frozen dataclasses, defaults in one place, loaded from TOML.
+
+`load_config(path)` reads a TOML file that may set any subset of the keys below; everything
+else keeps its default. An unknown key, a wrong type or an out-of-range value raises
+`ConfigError` naming the key, what was expected and what was found. The documented default
+file is `assets/config/default.toml` (a test keeps it equal to these defaults).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ARMS: tuple[str, ...] = ("left", "right")
+
+# Franka Panda published maximum joint velocities (FCI "Robot and interface specifications").
+PANDA_MAX_JOINT_VEL_RAD_S: tuple[float, ...] = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
+# Franka's "ready" pose: elbow up, hand pointing down, a good start for table-top teleop.
+PANDA_READY_QPOS_RAD: tuple[float, ...] = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398)
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, of the wrong type, or out of range."""
+
+
+def _require(cond: bool, key: str, expected: str, found: Any) -> None:
+    if not cond:
+        raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
+
+
+def _finite(x: float) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    rate_hz: float = 200.0
+    """Control-loop rate in Hz; each tick reads a sample, solves IK and steps physics."""
+    spin_before_deadline_s: float = 0.0015
+    """The loop sleeps until this long before a deadline, then spins on the clock (accuracy)."""
+    gil_switch_interval_s: float = 0.0005
+    """`sys.setswitchinterval` while the loop runs, so other threads cannot hold the GIL for 5 ms."""
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.rate_hz) and 10.0 <= self.rate_hz <= 2000.0, "loop.rate_hz", "a number in 10..2000", self.rate_hz)
+        _require(_finite(self.spin_before_deadline_s) and 0.0 <= self.spin_before_deadline_s <= 0.01, "loop.spin_before_deadline_s", "a number in 0..0.01", self.spin_before_deadline_s)
+        _require(_finite(self.gil_switch_interval_s) and 1e-5 <= self.gil_switch_interval_s <= 0.01, "loop.gil_switch_interval_s", "a number in 1e-5..0.01", self.gil_switch_interval_s)
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.rate_hz
+
+
+@dataclass(frozen=True)
+class SceneConfig:
+    file: str = "scenes/dual_panda.xml"
+    """MJCF scene, absolute or relative to the assets folder."""
+    home_qpos_rad: tuple[float, ...] = PANDA_READY_QPOS_RAD
+    """Arm joint positions (7) at start and for the IK's null-space posture bias, both arms."""
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)
+        _require(len(self.home_qpos_rad) == 7 and all(_finite(v) for v in self.home_qpos_rad), "scene.home_qpos_rad", "7 finite numbers", self.home_qpos_rad)
+
+
+@dataclass(frozen=True)
+class MappingConfig:
+    scale: float = 0.7
+    """Robot TCP metres per metre of controller motion while engaged."""
+    precision_factor: float = 0.2
+    """Scale multiplier while the thumbstick is held down (precision mode)."""
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.scale) and 0.05 <= self.scale <= 5.0, "mapping.scale", "a number in 0.05..5", self.scale)
+        _require(_finite(self.precision_factor) and 0.01 <= self.precision_factor <= 1.0, "mapping.precision_factor", "a number in 0.01..1", self.precision_factor)
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """One-Euro filter parameters (Casiez et al. 2012) for controller positions and orientations."""
+
+    pos_min_cutoff_hz: float = 1.5
+    """Cut-off at rest for positions: lower is steadier but lags more when moving slowly."""
+    pos_beta: float = 4.0
+    """Cut-off increase per m/s of speed: higher follows fast motion with less lag."""
+    rot_min_cutoff_hz: float = 1.5
+    """Cut-off at rest for orientations."""
+    rot_beta: float = 0.3
+    """Cut-off increase per rad/s of angular speed."""
+    d_cutoff_hz: float = 1.0
+    """Cut-off of the speed estimate itself."""
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("pos_min_cutoff_hz", "rot_min_cutoff_hz", "d_cutoff_hz"):
+            v = getattr(self, name)
+            _require(_finite(v) and 0.0 < v <= 1000.0, f"filter.{name}", "a number in (0, 1000]", v)
+        for name in ("pos_beta", "rot_beta"):
+            v = getattr(self, name)
+            _require(_finite(v) and 0.0 <= v <= 1000.0, f"filter.{name}", "a number in 0..1000", v)
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    max_jump_m: float = 0.05
+    """A controller sample further than this from the last good one is rejected as a jump."""
+    reacquire_after_s: float = 0.1
+    """Jumps that persist this long (the device really is elsewhere) are accepted as a reacquisition."""
+    rotation_orthonormal_tol: float = 1e-3
+    """Largest |R^T R - I| entry (or |‖q‖ - 1|) accepted for a controller orientation."""
+    haptic_pulse_us: int = 3000
+    """Duration of the warning pulse on tracking loss, clamping or e-stop."""
+    haptic_min_interval_s: float = 0.5
+    """At most one warning pulse per controller per this interval."""
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.max_jump_m) and 0.001 <= self.max_jump_m <= 1.0, "safety.max_jump_m", "a number in 0.001..1", self.max_jump_m)
+        _require(_finite(self.reacquire_after_s) and 0.0 <= self.reacquire_after_s <= 10.0, "safety.reacquire_after_s", "a number in 0..10", self.reacquire_after_s)
+        _require(_finite(self.rotation_orthonormal_tol) and 0.0 < self.rotation_orthonormal_tol <= 0.1, "safety.rotation_orthonormal_tol", "a number in (0, 0.1]", self.rotation_orthonormal_tol)
+        _require(isinstance(self.haptic_pulse_us, int) and 0 <= self.haptic_pulse_us <= 3999, "safety.haptic_pulse_us", "an integer in 0..3999", self.haptic_pulse_us)
+        _require(_finite(self.haptic_min_interval_s) and 0.0 <= self.haptic_min_interval_s <= 10.0, "safety.haptic_min_interval_s", "a number in 0..10", self.haptic_min_interval_s)
+
+
+@dataclass(frozen=True)
+class IKConfig:
+    max_iterations: int = 4
+    """Damped-least-squares iterations per tick and arm (warm-started from the last command)."""
+    pos_tol_m: float = 2e-5
+    """Stop iterating once the position error is below this..."""
+    rot_tol_rad: float = 2e-5
+    """...and the orientation error below this."""
+    damping_min: float = 1e-4
+    """Floor of the squared damping (m^2): keeps the solve regular at singularities."""
+    damping_error_gain: float = 0.5
+    """Squared damping added per unit of squared weighted error (Levenberg-Marquardt adaptivity)."""
+    rot_weight_m_per_rad: float = 0.2
+    """Orientation error weight: 1 rad of error counts as this many metres."""
+    posture_gain: float = 0.05
+    """Fraction of the distance to the home posture closed per iteration, in the null space."""
+    joint_limit_margin_rad: float = 0.02
+    """Commands stay at least this far inside each joint's range."""
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.max_iterations, int) and 1 <= self.max_iterations <= 50, "ik.max_iterations", "an integer in 1..50", self.max_iterations)
+        for name, lo, hi in (("pos_tol_m", 1e-9, 0.01), ("rot_tol_rad", 1e-9, 0.1), ("damping_min", 1e-12, 1.0),
+                             ("damping_error_gain", 0.0, 100.0), ("rot_weight_m_per_rad", 0.0, 10.0),
+                             ("posture_gain", 0.0, 1.0), ("joint_limit_margin_rad", 0.0, 0.5)):
+            v = getattr(self, name)
+            _require(_finite(v) and lo <= v <= hi, f"ik.{name}", f"a number in {lo}..{hi}", v)
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    max_joint_vel_rad_s: tuple[float, ...] = PANDA_MAX_JOINT_VEL_RAD_S
+    """Per-joint command speed limit (7 values); IK steps are scaled down to respect it."""
+
+    def __post_init__(self) -> None:
+        _require(len(self.max_joint_vel_rad_s) == 7 and all(_finite(v) and 0 < v <= 10 for v in self.max_joint_vel_rad_s), "limits.max_joint_vel_rad_s", "7 numbers in (0, 10]", self.max_joint_vel_rad_s)
+
+
+def _default_box(side: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    y0 = 0.3 * side
+    return (0.15, y0 - 0.45, 0.02), (0.80, y0 + 0.45, 0.85)
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    prefix: str
+    """Name prefix of this arm's joints, actuators and sites in the scene (e.g. 'left/')."""
+    workspace_min_m: tuple[float, float, float]
+    """Lower corner of the box (world frame) that the TCP target is clamped into."""
+    workspace_max_m: tuple[float, float, float]
+    """Upper corner of that box."""
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.prefix, str), "arms.*.prefix", "a string", self.prefix)
+        _require(len(self.workspace_min_m) == 3 and all(_finite(v) for v in self.workspace_min_m), "arms.*.workspace_min_m", "3 finite numbers", self.workspace_min_m)
+        _require(len(self.workspace_max_m) == 3 and all(_finite(v) for v in self.workspace_max_m), "arms.*.workspace_max_m", "3 finite numbers", self.workspace_max_m)
+        _require(all(a < b for a, b in zip(self.workspace_min_m, self.workspace_max_m)), f"arms.{self.prefix.rstrip('/')}.workspace_min_m", "each value below workspace_max_m", self.workspace_min_m)
+
+
+@dataclass(frozen=True)
+class ArmsConfig:
+    left: ArmConfig = field(default_factory=lambda: ArmConfig("left/", *_default_box(+1.0)))
+    right: ArmConfig = field(default_factory=lambda: ArmConfig("right/", *_default_box(-1.0)))
+
+    def arm(self, name: str) -> ArmConfig:
+        if name not in ARMS:
+            raise KeyError(f"unknown arm {name!r}; expected one of {ARMS}")
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class ButtonMapConfig:
+    """Which OpenVR legacy button bit (`1 << id` in `ulButtonPressed`) means what; -1 = unmapped.
+
+    Pico controllers through SteamVR could not be verified here: check the raw-input view.
+    """
+
+    grip_bit: int = 2
+    a_bit: int = 7
+    b_bit: int = 1
+    stick_click_bit: int = 32
+    menu_bit: int = -1
+    trigger_axis: int = 1
+    """Index into `rAxis` whose `.x` is the analog trigger."""
+    stick_axis: int = 0
+    """Index into `rAxis` that is the thumbstick (x, y)."""
+    grip_engage_threshold: float = 0.5
+    """Trigger-style analog grip values (replay files) at or above this count as pressed."""
+
+    def __post_init__(self) -> None:
+        for name in ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit"):
+            v = getattr(self, name)
+            _require(isinstance(v, int) and -1 <= v <= 63, f"buttons.{name}", "an integer in -1..63", v)
+        for name in ("trigger_axis", "stick_axis"):
+            v = getattr(self, name)
+            _require(isinstance(v, int) and 0 <= v <= 4, f"buttons.{name}", "an integer in 0..4", v)
+        _require(_finite(self.grip_engage_threshold) and 0 < self.grip_engage_threshold <= 1, "buttons.grip_engage_threshold", "a number in (0, 1]", self.grip_engage_threshold)
+
+
+@dataclass(frozen=True)
+class OpenVRConfig:
+    poll_rate_hz: float = 300.0
+    """Rate of the OpenVR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose)."""
+    reconnect_interval_s: float = 2.0
+    """How often to retry connecting while SteamVR is away."""
+
+    def __post_init__(self) -> None:
+        _require(_finite(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openvr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
+        _require(_finite(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
+
+
+@dataclass(frozen=True)
+class Config:
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    scene: SceneConfig = field(default_factory=SceneConfig)
+    mapping: MappingConfig = field(default_factory=MappingConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    ik: IKConfig = field(default_factory=IKConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    arms: ArmsConfig = field(default_factory=ArmsConfig)
+    buttons: ButtonMapConfig = field(default_factory=ButtonMapConfig)
+    openvr: OpenVRConfig = field(default_factory=OpenVRConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(dataclasses.asdict(self))
+
+
+def _to_plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _to_plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_to_plain(x) for x in v]
+    return v
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        _require(isinstance(value, dict), key, "a table", value)
+        return _build(tp, value, key, base=None)
+    if origin is tuple:
+        _require(isinstance(value, list), key, "an array", value)
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(f"{key}[{i}]", args[0], v) for i, v in enumerate(value))
+        _require(len(value) == len(args), key, f"an array of {len(args)} values", value)
+        return tuple(_coerce(f"{key}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
+    if tp is float:
+        _require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value)
+        return float(value)
+    if tp is int:
+        _require(isinstance(value, int) and not isinstance(value, bool), key, "an integer", value)
+        return value
+    if tp is bool:
+        _require(isinstance(value, bool), key, "true or false", value)
+        return value
+    if tp is str:
+        _require(isinstance(value, str), key, "a string", value)
+        return value
+    raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}")
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str, base: Any) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in data:
+        if key not in names:
+            where = f"{prefix}.{key}" if prefix else key
+            raise ConfigError(f"unknown config key '{where}'; known keys here: {', '.join(names)}")
+    kwargs: dict[str, Any] = {}
+    for name in names:
+        key = f"{prefix}.{name}" if prefix else name
+        current = getattr(base, name) if base is not None else None
+        if name in data:
+            tp = hints[name]
+            if dataclasses.is_dataclass(tp):
+                _require(isinstance(data[name], dict), key, "a table", data[name])
+                if current is None:
+                    current = tp(**{}) if _all_defaults(tp) else None
+                kwargs[name] = _build(tp, data[name], key, current)
+            else:
+                kwargs[name] = _coerce(key, tp, data[name])
+        elif current is not None:
+            kwargs[name] = current
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"config table '{prefix or '<root>'}': {exc}") from None
+
+
+def _all_defaults(cls: type) -> bool:
+    return all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING for f in dataclasses.fields(cls))
+
+
+def config_from_dict(data: dict[str, Any], base: Config | None = None) -> Config:
+    """Overlay `data` (parsed TOML) on `base` (default: the built-in defaults)."""
+    return _build(Config, data, "", base if base is not None else Config())
+
+
+def load_config(path: str | Path | None, base: Config | None = None) -> Config:
+    """Load a TOML override file; `None` gives the defaults."""
+    if path is None:
+        return base if base is not None else Config()
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {p} cannot be read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+    try:
+        return config_from_dict(data, base)
+    except ConfigError as exc:
+        raise ConfigError(f"{p}: {exc}") from None

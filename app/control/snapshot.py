@@ -1,0 +1,95 @@
+"""The immutable record each control tick publishes to the GUI, the recorder and the streamer.
+
+All poses of the arms are in the MuJoCo world frame (Z up, robot +X forward, +Y left);
+quaternions are w, x, y, z. Consumers never touch the loop's working state, only these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.tracking.sample import TrackingSample
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+Joints = tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ArmSnapshot:
+    state: str
+    """Teleop state of the arm: 'idle', 'engaged' or 'holding' (see `teleop_state.ArmState`)."""
+    engaged: bool
+    precision: bool
+    """True while precision mode (reduced scale) is active."""
+    tracking_ok: bool
+    """False while this arm's controller samples are being rejected or are invalid."""
+    target_pos_m: Vec3
+    target_quat_wxyz: Quat
+    tcp_pos_m: Vec3
+    """Achieved TCP position from the physics state."""
+    tcp_quat_wxyz: Quat
+    q_rad: Joints
+    """Measured joint positions (7) from the physics state."""
+    q_cmd_rad: Joints
+    """Joint position commands (7) sent to the actuators this tick, after every limit."""
+    gripper_cmd: float
+    """Gripper closing command 0 (open) .. 1 (closed), as sent."""
+    ik_iterations: int
+    ik_pos_err_m: float
+    """Remaining IK position error to the (clamped) target after this tick's iterations."""
+    ik_rot_err_rad: float
+    ik_damping: float
+    """Squared damping used in the last IK iteration."""
+    workspace_clamped: bool
+    joint_limit_clamped: bool
+    velocity_clamped: bool
+
+
+@dataclass(frozen=True)
+class TimingSnapshot:
+    period_s: float
+    lateness_s: float
+    """How late this tick started relative to its absolute deadline (>= 0)."""
+    compute_s: float
+    """Wall time spent inside the tick."""
+    overruns: int
+    """Ticks so far whose compute time exceeded the period."""
+    late_ticks: int
+    """Ticks so far that started more than one period late."""
+    stage_s: tuple[tuple[str, float], ...] = ()
+    """Per-stage compute time of this tick: input, calibration, safety, ik, physics, snapshot."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    tick: int
+    t_s: float
+    """Nominal loop time: tick * period (deterministic; used for replay)."""
+    wall_time_s: float
+    """Host `time.perf_counter()` when the tick started."""
+    sim_time_s: float
+    sample: TrackingSample
+    left: ArmSnapshot
+    right: ArmSnapshot
+    timing: TimingSnapshot
+    teleop_state: str
+    """'running' or 'estopped'."""
+    heading_rad: float
+    """Operator heading captured at the last calibration (yaw of operator forward in robot axes)."""
+    source_name: str
+    rejected: tuple[tuple[str, int], ...] = ()
+    """Cumulative rejected controller samples by 'device:reason'."""
+    clamp_counts: tuple[tuple[str, int], ...] = ()
+    """Cumulative clamp counts by 'arm:kind' (workspace, joint_limit, velocity)."""
+    events: tuple[str, ...] = field(default=())
+    """What happened this tick: 'calibrate', 'engage:left', 'release:left', 'lost:right', ..."""
+    error: str = ""
+    """Set on the tick where an exception e-stopped the loop."""
+
+    def arm(self, name: str) -> ArmSnapshot:
+        if name == "left":
+            return self.left
+        if name == "right":
+            return self.right
+        raise KeyError(f"unknown arm {name!r}; expected 'left' or 'right'")
