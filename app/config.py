@@ -164,8 +164,10 @@ class LimitsConfig:
 
 
 def _default_box(side: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-    y0 = 0.3 * side
-    return (0.15, y0 - 0.45, 0.02), (0.80, y0 + 0.45, 0.85)
+    # Arm bases stand at y = +-0.3 m; each box reaches 0.15 m past the centre line.
+    if side > 0:
+        return (0.15, -0.15, 0.02), (0.80, 0.75, 0.85)
+    return (0.15, -0.75, 0.02), (0.80, 0.15, 0.85)
 
 
 @dataclass(frozen=True)

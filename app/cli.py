@@ -1,0 +1,229 @@
+"""The one entry point: `pico-teleop` (the GUI when it is installed) and `pico-teleop run` (headless).
+
+Every problem a user can cause (an unknown option, a missing or malformed config, an unreadable
+replay file) ends in one line on stderr naming the problem, and exit code 2. A source that
+cannot start (SteamVR absent when asked for) is exit code 1 with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from app import __version__
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print the whole usage block
+        raise UsageError(message)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pico-teleop", description="VR teleoperation of two simulated Franka Panda arms.")
+    p.add_argument("--version", action="version", version=f"pico-teleop {__version__}")
+    p.add_argument("--config", metavar="PATH", help="TOML file overriding any subset of the defaults")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
+    run.add_argument("--source", choices=["auto", "demo", "openvr", "replay"], default="auto",
+                     help="tracking source (default auto: OpenVR if SteamVR runs, else the demo operator)")
+    run.add_argument("--replay", metavar="PATH", help="session CSV to replay (with --source replay)")
+    run.add_argument("--seconds", type=_positive_seconds, metavar="N", help="stop after N seconds of loop time")
+    run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar)")
+    run.add_argument("--config", metavar="PATH", dest="run_config", help="TOML file overriding any subset of the defaults")
+    run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
+    run.add_argument("--quiet", action="store_true", help="no live status line")
+    run.add_argument("--summary-json", metavar="PATH", help="also write the end-of-run summary as JSON")
+    return p
+
+
+def _load_config(path: str | None):
+    from app.config import ConfigError, load_config
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _status_line(snap, stats_rate: float) -> str:
+    def arm(a) -> str:
+        flag = "" if a.tracking_ok else " LOST"
+        return f"{a.state[:3]}{' P' if a.precision else ''}{flag} grip {a.gripper_cmd:.2f}"
+    lat = snap.timing.lateness_s * 1e3
+    return (f"t {snap.t_s:7.2f}s  {stats_rate:6.1f} Hz  late {lat:5.2f} ms  overruns {snap.timing.overruns}  "
+            f"L[{arm(snap.left)}]  R[{arm(snap.right)}]  {snap.teleop_state}")
+
+
+def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
+    from app.control.loop import ControlLoop
+    from app.runtime import build_engine, load_scene, make_source, session_sidecar
+    from app.sessions.run_summary import RunSummary
+    from app.sim.scene import SceneError
+    from app.tracking.source import TrackingSourceError
+
+    if args.replay and args.source not in ("replay", "auto"):
+        raise UsageError(f"--replay is only used with --source replay (got --source {args.source})")
+    source_kind = "replay" if args.replay and args.source == "auto" else args.source
+    if source_kind == "replay" and not args.replay:
+        raise UsageError("--source replay needs --replay PATH")
+    cfg = _load_config(config_path)
+    if args.replay:
+        from app.sessions.reader import SessionFormatError, read_session
+        try:
+            session = read_session(args.replay)
+        except SessionFormatError as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot read replay file {args.replay}: {exc.strerror or exc}") from None
+    try:
+        scene = load_scene(cfg)
+    except SceneError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        if source_kind == "replay":
+            from app.tracking.replay_source import ReplaySource
+            source, note = ReplaySource(session), ""
+        else:
+            source, note = make_source(source_kind, cfg, scene)
+        source.start()
+    except TrackingSourceError as exc:
+        print(f"pico-teleop: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if note:
+        print(f"pico-teleop: {note}", file=sys.stderr)
+    paced = not args.fast
+    max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
+    engine = build_engine(cfg, scene, source)
+    loop = ControlLoop(engine, source, cfg.loop, paced=paced, max_ticks=max_ticks)
+    summary = RunSummary()
+    loop.subscribe(summary.add)
+    recorder = None
+    if args.record:
+        from app.sessions.recorder import Recorder
+        recorder = Recorder(args.record, session_sidecar(cfg, scene, source.name, engine), block_when_full=not paced)
+        try:
+            recorder.start()
+        except OSError as exc:
+            source.close()
+            raise UsageError(f"cannot record to {args.record}: {exc.strerror or exc}") from None
+        loop.subscribe(recorder.submit)
+
+    print(f"pico-teleop {__version__}: source {source.name}, {cfg.loop.rate_hz:g} Hz, scene {scene.path.name}"
+          + (f", recording to {args.record}" if recorder else "") + (", fast" if not paced else ""), file=sys.stderr)
+    stop_requested = threading.Event()
+
+    def _on_signal(signum, frame):  # Ctrl-C ends the run cleanly: recording closed, summary printed
+        stop_requested.set()
+        loop.stop(timeout_s=0)
+
+    old_handler = signal.signal(signal.SIGINT, _on_signal)
+    started = time.perf_counter()
+    loop.start()
+    tty = sys.stderr.isatty()
+    last_print = 0.0
+    try:
+        while not loop.wait(0.25):
+            now = time.perf_counter()
+            snap = loop.latest()
+            if args.quiet or snap is None:
+                continue
+            if tty:
+                rate = loop.timer.ticks / max(now - started, 1e-9)
+                print("\r" + _status_line(snap, rate), end="", file=sys.stderr, flush=True)
+            elif now - last_print >= 5.0:
+                last_print = now
+                rate = loop.timer.ticks / max(now - started, 1e-9)
+                print(_status_line(snap, rate), file=sys.stderr, flush=True)
+    finally:
+        loop.stop()
+        signal.signal(signal.SIGINT, old_handler)
+        source.close()
+    if tty and not args.quiet:
+        print(file=sys.stderr)
+    stats = loop.stats()
+    result = summary.as_dict()
+    result["timing"] = {k: v for k, v in vars(stats).items()}
+    result["source"] = source.name
+    result["wall_s"] = time.perf_counter() - started
+    if loop.fatal_error:
+        result["fatal_error"] = loop.fatal_error
+    if recorder is not None:
+        rec = recorder.stop(summary=result)
+        result["recording"] = {"path": str(args.record), "rows": rec.rows_written, "dropped": rec.dropped_rows,
+                               "state": rec.state.value, "error": rec.error}
+    _print_summary(result)
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(result, indent=2))
+    return EXIT_FAILURE if loop.fatal_error else EXIT_OK
+
+
+def _print_summary(r: dict) -> None:
+    t = r["timing"]
+    lines = [
+        f"ran {r['ticks']} ticks ({r['ticks'] / max(t['achieved_rate_hz'], 1e-9):.1f} s at {t['achieved_rate_hz']:.1f} Hz) from {r['source']}",
+        f"lateness p50 {t['lateness_p50_ms']:.3f} ms  p99 {t['lateness_p99_ms']:.3f} ms  max {t['lateness_max_ms']:.3f} ms; "
+        f"compute p50 {t['compute_p50_ms']:.3f} ms  p99 {t['compute_p99_ms']:.3f} ms; overruns {t['overruns']}, late ticks {t['late_ticks']}",
+    ]
+    for arm in ("left", "right"):
+        a = r[arm]
+        pe, re = a["pos_err_mm"], a["rot_err_deg"]
+        if a["engaged_ticks"]:
+            lines.append(f"{arm:5s}: engaged {a['engaged_ticks']} ticks; TCP error RMS {pe['rms']:.2f} mm, p95 {pe['p95']:.2f} mm, "
+                         f"max {pe['max']:.2f} mm; orientation RMS {re['rms']:.2f} deg, p95 {re['p95']:.2f} deg")
+        else:
+            lines.append(f"{arm:5s}: never engaged")
+    lines.append(f"events {r.get('events', {})}; rejected samples {sum(r.get('rejected', {}).values())}; "
+                 f"clamps {r.get('clamps', {})}; state {r.get('teleop_state')}")
+    if r.get("error"):
+        lines.append(f"fault: {r['error']}")
+    if "recording" in r:
+        rec = r["recording"]
+        lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped){'; ' + rec['error'] if rec['error'] else ''}")
+    print("\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("PICO_TELEOP_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        config_path = getattr(args, "run_config", None) or args.config
+        if args.command is None:
+            try:
+                from app.gui.main_window import run_gui
+            except ImportError:
+                print("pico-teleop: the GUI is not installed; running headless (see `pico-teleop run --help`)", file=sys.stderr)
+                args = parser.parse_args(["run"] + (["--config", config_path] if config_path else []))
+                return cmd_run(args, config_path)
+            return run_gui(config_path)
+        return cmd_run(args, config_path)
+    except UsageError as exc:
+        print(f"pico-teleop: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

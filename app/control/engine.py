@@ -1,0 +1,352 @@
+"""One control tick: sample in, calibrated targets, IK, limits, actuators, physics, snapshot out.
+
+`TeleopEngine.tick` is deterministic given the samples, the commands and the configuration, so a
+recorded session re-simulates exactly. Pacing and threads live in `loop.py`, not here.
+
+Per controller the data flows:  PoseGate (reject bad / jumping samples)  ->  VR->robot basis
+change  ->  One-Euro filters  ->  operator heading  ->  clutch mapping  ->  workspace box  ->  IK
+(velocity and joint limits)  ->  position actuators.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable
+
+import numpy as np
+
+from app.config import ARMS, ArmConfig, Config
+from app.control.ik import ArmIK, IKResult
+from app.control.safety import PoseGate, RateLimiter, clamp_to_box, pose_defect
+from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
+from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
+from app.sim.scene import ArmHandles
+from app.sim.sim_arms import CommandRejected, SimulatedArms
+from app.tracking.sample import ControllerButtons, TrackingSample
+from calibration import frames
+from calibration.filters import OneEuroFilter, OneEuroQuatFilter
+from calibration.mapping import ClutchMapping
+
+
+class CommandKind(Enum):
+    CALIBRATE = "calibrate"
+    ESTOP = "estop"
+    RESET = "reset"
+    ENGAGE = "engage"
+    """Keyboard engage of one arm (acts like holding its grip), for testing without controllers."""
+    RELEASE = "release"
+    MARK = "mark"
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: CommandKind
+    arm: str | None = None
+    label: str = ""
+
+
+def _tup(a: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(v) for v in a)
+
+
+@dataclass
+class _Arm:
+    """Mutable working state of one arm; only the engine touches it."""
+
+    name: str
+    cfg: ArmConfig
+    handles: ArmHandles
+    ik: ArmIK
+    gate: PoseGate
+    pos_filter: OneEuroFilter
+    rot_filter: OneEuroQuatFilter
+    sm: ArmStateMachine
+    mapping: ClutchMapping = field(default_factory=ClutchMapping)
+    q_cmd: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    gripper_cmd: float = 0.0
+    target_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    target_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0, 0]))
+    ctrl_pos: np.ndarray | None = None
+    ctrl_quat: np.ndarray | None = None
+    tracking_ok: bool = False
+    precision: bool = False
+    forced_engage: bool = False
+    workspace_clamped: bool = False
+    ik_result: IKResult | None = None
+
+
+class TeleopEngine:
+    def __init__(self, cfg: Config, sim: SimulatedArms, arms: dict[str, ArmHandles],
+                 haptic: Callable[[str, int], None] | None = None, source_name: str = "") -> None:
+        self.cfg = cfg
+        self.sim = sim
+        self.period_s = cfg.loop.period_s
+        self.source_name = source_name
+        self.teleop = TeleopStateMachine()
+        self.heading_rad = 0.0
+        self.clamp_counts: Counter[str] = Counter()
+        self.tick_index = 0
+        self._haptic = haptic or (lambda controller, us: None)
+        self._haptic_limiter = RateLimiter(cfg.safety.haptic_min_interval_s)
+        self._prev_a = False
+        self._pending: list[Command] = []
+        self._error = ""
+        home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
+        f, s = cfg.filter, cfg.safety
+        self.arms: dict[str, _Arm] = {}
+        for name in ARMS:
+            h = arms[name]
+            ik = ArmIK(sim.model, h, cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
+            arm = _Arm(
+                name=name, cfg=cfg.arms.arm(name), handles=h, ik=ik,
+                gate=PoseGate(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol),
+                pos_filter=OneEuroFilter(f.pos_min_cutoff_hz, f.pos_beta, f.d_cutoff_hz),
+                rot_filter=OneEuroQuatFilter(f.rot_min_cutoff_hz, f.rot_beta, f.d_cutoff_hz),
+                sm=self.teleop.arms[name],
+            )
+            arm.q_cmd = sim.read(name).q_rad.copy()
+            arm.target_pos, arm.target_quat = ik.tcp_pose(arm.q_cmd)
+            self.arms[name] = arm
+
+    # ----- commands (called from the loop thread only; other threads go through ControlLoop) -----
+
+    def submit(self, command: Command) -> None:
+        self._pending.append(command)
+
+    def _apply_commands(self, sample: TrackingSample, events: list[str]) -> None:
+        pending, self._pending = self._pending, []
+        for cmd in pending:
+            if cmd.kind is CommandKind.CALIBRATE:
+                self._calibrate(sample, events)
+            elif cmd.kind is CommandKind.ESTOP:
+                self._estop(events, "operator")
+            elif cmd.kind is CommandKind.RESET:
+                if self.teleop.estopped:
+                    self.teleop.reset()
+                    for arm in self.arms.values():
+                        arm.forced_engage = False
+                        arm.mapping.unlatch()
+                    self._error = ""
+                    events.append("reset")
+            elif cmd.kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
+                if cmd.arm not in self.arms:
+                    raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
+                self.arms[cmd.arm].forced_engage = cmd.kind is CommandKind.ENGAGE
+                events.append(f"cmd_{cmd.kind.value}:{cmd.arm}")
+            elif cmd.kind is CommandKind.MARK:
+                events.append(f"mark:{cmd.label}" if cmd.label else "mark")
+
+    def _estop(self, events: list[str], why: str) -> None:
+        if self.teleop.estopped:
+            return
+        self.teleop.estop()
+        for arm in self.arms.values():
+            arm.mapping.unlatch()
+            self._pulse(arm.name, "estop")
+        events.append(f"estop:{why}")
+
+    def _pulse(self, controller: str, reason: str) -> None:
+        if self._haptic_limiter.allow(controller, self.tick_index * self.period_s):
+            try:
+                self._haptic(controller, self.cfg.safety.haptic_pulse_us)
+            except Exception:  # haptics are a courtesy; they must never stop the loop
+                pass
+
+    # ----- calibration -----
+
+    def _calibrate(self, sample: TrackingSample, events: list[str]) -> None:
+        tol = self.cfg.safety.rotation_orthonormal_tol
+        head_q = None
+        if pose_defect(sample.head, tol) is None:
+            head_q = frames.quat_vr_to_robot(sample.head.quat_array())
+        ctrl_qs = [frames.quat_vr_to_robot(sample.pose(n).quat_array()) for n in ARMS
+                   if pose_defect(sample.pose(n), tol) is None]
+        old = self.heading_rad
+        self.heading_rad = float(frames.operator_heading_rad(head_q, ctrl_qs))
+        # The heading rotates the controller poses, so every latch is renewed at the arm's
+        # current command: the robot does not move when the operator recalibrates.
+        for arm in self.arms.values():
+            if arm.ctrl_pos is not None and arm.ctrl_quat is not None:
+                arm.ctrl_pos, arm.ctrl_quat = self._rotate_heading(arm.ctrl_pos, arm.ctrl_quat, old)
+            if arm.mapping.is_latched and arm.ctrl_pos is not None:
+                self._latch(arm)
+        events.append(f"calibrate:{self.heading_rad:.4f}")
+
+    def _rotate_heading(self, pos: np.ndarray, quat: np.ndarray, old_yaw: float) -> tuple[np.ndarray, np.ndarray]:
+        """Re-express a heading-corrected pose under the new heading."""
+        pos_r, quat_r = frames.apply_heading(-old_yaw, pos, quat)
+        return frames.apply_heading(self.heading_rad, pos_r, quat_r)
+
+    def _scale(self, arm: _Arm) -> float:
+        m = self.cfg.mapping
+        return m.scale * (m.precision_factor if arm.precision else 1.0)
+
+    def _latch(self, arm: _Arm) -> None:
+        assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
+        pos, quat = arm.ik.tcp_pose(arm.q_cmd)
+        arm.target_pos, arm.target_quat = pos, quat
+        arm.mapping.latch(arm.ctrl_pos, arm.ctrl_quat, pos, quat, self._scale(arm))
+
+    # ----- the tick -----
+
+    def tick(self, sample: TrackingSample, t_s: float, wall_time_s: float = 0.0, lateness_s: float = 0.0,
+             input_s: float = 0.0, overruns: int = 0, late_ticks: int = 0) -> Snapshot:
+        t0 = time.perf_counter()
+        events: list[str] = []
+        stages: list[tuple[str, float]] = [("input", input_s)]
+        t_ik = t_cal = t0
+        try:
+            self._apply_commands(sample, events)
+            a_pressed = sample.left_buttons.a or sample.right_buttons.a
+            if a_pressed and not self._prev_a:
+                self._calibrate(sample, events)
+            self._prev_a = a_pressed
+            for arm in self.arms.values():
+                self._update_arm(arm, sample, t_s, events)
+            t_cal = time.perf_counter()
+            for arm in self.arms.values():
+                if not self.teleop.estopped:
+                    res = arm.ik.solve(arm.q_cmd, arm.target_pos, arm.target_quat, self.period_s)
+                    self._count_clamps(arm, res)
+                    arm.q_cmd = res.q_rad
+                    arm.ik_result = res
+                arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd)
+            t_ik = time.perf_counter()
+        except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
+            self._error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, CommandRejected):
+                self.clamp_counts["rejected_command"] += 1
+            self._estop(events, "fault")
+            events.append("fault")
+            t_cal = t_ik = time.perf_counter()
+        stages.append(("calibration_safety", t_cal - t0))
+        stages.append(("ik", t_ik - t_cal))
+        self.sim.step(self.period_s)
+        t_phys = time.perf_counter()
+        stages.append(("physics", t_phys - t_ik))
+        snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, events, stages, t0, overruns, late_ticks)
+        self.tick_index += 1
+        return snap
+
+    def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[str]) -> None:
+        pose = sample.pose(arm.name)
+        buttons: ControllerButtons = sample.buttons(arm.name)
+        res = arm.gate.check(pose, t_s)
+        if res.accepted:
+            p_r = frames.pos_vr_to_robot(pose.pos_array())
+            q_r = frames.quat_vr_to_robot(pose.quat_array())
+            if res.reacquired:
+                arm.pos_filter.reset()
+                arm.rot_filter.reset()
+            if self.cfg.filter.enabled:
+                p_r = arm.pos_filter.filter(p_r, t_s)
+                q_r = arm.rot_filter.filter(q_r, t_s)
+            arm.ctrl_pos, arm.ctrl_quat = frames.apply_heading(self.heading_rad, p_r, q_r)
+        was_ok = arm.tracking_ok
+        arm.tracking_ok = res.accepted
+        if was_ok and not res.accepted:
+            events.append(f"lost:{arm.name}:{res.reason}")
+
+        want = (buttons.grip or arm.forced_engage) and not self.teleop.estopped
+        precision = bool(buttons.stick_click)
+        state = arm.sm.state
+        if not want:
+            if state is not ArmState.IDLE:
+                arm.sm.release()
+                arm.mapping.unlatch()
+                events.append(f"release:{arm.name}")
+            arm.precision = precision
+            return
+        if state is ArmState.IDLE:
+            arm.precision = precision
+            if arm.tracking_ok:
+                self._latch(arm)
+                arm.sm.engage()
+                events.append(f"engage:{arm.name}")
+        elif state is ArmState.ENGAGED:
+            if not arm.tracking_ok:
+                arm.sm.lose_tracking()
+                arm.mapping.unlatch()
+                self._pulse(arm.name, "lost")
+                events.append(f"holding:{arm.name}")
+                return
+            if res.reacquired:
+                arm.precision = precision
+                self._latch(arm)
+                events.append(f"relatch:{arm.name}")
+            elif precision != arm.precision:
+                arm.precision = precision
+                assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
+                arm.mapping.set_scale(self._scale(arm), arm.ctrl_pos, arm.ctrl_quat)
+                events.append(f"precision_{'on' if precision else 'off'}:{arm.name}")
+        elif state is ArmState.HOLDING:
+            if arm.tracking_ok:
+                arm.precision = precision
+                self._latch(arm)
+                arm.sm.reacquire()
+                events.append(f"reacquired:{arm.name}")
+
+        if arm.sm.state is ArmState.ENGAGED:
+            assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
+            pos, quat = arm.mapping.map(arm.ctrl_pos, arm.ctrl_quat)
+            clamped_pos, clamped = clamp_to_box(pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m)
+            if clamped:
+                self.clamp_counts[f"{arm.name}:workspace"] += 1
+                if not arm.workspace_clamped:
+                    self._pulse(arm.name, "workspace")
+            arm.workspace_clamped = clamped
+            arm.target_pos = np.asarray(clamped_pos)
+            arm.target_quat = quat
+            trig = buttons.trigger
+            if trig == trig:  # NaN never reaches the gripper
+                arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
+        else:
+            arm.workspace_clamped = False
+
+    def _count_clamps(self, arm: _Arm, res: IKResult) -> None:
+        prev = arm.ik_result
+        if res.velocity_clamped:
+            self.clamp_counts[f"{arm.name}:velocity"] += 1
+        if res.joint_limit_clamped:
+            self.clamp_counts[f"{arm.name}:joint_limit"] += 1
+            if prev is None or not prev.joint_limit_clamped:
+                self._pulse(arm.name, "joint_limit")
+
+    def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float,
+                  events: list[str], stages: list[tuple[str, float]], t0: float,
+                  overruns: int, late_ticks: int) -> Snapshot:
+        arm_snaps = {}
+        for arm in self.arms.values():
+            reading = self.sim.read(arm.name)
+            r = arm.ik_result
+            arm_snaps[arm.name] = ArmSnapshot(
+                state=arm.sm.state.value, engaged=arm.sm.state is ArmState.ENGAGED, precision=arm.precision,
+                tracking_ok=arm.tracking_ok,
+                target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
+                tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),
+                q_rad=_tup(reading.q_rad), q_cmd_rad=_tup(arm.q_cmd), gripper_cmd=float(arm.gripper_cmd),
+                ik_iterations=r.iterations if r else 0, ik_pos_err_m=r.pos_err_m if r else 0.0,
+                ik_rot_err_rad=r.rot_err_rad if r else 0.0, ik_damping=r.damping if r else 0.0,
+                workspace_clamped=arm.workspace_clamped,
+                joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
+            )
+        rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.gate.rejections.items()))
+        t_snap = time.perf_counter()
+        stages.append(("snapshot", t_snap - stages_end(stages, t0)))
+        timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=t_snap - t0,
+                                overruns=overruns, late_ticks=late_ticks, stage_s=tuple(stages))
+        return Snapshot(
+            tick=self.tick_index, t_s=t_s, wall_time_s=wall_time_s, sim_time_s=self.sim.sim_time_s,
+            sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,
+            teleop_state=self.teleop.state.value, heading_rad=self.heading_rad, source_name=self.source_name,
+            rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items())), events=tuple(events),
+            error=self._error,
+        )
+
+
+def stages_end(stages: list[tuple[str, float]], t0: float) -> float:
+    """Absolute time at which the recorded stages (after 'input') ended."""
+    return t0 + sum(s for name, s in stages if name != "input")

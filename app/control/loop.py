@@ -1,0 +1,116 @@
+"""The control thread: paces `TeleopEngine.tick` at the configured rate and publishes snapshots.
+
+Other threads talk to the loop only through `send()` (a thread-safe command queue) and read
+only the immutable snapshots it publishes (`latest()` and subscriber callbacks).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sys
+import threading
+import time
+from typing import Callable
+
+from app.config import LoopConfig
+from app.control.engine import Command, TeleopEngine
+from app.control.snapshot import Snapshot
+from app.control.timing import LoopTimer, TimingStats
+from app.tracking.source import TrackingSource
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[Snapshot], None]
+
+
+class ControlLoop:
+    def __init__(self, engine: TeleopEngine, source: TrackingSource, cfg: LoopConfig, *, paced: bool = True,
+                 max_ticks: int | None = None) -> None:
+        self.engine = engine
+        self.source = source
+        self.cfg = cfg
+        self.paced = paced
+        self.max_ticks = max_ticks
+        self.timer = LoopTimer(cfg.period_s, cfg.spin_before_deadline_s, paced=paced)
+        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._subscribers: list[Subscriber] = []
+        self._latest: Snapshot | None = None
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.subscriber_errors = 0
+        self.fatal_error: str = ""
+
+    def subscribe(self, fn: Subscriber) -> None:
+        """`fn` is called in the loop thread with each snapshot: it must be quick and never block."""
+        self._subscribers.append(fn)
+
+    def send(self, command: Command) -> None:
+        self._commands.put(command)
+
+    def latest(self) -> Snapshot | None:
+        return self._latest
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("control loop already started")
+        self._thread = threading.Thread(target=self.run, name="control-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the loop ends by itself (tick budget, finished replay) or is stopped."""
+        return self._done.wait(timeout_s)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and not self._done.is_set()
+
+    def stats(self) -> TimingStats:
+        return self.timer.stats()
+
+    def run(self) -> None:
+        """The loop body; runs in the caller's thread when called directly."""
+        old_interval = sys.getswitchinterval()
+        sys.setswitchinterval(self.cfg.gil_switch_interval_s)
+        period = self.cfg.period_s
+        engine, source, timer = self.engine, self.source, self.timer
+        try:
+            timer.start()
+            tick = 0
+            while not self._stop.is_set():
+                if self.max_ticks is not None and tick >= self.max_ticks:
+                    break
+                t_nominal = tick * period
+                wall, lateness = timer.wait()
+                while True:
+                    try:
+                        engine.submit(self._commands.get_nowait())
+                    except queue.Empty:
+                        break
+                t_in = time.perf_counter()
+                sample = source.read(t_nominal)
+                input_s = time.perf_counter() - t_in
+                if source.finished():
+                    break
+                snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks)
+                timer.record(lateness, time.perf_counter() - wall)
+                self._latest = snap
+                for fn in self._subscribers:
+                    try:
+                        fn(snap)
+                    except Exception:
+                        self.subscriber_errors += 1
+                        log.exception("snapshot subscriber failed")
+                tick += 1
+        except Exception as exc:  # the engine catches its own faults; this is a bug in the loop itself
+            self.fatal_error = f"{type(exc).__name__}: {exc}"
+            log.exception("control loop died")
+        finally:
+            sys.setswitchinterval(old_interval)
+            self._done.set()

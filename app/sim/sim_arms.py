@@ -1,0 +1,80 @@
+"""The simulated dual-arm output: position actuators on the MuJoCo scene, stepped in real time.
+
+This is the one place that writes `data.ctrl` and calls `mj_step`. Commands are validated here
+as the last line of defence: a non-finite value is refused (the previous command stays) and
+everything else is clipped to the actuator's control range; `send` returns what was sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from app.sim.scene import ArmHandles
+
+GRIPPER_OPEN_CTRL = 255.0
+
+
+class CommandRejected(ValueError):
+    """A command held a non-finite value; nothing was sent."""
+
+
+@dataclass(frozen=True)
+class ArmReading:
+    q_rad: np.ndarray
+    tcp_pos_m: np.ndarray
+    tcp_quat_wxyz: np.ndarray
+
+
+class SimulatedArms:
+    def __init__(self, model: mujoco.MjModel, arms: dict[str, ArmHandles], home_qpos: np.ndarray) -> None:
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self.arms = arms
+        self.data.qpos[:] = home_qpos
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+        if key >= 0:
+            mujoco.mj_resetDataKeyframe(model, self.data, key)
+        mujoco.mj_forward(model, self.data)
+        self._quat = np.zeros(4)
+
+    @property
+    def timestep_s(self) -> float:
+        return float(self.model.opt.timestep)
+
+    def send(self, arm: str, q_cmd_rad: np.ndarray, gripper_close: float) -> tuple[np.ndarray, float]:
+        """Set one arm's joint position targets and gripper closing (0 open .. 1 closed).
+
+        Returns the (clipped) joint targets and gripper command actually applied.
+        """
+        h = self.arms[arm]
+        q = np.asarray(q_cmd_rad, dtype=float)
+        if q.shape != (7,) or not np.all(np.isfinite(q)) or not np.isfinite(gripper_close):
+            raise CommandRejected(f"arm {arm}: non-finite or mis-shaped command {q!r}, gripper {gripper_close!r}")
+        q_sent = np.clip(q, h.ctrl_range[:, 0], h.ctrl_range[:, 1])
+        g = min(max(float(gripper_close), 0.0), 1.0)
+        lo, hi = h.gripper_ctrl_range
+        self.data.ctrl[list(h.actuator_ids)] = q_sent
+        self.data.ctrl[h.gripper_actuator_id] = hi - g * (hi - lo)
+        return q_sent, g
+
+    def step(self, duration_s: float) -> int:
+        """Advance physics by whole timesteps covering `duration_s`; returns the step count."""
+        n = max(1, int(round(duration_s / self.model.opt.timestep)))
+        for _ in range(n):
+            mujoco.mj_step(self.model, self.data)
+        mujoco.mj_kinematics(self.model, self.data)
+        return n
+
+    def read(self, arm: str) -> ArmReading:
+        h = self.arms[arm]
+        q = self.data.qpos[np.asarray(h.qpos_adr)].copy()
+        pos = self.data.site_xpos[h.tcp_site_id].copy()
+        mujoco.mju_mat2Quat(self._quat, self.data.site_xmat[h.tcp_site_id])
+        return ArmReading(q, pos, self._quat.copy())
+
+    @property
+    def sim_time_s(self) -> float:
+        return float(self.data.time)
