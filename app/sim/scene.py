@@ -1,0 +1,154 @@
+"""Load a MuJoCo scene and resolve each arm's named parts into index handles, once.
+
+An arm is found by name prefix (`left/`, `right/`): joints `joint1`..`joint7`, fingers
+`finger_joint1`/`finger_joint2`, position actuators `actuator1`..`actuator7`, gripper `actuator8`,
+and the sites `tcp` and `flange` (see assets/robots/panda.xml). Everything that is missing or
+miswired is reported in one `SceneError`, with similar names that do exist.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+ARM_JOINTS: tuple[str, ...] = tuple(f"joint{i}" for i in range(1, 8))
+ARM_ACTUATORS: tuple[str, ...] = tuple(f"actuator{i}" for i in range(1, 8))
+GRIPPER_ACTUATOR = "actuator8"
+FINGER_JOINTS: tuple[str, ...] = ("finger_joint1", "finger_joint2")
+TCP_SITE = "tcp"
+FLANGE_SITE = "flange"
+HOME_KEY = "home"
+
+
+class SceneError(RuntimeError):
+    """A scene file cannot be loaded, or lacks a part the app needs (named in the message)."""
+
+
+def _frozen(values, dtype) -> np.ndarray:
+    arr = np.array(values, dtype=dtype)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class ArmHandles:
+    """Model indices of one arm. Arrays are read-only; compare handles by identity."""
+
+    name: str
+    """Arm label, e.g. 'left'."""
+    prefix: str
+    """Name prefix of the arm's elements in the model, e.g. 'left/'."""
+    joint_ids: np.ndarray
+    """(7,) int: joint ids of joint1..joint7."""
+    qpos_adr: np.ndarray
+    """(7,) int: addresses of the arm joints in `data.qpos`."""
+    dof_adr: np.ndarray
+    """(7,) int: addresses of the arm joints in `data.qvel` and Jacobian columns."""
+    actuator_ids: np.ndarray
+    """(7,) int: ids of the arm's joint position servos (ctrl in rad)."""
+    gripper_actuator_id: int
+    """Gripper actuator id; ctrl 0 = closed, upper end of `gripper_ctrl_range` = open."""
+    tcp_site_id: int
+    """Site at the tool centre point (Franka EE frame: z along the fingers)."""
+    flange_site_id: int
+    """Site at Franka's flange frame F."""
+    joint_range_rad: np.ndarray
+    """(7, 2) float: lower, upper joint limits in rad."""
+    ctrl_range: np.ndarray
+    """(7, 2) float: lower, upper ctrl limits of the arm actuators (rad)."""
+    gripper_ctrl_range: np.ndarray
+    """(2,) float: lower (closed), upper (open) gripper ctrl."""
+    finger_qpos_adr: np.ndarray
+    """(2,) int: addresses of finger_joint1, finger_joint2 in `data.qpos` (m, 0 = closed)."""
+
+
+def _names(model: mujoco.MjModel, obj: mujoco.mjtObj, count: int) -> list[str]:
+    return [mujoco.mj_id2name(model, obj, i) or "" for i in range(count)]
+
+
+def resolve_arm(model: mujoco.MjModel, name: str, prefix: str) -> ArmHandles:
+    """Handles of the arm whose elements are named `prefix + ...`; SceneError lists every problem."""
+    kinds = {
+        "joint": (mujoco.mjtObj.mjOBJ_JOINT, model.njnt),
+        "actuator": (mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu),
+        "site": (mujoco.mjtObj.mjOBJ_SITE, model.nsite),
+    }
+    problems: list[str] = []
+
+    def find(kind: str, short: str) -> int:
+        obj, count = kinds[kind]
+        full = prefix + short
+        idx = mujoco.mj_name2id(model, obj, full)
+        if idx < 0:
+            existing = _names(model, obj, count)
+            # The same element under another prefix is the likeliest intended name.
+            same_short = [n for n in existing if n == short or n.endswith("/" + short)]
+            close = difflib.get_close_matches(full, existing, n=3, cutoff=0.6)
+            similar = list(dict.fromkeys(same_short + close))[:3]
+            hint = f" (similar: {', '.join(similar)})" if similar else ""
+            problems.append(f"{kind} '{full}' is missing{hint}")
+        return idx
+
+    joints = [find("joint", j) for j in ARM_JOINTS]
+    fingers = [find("joint", j) for j in FINGER_JOINTS]
+    actuators = [find("actuator", a) for a in ARM_ACTUATORS]
+    gripper = find("actuator", GRIPPER_ACTUATOR)
+    tcp = find("site", TCP_SITE)
+    flange = find("site", FLANGE_SITE)
+
+    # Miswiring would make the IK command the wrong joint without any visible error.
+    for jname, j in zip(ARM_JOINTS, joints):
+        if j >= 0 and model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
+            problems.append(f"joint '{prefix}{jname}' must be a hinge")
+        if j >= 0 and not model.jnt_limited[j]:
+            problems.append(f"joint '{prefix}{jname}' must have a range")
+    for aname, a, j in zip(ARM_ACTUATORS, actuators, joints):
+        if a < 0 or j < 0:
+            continue
+        if model.actuator_trntype[a] != mujoco.mjtTrn.mjTRN_JOINT or model.actuator_trnid[a, 0] != j:
+            problems.append(f"actuator '{prefix}{aname}' must drive joint '{model.joint(j).name}'")
+        if not model.actuator_ctrllimited[a]:
+            problems.append(f"actuator '{prefix}{aname}' must have a ctrlrange")
+    if problems:
+        raise SceneError(f"arm '{name}' (prefix '{prefix}'): " + "; ".join(problems))
+
+    return ArmHandles(
+        name=name,
+        prefix=prefix,
+        joint_ids=_frozen(joints, np.int64),
+        qpos_adr=_frozen(model.jnt_qposadr[joints], np.int64),
+        dof_adr=_frozen(model.jnt_dofadr[joints], np.int64),
+        actuator_ids=_frozen(actuators, np.int64),
+        gripper_actuator_id=int(gripper),
+        tcp_site_id=int(tcp),
+        flange_site_id=int(flange),
+        joint_range_rad=_frozen(model.jnt_range[joints], np.float64),
+        ctrl_range=_frozen(model.actuator_ctrlrange[actuators], np.float64),
+        gripper_ctrl_range=_frozen(model.actuator_ctrlrange[gripper], np.float64),
+        finger_qpos_adr=_frozen(model.jnt_qposadr[fingers], np.int64),
+    )
+
+
+def load_model(path: str | os.PathLike[str]) -> mujoco.MjModel:
+    """Compile an MJCF file; a missing file or a MuJoCo error becomes a SceneError naming the path."""
+    p = Path(path)
+    if not p.is_file():
+        raise SceneError(f"scene file not found: {p}")
+    try:
+        return mujoco.MjModel.from_xml_path(str(p))
+    except ValueError as exc:  # MuJoCo reports XML and compile errors as ValueError
+        raise SceneError(f"cannot load scene {p}: {exc}") from exc
+
+
+def home_qpos(model: mujoco.MjModel, key: str = HOME_KEY) -> np.ndarray:
+    """A fresh copy of keyframe `key`'s qpos (nq,)."""
+    idx = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, key)
+    if idx < 0:
+        existing = [n for n in _names(model, mujoco.mjtObj.mjOBJ_KEY, model.nkey) if n]
+        raise SceneError(f"keyframe '{key}' not found; keyframes in the model: {existing or 'none'}")
+    return model.key_qpos[idx].copy()
