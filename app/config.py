@@ -239,6 +239,13 @@ class OpenVRConfig:
 
 
 @dataclass(frozen=True)
+class SimConfig:
+    velocity_feedforward: bool = True
+    """Feed the commanded joint velocity through the position servos (they then track moving
+    commands instead of lagging them by kv/kp = 0.1 s)."""
+
+
+@dataclass(frozen=True)
 class Config:
     loop: LoopConfig = field(default_factory=LoopConfig)
     scene: SceneConfig = field(default_factory=SceneConfig)
@@ -250,6 +257,7 @@ class Config:
     arms: ArmsConfig = field(default_factory=ArmsConfig)
     buttons: ButtonMapConfig = field(default_factory=ButtonMapConfig)
     openvr: OpenVRConfig = field(default_factory=OpenVRConfig)
+    sim: SimConfig = field(default_factory=SimConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(dataclasses.asdict(self))

@@ -208,12 +208,14 @@ class TeleopEngine:
                 self._update_arm(arm, sample, t_s, events)
             t_cal = time.perf_counter()
             for arm in self.arms.values():
+                q_prev = arm.q_cmd
                 if not self.teleop.estopped:
                     res = arm.ik.solve(arm.q_cmd, arm.target_pos, arm.target_quat, self.period_s)
                     self._count_clamps(arm, res)
                     arm.q_cmd = res.q_rad
                     arm.ik_result = res
-                arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd)
+                qdot = (arm.q_cmd - q_prev) / self.period_s if self.cfg.sim.velocity_feedforward else None
+                arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
             t_ik = time.perf_counter()
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
             self._error = f"{type(exc).__name__}: {exc}"

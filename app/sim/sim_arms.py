@@ -39,14 +39,25 @@ class SimulatedArms:
             mujoco.mj_resetDataKeyframe(model, self.data, key)
         mujoco.mj_forward(model, self.data)
         self._quat = np.zeros(4)
+        # The position servos are PD: force = kp (ctrl - q) - kv qdot. Adding (kv / kp) * the
+        # commanded joint velocity to ctrl turns the damping into kv (qdot_cmd - qdot), i.e. they
+        # track a moving command instead of lagging it by kv / kp seconds (0.1 s for the Panda).
+        self._lead_s = {}
+        for name, h in arms.items():
+            ids = list(h.actuator_ids)
+            kp = model.actuator_gainprm[ids, 0]
+            kv = -model.actuator_biasprm[ids, 2]
+            self._lead_s[name] = np.where(kp > 0, kv / np.where(kp > 0, kp, 1.0), 0.0)
 
     @property
     def timestep_s(self) -> float:
         return float(self.model.opt.timestep)
 
-    def send(self, arm: str, q_cmd_rad: np.ndarray, gripper_close: float) -> tuple[np.ndarray, float]:
+    def send(self, arm: str, q_cmd_rad: np.ndarray, gripper_close: float,
+             qdot_cmd_rad_s: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Set one arm's joint position targets and gripper closing (0 open .. 1 closed).
 
+        `qdot_cmd_rad_s`, the commanded joint velocity, is fed forward through the servos.
         Returns the (clipped) joint targets and gripper command actually applied.
         """
         h = self.arms[arm]
@@ -54,9 +65,15 @@ class SimulatedArms:
         if q.shape != (7,) or not np.all(np.isfinite(q)) or not np.isfinite(gripper_close):
             raise CommandRejected(f"arm {arm}: non-finite or mis-shaped command {q!r}, gripper {gripper_close!r}")
         q_sent = np.clip(q, h.ctrl_range[:, 0], h.ctrl_range[:, 1])
+        ctrl = q_sent
+        if qdot_cmd_rad_s is not None:
+            qdot = np.asarray(qdot_cmd_rad_s, dtype=float)
+            if qdot.shape != (7,) or not np.all(np.isfinite(qdot)):
+                raise CommandRejected(f"arm {arm}: non-finite or mis-shaped velocity command {qdot!r}")
+            ctrl = np.clip(q_sent + self._lead_s[arm] * qdot, h.ctrl_range[:, 0], h.ctrl_range[:, 1])
         g = min(max(float(gripper_close), 0.0), 1.0)
         lo, hi = h.gripper_ctrl_range
-        self.data.ctrl[list(h.actuator_ids)] = q_sent
+        self.data.ctrl[list(h.actuator_ids)] = ctrl
         self.data.ctrl[h.gripper_actuator_id] = hi - g * (hi - lo)
         return q_sent, g
 
