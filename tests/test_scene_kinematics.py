@@ -88,7 +88,7 @@ def test_scene_loads_standalone_with_expected_sizes(model):
     assert mujoco.MjModel.from_xml_path(str(assets_dir() / SCENE)).nq == model.nq
     # 2 arms x (7 + 2 fingers), 4 free objects (7 qpos, 6 dof each); 2 x 8 actuators.
     assert (model.nq, model.nv, model.nu) == (2 * 9 + 4 * 7, 2 * 9 + 4 * 6, 16)
-    assert model.opt.timestep == pytest.approx(0.001)
+    assert model.opt.timestep * 3 == pytest.approx(0.005)  # three physics steps per 200 Hz tick
     assert model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
 
 
