@@ -1,0 +1,285 @@
+"""The engine end to end on the real scene: clutch, recalibration, tracking loss, limits, faults."""
+
+import math
+
+import numpy as np
+import pytest
+
+from app.config import Config, SafetyConfig
+from app.control.engine import Command, CommandKind
+from tests.engine_helpers import HAND_REST_ROBOT, Driver, device, grip, make_engine, sample, with_
+
+REST_L = HAND_REST_ROBOT["left"]
+
+
+def max_cmd_step(snaps, arm="left"):
+    q = np.array([s.arm(arm).q_cmd_rad for s in snaps])
+    return np.abs(np.diff(q, axis=0)).max() if len(q) > 1 else 0.0
+
+
+def test_idle_arm_holds_home_and_ignores_hand_motion():
+    d = Driver(make_engine())
+    first = d.tick(sample())
+    for k in range(100):  # the hand wanders, grip not held
+        d.tick(sample(left=device(REST_L + [0.2 * math.sin(k / 10), 0.1, 0.0])))
+    last = d.snaps[-1]
+    assert last.left.state == "idle"
+    assert np.allclose(last.left.q_cmd_rad, first.left.q_cmd_rad, atol=1e-9)
+    assert np.allclose(last.left.target_pos_m, first.left.target_pos_m, atol=1e-12)
+
+
+def test_engage_does_not_move_the_arm_and_then_follows_scaled():
+    eng = make_engine()
+    d = Driver(eng)
+    d.run(sample(), 20)
+    # The hand wanders off while released; engaging there latches the current pose: no jump.
+    far = REST_L + [0.3, -0.2, 0.25]
+    d.glide("left", REST_L, far, 60)
+    before = d.snaps[-1].left
+    s = d.tick(sample(left=device(far), lb=grip()))
+    assert s.left.state == "engaged" and "engage:left" in s.events
+    assert np.allclose(s.left.target_pos_m, before.target_pos_m, atol=1e-6)
+    assert max_cmd_step(d.snaps[-2:]) < 1e-6
+    # Hold the controller still a while (the filter settles), then move it 10 cm up.
+    d.run(sample(left=device(far), lb=grip()), 40)
+    start = np.array(d.snaps[-1].left.target_pos_m)
+    d.glide("left", far, far + [0, 0, 0.10], 100, lb=grip())
+    d.run(sample(left=device(far + [0, 0, 0.10]), lb=grip()), 300)
+    moved = np.array(d.snaps[-1].left.target_pos_m) - start
+    assert moved == pytest.approx([0, 0, 0.07], abs=2e-4)  # scale 0.7
+    # Achieved TCP follows the target at rest to sub-millimetre.
+    tcp = np.array(d.snaps[-1].left.tcp_pos_m)
+    assert np.linalg.norm(tcp - np.array(d.snaps[-1].left.target_pos_m)) < 1e-3
+
+
+def test_release_freezes_and_reengage_relatches_without_jump():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    d.glide("left", REST_L, REST_L + [0.0, 0.1, 0.0], 50, lb=grip())
+    d.run(sample(left=device(REST_L + [0.0, 0.1, 0.0]), lb=grip()), 200)
+    held = d.snaps[-1].left
+    d.run(sample(left=device(REST_L + [0.0, 0.1, 0.0])), 5)  # release
+    assert d.snaps[-1].left.state == "idle"
+    n0 = len(d.snaps)
+    d.run(sample(left=device(REST_L + [0.2, -0.2, -0.1])), 100)  # move hand back while released
+    d.run(sample(left=device(REST_L + [0.2, -0.2, -0.1]), lb=grip()), 100)  # re-engage there
+    assert d.snaps[-1].left.state == "engaged"
+    assert np.linalg.norm(np.array(d.snaps[-1].left.target_pos_m) - held.target_pos_m) < 5e-4
+    assert max_cmd_step(d.snaps[n0 - 1:]) < 2e-3
+
+
+def test_rotation_since_latch_is_applied_in_world_axes():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    q0 = np.array(d.snaps[-1].left.target_quat_wxyz)
+    yaw = math.radians(20)
+    qz = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+    d.run(sample(left=device(REST_L, qz), lb=grip()), 400)
+    q1 = np.array(d.snaps[-1].left.target_quat_wxyz)
+    from calibration import quat as Q
+    expected = Q.multiply(np.array(qz), q0)
+    assert Q.angle_between(q1, expected) < math.radians(0.05)
+
+
+def test_recalibration_with_a_button_does_not_move_the_arm():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    d.glide("left", REST_L, REST_L + [0.05, 0.05, 0.05], 30, lb=grip())
+    d.run(sample(left=device(REST_L + [0.05, 0.05, 0.05]), lb=grip()), 100)
+    # The operator turned 40 degrees in the room; pressing A recaptures the heading.
+    yaw = math.radians(40)
+    head_q = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+    hand = REST_L + [0.05, 0.05, 0.05]
+    n0 = len(d.snaps)
+    s = d.tick(sample(left=device(hand), head=device((0, 0, 1.65), head_q), lb=grip(), rb=grip(a=True)))
+    assert any(e.startswith("calibrate:") for e in s.events)
+    assert s.heading_rad == pytest.approx(yaw, abs=1e-6)
+    d.run(sample(left=device(hand), head=device((0, 0, 1.65), head_q), lb=grip()), 50)
+    assert max_cmd_step(d.snaps[n0 - 1:]) < 1e-4
+    # After calibration, moving the hand along the operator's forward moves the robot along +X.
+    start = np.array(d.snaps[-1].left.target_pos_m)
+    fwd = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+    d.glide("left", hand, hand + 0.1 * fwd, 100, head=device((0, 0, 1.65), head_q), lb=grip())
+    d.run(sample(left=device(hand + 0.1 * fwd), head=device((0, 0, 1.65), head_q), lb=grip()), 300)
+    moved = np.array(d.snaps[-1].left.target_pos_m) - start
+    assert moved == pytest.approx([0.07, 0.0, 0.0], abs=5e-4)
+
+
+def test_tracking_loss_holds_and_reacquisition_relatches():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    d.glide("left", REST_L, REST_L + [0, 0, 0.05], 20, lb=grip())
+    d.run(sample(left=device(REST_L + [0, 0, 0.05]), lb=grip()), 100)
+    before = np.array(d.snaps[-1].left.q_cmd_rad)
+    s = d.run(sample(left=device(REST_L, valid=False), lb=grip()), 50)  # tracking lost
+    assert s.left.state == "holding" and not s.left.tracking_ok
+    assert any(e.startswith("lost:left") for e in d.snaps[-50].events)
+    # The arm settles on its last target and never moves far while holding.
+    assert np.abs(np.array(s.left.q_cmd_rad) - before).max() < 0.02
+    n0 = len(d.snaps)
+    # Tracking returns with the hand 30 cm away: re-latch, no jump.
+    s = d.run(sample(left=device(REST_L + [0.3, 0, -0.2]), lb=grip()), 50)
+    assert s.left.state == "engaged"
+    assert any("reacquired:left" in x.events for x in d.snaps[n0:])
+    assert max_cmd_step(d.snaps[n0 - 1:]) < 2e-3
+    assert dict(s.rejected)["left:invalid"] == 50
+
+
+def test_jump_is_rejected_and_counted():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    target = np.array(d.snaps[-1].left.target_pos_m)
+    s = d.run(sample(left=device(REST_L + [0.5, 0, 0]), lb=grip()), 5)  # a 50 cm glitch for 25 ms
+    assert dict(s.rejected)["left:jump"] == 5
+    assert s.left.state == "holding"
+    assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-6
+    s = d.run(sample(lb=grip()), 20)  # the glitch ends; the hand is where it was
+    assert s.left.state == "engaged"
+    assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-3
+
+
+@pytest.mark.parametrize("bad", [
+    dict(x=float("nan")), dict(q=(0.5, 0.5, 0.0, 0.0)), dict(zero=True), dict(result=101),
+])
+def test_bad_samples_never_reach_actuators(bad):
+    from app.tracking.sample import DevicePose
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    good = device(REST_L)
+    if "x" in bad:
+        dp = DevicePose((bad["x"], 1.0, 0.0), good.quat_vr_wxyz, True, True, 200, 0, 0)
+    elif "q" in bad:
+        dp = DevicePose(good.pos_vr_m, bad["q"], True, True, 200, 0, 0)
+    elif "zero" in bad:
+        dp = DevicePose((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), True, True, 200, 0, 0)
+    else:
+        dp = DevicePose(good.pos_vr_m, good.quat_vr_wxyz, True, True, bad["result"], 0, 0)
+    s = d.run(sample(left=dp, lb=grip()), 20)
+    assert s.left.state == "holding"
+    assert all(math.isfinite(v) for v in s.left.q_cmd_rad)
+    assert sum(v for k, v in s.rejected if k.startswith("left:")) == 20
+    data = d.engine.sim.data
+    assert np.all(np.isfinite(data.ctrl))
+
+
+def test_workspace_box_clamps_target_and_counts():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    hand = REST_L.copy()
+    for _ in range(300):  # sweep the hand 1.2 m down: the target stops at the box floor
+        hand = hand + [0, 0, -0.004]
+        d.tick(sample(left=device(hand), lb=grip()))
+    s = d.snaps[-1]
+    zmin = Config().arms.left.workspace_min_m[2]
+    assert s.left.target_pos_m[2] == pytest.approx(zmin)
+    assert s.left.workspace_clamped
+    assert dict(s.clamp_counts)["left:workspace"] > 0
+
+
+def test_joint_velocity_limit_bounds_every_step():
+    cfg = Config()
+    d = Driver(make_engine(cfg))
+    d.run(sample(lb=grip()), 40)
+    # A fast 30 cm hand move in one tick-sized series of 4 cm steps: the arm cannot keep up.
+    hand = REST_L.copy()
+    for _ in range(10):
+        hand = hand + [0.04, -0.0, -0.0]
+        d.tick(sample(left=device(hand), lb=grip()))
+    d.run(sample(left=device(hand), lb=grip()), 50)
+    q = np.array([s.left.q_cmd_rad for s in d.snaps])
+    vmax = np.array(cfg.limits.max_joint_vel_rad_s) * cfg.loop.period_s
+    assert np.all(np.abs(np.diff(q, axis=0)) <= vmax + 1e-12)
+    lo = d.engine.arms["left"].ik.q_lo
+    hi = d.engine.arms["left"].ik.q_hi
+    assert np.all(q >= lo - 1e-12) and np.all(q <= hi + 1e-12)
+
+
+def test_gripper_follows_trigger_only_while_engaged():
+    d = Driver(make_engine())
+    s = d.run(sample(lb=grip(trigger=0.8)), 5)
+    assert s.left.gripper_cmd == pytest.approx(0.8)
+    s = d.run(sample(lb=grip(trigger=float("nan"))), 5)
+    assert s.left.gripper_cmd == pytest.approx(0.8)  # NaN ignored
+    from app.tracking.sample import ControllerButtons
+    s = d.run(sample(lb=ControllerButtons(trigger=0.1)), 5)  # grip released: gripper keeps its command
+    assert s.left.gripper_cmd == pytest.approx(0.8)
+
+
+def test_precision_mode_reduces_scale_without_jump():
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    n0 = len(d.snaps)
+    d.run(sample(lb=grip(stick_click=True)), 40)
+    assert d.snaps[-1].left.precision
+    assert max_cmd_step(d.snaps[n0 - 1:]) < 1e-6
+    start = np.array(d.snaps[-1].left.target_pos_m)
+    d.glide("left", REST_L, REST_L + [0, 0.1, 0], 100, lb=grip(stick_click=True))
+    d.run(sample(left=device(REST_L + [0, 0.1, 0]), lb=grip(stick_click=True)), 300)
+    moved = np.array(d.snaps[-1].left.target_pos_m) - start
+    assert moved == pytest.approx([0, 0.7 * 0.2 * 0.1, 0], abs=2e-4)
+
+
+def test_estop_holds_and_reset_requires_fresh_engage():
+    eng = make_engine()
+    d = Driver(eng)
+    d.run(sample(lb=grip()), 40)
+    eng.submit(Command(CommandKind.ESTOP))
+    s = d.tick(sample(left=device(REST_L + [0.1, 0, 0]), lb=grip()))
+    assert s.teleop_state == "estopped" and "estop:operator" in s.events
+    q_stop = np.array(s.left.q_cmd_rad)
+    s = d.run(sample(left=device(REST_L + [0.2, 0, 0]), lb=grip()), 50)
+    assert s.left.state == "idle"
+    assert np.allclose(s.left.q_cmd_rad, q_stop)
+    eng.submit(Command(CommandKind.RESET))
+    n0 = len(d.snaps)
+    s = d.run(sample(left=device(REST_L + [0.2, 0, 0]), lb=grip()), 20)
+    assert s.teleop_state == "running" and s.left.state == "engaged"
+    assert max_cmd_step(d.snaps[n0 - 1:]) < 1e-6
+
+
+def test_exception_in_tick_estops_and_reports(monkeypatch):
+    eng = make_engine()
+    d = Driver(eng)
+    d.run(sample(lb=grip()), 10)
+
+    def boom(*a, **k):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(eng.arms["left"].ik, "solve", boom)
+    s = d.tick(sample(lb=grip()))
+    assert s.teleop_state == "estopped"
+    assert "solver exploded" in s.error and "fault" in s.events
+    s = d.run(sample(lb=grip()), 10)  # the loop keeps ticking, arms hold
+    assert s.teleop_state == "estopped"
+
+
+def test_keyboard_engage_without_grip():
+    eng = make_engine()
+    d = Driver(eng)
+    d.run(sample(), 5)
+    eng.submit(Command(CommandKind.ENGAGE, arm="right"))
+    s = d.tick(sample())
+    assert s.right.state == "engaged"
+    eng.submit(Command(CommandKind.RELEASE, arm="right"))
+    s = d.tick(sample())
+    assert s.right.state == "idle"
+
+
+def test_haptic_pulse_on_tracking_loss_is_rate_limited():
+    from app.runtime import build_engine, load_scene
+    cfg = with_(Config(), safety=SafetyConfig(haptic_min_interval_s=0.5))
+    pulses = []
+
+    class Src:
+        name = "test"
+
+        def pulse_haptic(self, controller, us):
+            pulses.append((controller, us))
+
+    eng = build_engine(cfg, load_scene(cfg), Src())
+    d = Driver(eng)
+    d.run(sample(lb=grip()), 20)
+    for _ in range(3):  # three losses within 0.5 s: one pulse
+        d.run(sample(left=device(REST_L, valid=False), lb=grip()), 5)
+        d.run(sample(lb=grip()), 5)
+    assert pulses == [("left", cfg.safety.haptic_pulse_us)]
