@@ -124,11 +124,11 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     if args.record:
         from app.sessions.recorder import Recorder
         recorder = Recorder(args.record, session_sidecar(cfg, scene, source.name, engine), block_when_full=not paced)
-        try:
-            recorder.start()
-        except OSError as exc:
+        recorder.start()
+        status = recorder.status()
+        if status.error:
             source.close()
-            raise UsageError(f"cannot record to {args.record}: {exc.strerror or exc}") from None
+            raise UsageError(f"cannot record to {args.record}: {status.error}")
         loop.subscribe(recorder.submit)
 
     print(f"pico-teleop {__version__}: source {source.name}, {cfg.loop.rate_hz:g} Hz, scene {scene.path.name}"

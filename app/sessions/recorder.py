@@ -1,0 +1,352 @@
+"""Recording snapshots to a session CSV plus a JSON sidecar, off the control thread.
+
+The control loop calls `submit(snapshot)`, which only puts the snapshot into a bounded queue
+and never blocks: when the queue is full the row is counted in `dropped_rows`. A writer
+thread formats rows (`schema.snapshot_to_row`), writes them and flushes at least every
+`flush_interval_s`, so a crash loses at most that much (the reader drops a torn last line).
+A write error (disk full, unwritable path) moves the recorder to FAILED with a message; from
+then on submissions are only counted, and the loop carries on unaffected.
+
+Lifecycle: IDLE --start()--> RECORDING --stop()--> STOPPED, with FAILED reachable from
+`start()` and from the writer. `stop()` is also legal once from FAILED (it releases the
+thread and the file and writes what it can into the sidecar). Other calls from the wrong
+state raise `RecorderStateError`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.sessions.schema import COLUMNS, FORMAT_VERSION, sidecar_path, snapshot_to_row
+
+if TYPE_CHECKING:
+    from app.control.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+RESERVED_SIDECAR_KEYS: tuple[str, ...] = (
+    "format_version", "columns", "started_at", "complete", "n_rows", "dropped_rows",
+    "ended_at", "error", "summary",
+)
+"""Sidecar keys the recorder writes itself; the caller's sidecar dict must not use them."""
+
+_STOP = object()
+
+
+class RecorderState(Enum):
+    IDLE = "idle"
+    RECORDING = "recording"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class RecorderStateError(RuntimeError):
+    def __init__(self, action: str, current: RecorderState, allowed: tuple[RecorderState, ...],
+                 note: str = "") -> None:
+        names = " or ".join(s.value for s in allowed)
+        super().__init__(f"recorder: cannot {action} while {current.value}; only from {names}{note}")
+        self.current = current
+        self.allowed = allowed
+
+
+@dataclass(frozen=True)
+class RecorderStatus:
+    state: RecorderState
+    rows_written: int
+    """Rows handed to the file so far (after a write error the last of them may be missing)."""
+    dropped_rows: int
+    """Snapshots submitted while recording that were not written: queue full or after a failure."""
+    error: str | None
+    """What went wrong, for the operator; None while all is well."""
+    path: Path
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy scalars and arrays in a summary; anything else is stored as its text.
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)
+
+
+class Recorder:
+    """Writes one CSV row per submitted snapshot to `csv_path` and a sidecar to `<csv_path>.json`.
+
+    `sidecar` is the caller's description of the run (versions, config, calibration); it
+    must be JSON-serialisable and must not use `RESERVED_SIDECAR_KEYS`. `queue_size` is the
+    number of snapshots that may wait for the writer (4096 = 20 s at 200 Hz).
+    `flush_interval_s` bounds how old unflushed rows may get, in seconds.
+    An existing `csv_path` is never overwritten: `start()` then fails.
+    `block_when_full` is for runs faster than real time (`--fast`), where nothing is gained by
+    dropping rows: `submit` then waits (up to a second) for the writer to make room.
+    """
+
+    def __init__(self, csv_path: str | Path, sidecar: dict, queue_size: int = 4096,
+                 flush_interval_s: float = 1.0, block_when_full: bool = False) -> None:
+        if not isinstance(sidecar, dict):
+            raise TypeError(f"sidecar: expected a dict, got {type(sidecar).__name__}")
+        clash = [k for k in sidecar if k in RESERVED_SIDECAR_KEYS]
+        if clash:
+            raise ValueError(f"sidecar keys {clash} are written by the recorder; reserved: {RESERVED_SIDECAR_KEYS}")
+        try:
+            json.dumps(sidecar)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"sidecar must be JSON-serialisable: {e}") from None
+        if not (isinstance(queue_size, int) and queue_size >= 1):
+            raise ValueError(f"queue_size: expected an int >= 1, got {queue_size!r}")
+        if not flush_interval_s > 0.0:
+            raise ValueError(f"flush_interval_s: expected a positive number of seconds, got {flush_interval_s!r}")
+        self.path = Path(csv_path)
+        self.sidecar_path = sidecar_path(self.path)
+        self.flush_interval_s = float(flush_interval_s)
+        self.block_when_full = bool(block_when_full)
+        self._sidecar = dict(sidecar)
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        # Guards state changes against a concurrent submit(): a row is either queued before
+        # the stop marker or not queued at all.
+        self._lock = threading.Lock()
+        self._state = RecorderState.IDLE
+        self._starting = False
+        self._stopping = False
+        self._stopped = False
+        self._error: str | None = None
+        self._rows_written = 0
+        self._dropped_submit = 0
+        self._dropped_writer = 0
+        self._ignored_warned = False
+        self._file = None
+        self._writer = None
+        self._thread: threading.Thread | None = None
+        self._started_at: str | None = None
+
+    # --- observation -------------------------------------------------------------------
+
+    @property
+    def state(self) -> RecorderState:
+        return self._state
+
+    def status(self) -> RecorderStatus:
+        return RecorderStatus(
+            state=self._state,
+            rows_written=self._rows_written,
+            dropped_rows=self._dropped_submit + self._dropped_writer,
+            error=self._error,
+            path=self.path,
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Create the CSV (and parent folders), write the header and the sidecar, start writing.
+
+        An OSError does not propagate: the recorder becomes FAILED and `status().error` says
+        why, so a failed recording never stops the loop that feeds it.
+        """
+        with self._lock:
+            if self._state is not RecorderState.IDLE or self._starting:
+                raise RecorderStateError("start", self._state, (RecorderState.IDLE,))
+            self._starting = True
+        # File I/O happens outside the lock so that a concurrent submit() never waits on it.
+        error = self._open_files()
+        if error is not None:
+            self._close_file_quietly()
+        with self._lock:
+            if error is not None:
+                self._fail(error)
+                return
+            self._state = RecorderState.RECORDING
+            self._thread = threading.Thread(target=self._run, name="session-recorder", daemon=True)
+            self._thread.start()
+
+    def _open_files(self) -> str | None:
+        """Create the CSV with its header and the initial sidecar; the error message, if any."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            return f"cannot record to {self.path}: cannot create folder {self.path.parent}: {e.strerror or e}"
+        try:
+            # "x": an existing recording is never overwritten.
+            self._file = open(self.path, "x", newline="", encoding="utf-8", buffering=1 << 16)
+        except FileExistsError:
+            return f"cannot record to {self.path}: the file already exists (a session is never overwritten)"
+        except OSError as e:
+            return f"cannot record to {self.path}: {e.strerror or e}"
+        try:
+            self._writer = csv.writer(self._file, lineterminator="\n")
+            self._writer.writerow(COLUMNS)
+            self._file.flush()
+            self._started_at = _now_iso()
+            self._write_sidecar(complete=False, final=False)
+        except OSError as e:
+            return f"cannot record to {self.path}: {e.strerror or e}"
+        return None
+
+    def submit(self, snapshot: Snapshot) -> bool:
+        """Queue a snapshot for writing; True if queued. Never blocks and never raises.
+
+        While FAILED, or when the queue is full, the snapshot is counted in `dropped_rows`.
+        Before `start()` and from `stop()` on it is outside the recording: ignored (False).
+        """
+        with self._lock:
+            if self._state is RecorderState.RECORDING and not self._stopping:
+                try:
+                    if self.block_when_full:
+                        self._queue.put(snapshot, timeout=1.0)
+                    else:
+                        self._queue.put_nowait(snapshot)
+                    return True
+                except queue.Full:
+                    self._dropped_submit += 1
+                    return False
+            if self._state is RecorderState.FAILED and not self._stopping:
+                self._dropped_submit += 1
+                return False
+        if not self._ignored_warned:
+            self._ignored_warned = True
+            log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, self._state.value)
+        return False
+
+    def stop(self, summary: dict | None = None) -> RecorderStatus:
+        """Write the queued rows, close the file and complete the sidecar; returns the final status.
+
+        The sidecar gets `complete` (true unless the recording failed), `n_rows`,
+        `dropped_rows`, `ended_at`, `error` and `summary` (the given dict, or {}).
+        """
+        with self._lock:
+            allowed = (RecorderState.RECORDING, RecorderState.FAILED)
+            if self._state not in allowed or self._stopping or self._stopped:
+                note = " (already stopped)" if self._stopping or self._stopped else ""
+                raise RecorderStateError("stop", self._state, allowed, note)
+            self._stopping = True
+        if self._thread is not None:
+            # The writer keeps draining (also after a failure); the timeout only guards
+            # against a writer that died, whose queue would never make room.
+            while self._thread.is_alive():
+                try:
+                    self._queue.put(_STOP, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            self._thread.join()
+        if self._file is not None and self._error is None:
+            try:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._file.close()
+            except OSError as e:
+                with self._lock:
+                    self._fail(f"writing {self.path} failed: {e.strerror or e}")
+        self._close_file_quietly()
+        if self._started_at is not None:
+            try:
+                self._write_sidecar(complete=self._error is None, final=True, summary=summary or {})
+            except OSError as e:
+                with self._lock:
+                    self._fail(f"writing {self.sidecar_path} failed: {e.strerror or e}")
+        with self._lock:
+            self._stopped = True
+            if self._error is None:
+                self._state = RecorderState.STOPPED
+        return self.status()
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _fail(self, message: str) -> None:
+        # Only the first error is kept: later ones are consequences of it.
+        if self._error is None:
+            self._error = message
+            log.error("recorder: %s", message)
+        self._state = RecorderState.FAILED
+
+    def _close_file_quietly(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass  # the error that matters is already in self._error
+
+    def _write_sidecar(self, complete: bool, final: bool, summary: dict | None = None) -> None:
+        doc: dict[str, Any] = dict(self._sidecar)
+        doc["format_version"] = FORMAT_VERSION
+        doc["columns"] = list(COLUMNS)
+        doc["started_at"] = self._started_at
+        doc["complete"] = complete
+        if final:
+            st = self.status()
+            doc["n_rows"] = st.rows_written
+            doc["dropped_rows"] = st.dropped_rows
+            doc["ended_at"] = _now_iso()
+            doc["error"] = st.error
+            doc["summary"] = summary if summary is not None else {}
+        text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
+        # Write-then-rename: a crash leaves the previous sidecar, never half a JSON document.
+        tmp = self.sidecar_path.with_name(self.sidecar_path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, self.sidecar_path)
+
+    def _run(self) -> None:
+        try:
+            self._drain()
+        except BaseException as e:  # a bug here must still surface, and stop() must still return
+            with self._lock:
+                self._fail(f"recorder writer crashed: {type(e).__name__}: {e}")
+            self._close_file_quietly()
+            raise
+
+    def _drain(self) -> None:
+        q = self._queue
+        write = self._writer.writerow
+        last_flush = time.monotonic()
+        dirty = False
+        while True:
+            timeout = max(0.0, last_flush + self.flush_interval_s - time.monotonic()) if dirty else None
+            try:
+                item = q.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                return
+            if item is not None:
+                if self._error is not None:
+                    self._dropped_writer += 1
+                    continue
+                try:
+                    write(snapshot_to_row(item))
+                except OSError as e:
+                    self._dropped_writer += 1
+                    with self._lock:
+                        self._fail(f"writing {self.path} failed: {e.strerror or e}")
+                    self._close_file_quietly()
+                    continue
+                except Exception as e:  # a malformed snapshot: say so rather than die silently
+                    self._dropped_writer += 1
+                    with self._lock:
+                        self._fail(f"cannot record tick {getattr(item, 'tick', '?')}: {type(e).__name__}: {e}")
+                    self._close_file_quietly()
+                    continue
+                self._rows_written += 1
+                dirty = True
+            if dirty and time.monotonic() - last_flush >= self.flush_interval_s:
+                try:
+                    self._file.flush()
+                except OSError as e:
+                    with self._lock:
+                        self._fail(f"writing {self.path} failed: {e.strerror or e}")
+                    self._close_file_quietly()
+                last_flush = time.monotonic()
+                dirty = False

@@ -1,0 +1,303 @@
+"""Column names of a recorded session, and the conversions between rows and samples/snapshots.
+
+A session CSV has one row per control tick: the raw tracking input the tick saw (`in_*`
+columns, OpenVR frame, Y up) followed by what the loop made of it (output columns, MuJoCo
+world frame, Z up). Quaternions are w, x, y, z. Floats are written with `repr(float(x))`, the
+shortest text that parses back to the identical double, so a recorded session replays
+bit-exactly. Booleans are written as 0/1. The full description is `docs/session-format.md`.
+
+This module is the only place that knows the column names; the recorder, the reader, the
+replay source and the analysis tools all take them from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.tracking.sample import (
+    CONTROLLERS,
+    DEVICES,
+    ControllerButtons,
+    DevicePose,
+    TrackingResult,
+    TrackingSample,
+)
+
+if TYPE_CHECKING:
+    # Type-only: the replay source (tracking layer) reads sessions through this module, so it
+    # must not pull the control layer in at run time.
+    from app.control.snapshot import ArmSnapshot, Snapshot
+
+FORMAT_VERSION = 1
+"""Bumped whenever a column changes meaning or disappears (adding columns does not bump it)."""
+
+ARMS: tuple[str, ...] = ("left", "right")
+EVENT_SEPARATOR = ";"
+
+_POSE_SUFFIXES = ("x_m", "y_m", "z_m", "qw", "qx", "qy", "qz")
+
+
+def _device_columns(dev: str, optional: bool) -> list[str]:
+    cols = [f"in_{dev}_valid"] + [f"in_{dev}_{s}" for s in _POSE_SUFFIXES]
+    if optional:
+        cols.append(f"in_{dev}_result")
+    return cols
+
+
+def _button_columns(ctrl: str, optional: bool) -> list[str]:
+    cols = [f"in_{ctrl}_{s}" for s in ("trigger", "grip", "a", "b", "stick_x", "stick_y", "stick_click")]
+    if optional:
+        cols.append(f"in_{ctrl}_menu")
+    return cols
+
+
+def _input_columns(optional: bool) -> tuple[str, ...]:
+    cols = ["t_s"]
+    for dev in DEVICES:
+        cols += _device_columns(dev, optional)
+    for ctrl in CONTROLLERS:
+        cols += _button_columns(ctrl, optional)
+    return tuple(cols)
+
+
+INPUT_COLUMNS: tuple[str, ...] = _input_columns(optional=True)
+"""Every input column, in file order. `t_s` is the loop's nominal time (tick x period), seconds."""
+REQUIRED_INPUT_COLUMNS: tuple[str, ...] = _input_columns(optional=False)
+"""The input columns a file must have to be read or replayed."""
+OPTIONAL_INPUT_COLUMNS: tuple[str, ...] = tuple(c for c in INPUT_COLUMNS if c not in REQUIRED_INPUT_COLUMNS)
+
+
+def _arm_columns(arm: str) -> list[str]:
+    cols = [f"{arm}_state", f"{arm}_engaged", f"{arm}_precision", f"{arm}_tracking_ok"]
+    cols += [f"{arm}_target_{s}" for s in _POSE_SUFFIXES]
+    cols += [f"{arm}_tcp_{s}" for s in _POSE_SUFFIXES]
+    cols += [f"{arm}_q{i}_rad" for i in range(1, 8)]
+    cols += [f"{arm}_q{i}_cmd_rad" for i in range(1, 8)]
+    cols += [f"{arm}_gripper_cmd", f"{arm}_ik_iterations", f"{arm}_ik_pos_err_m", f"{arm}_ik_rot_err_rad"]
+    cols += [f"{arm}_workspace_clamped", f"{arm}_joint_limit_clamped", f"{arm}_velocity_clamped"]
+    return cols
+
+
+OUTPUT_COLUMNS: tuple[str, ...] = tuple(
+    ["tick", "sim_time_s", "lateness_ms", "compute_ms", "teleop_state", "heading_rad", "events"]
+    + [c for arm in ARMS for c in _arm_columns(arm)]
+    + ["rejected_total", "clamps_total"]
+)
+COLUMNS: tuple[str, ...] = INPUT_COLUMNS + OUTPUT_COLUMNS
+"""The columns the recorder writes, in order."""
+
+# Column kinds drive the reader's validation. Float columns may hold nan/inf (a bad pose is
+# real data the safety layer rejects later); the others must be finite and well-formed.
+KIND_TIME = "time"
+KIND_FLOAT = "float"
+KIND_BOOL = "bool"
+KIND_INT = "int"
+KIND_STR = "str"
+
+
+def _kind(col: str) -> str:
+    if col == "t_s":
+        return KIND_TIME
+    if col in ("teleop_state", "events") or col in tuple(f"{a}_state" for a in ARMS):
+        return KIND_STR
+    if col in ("tick", "rejected_total", "clamps_total") or col.endswith(("_result", "_ik_iterations")):
+        return KIND_INT
+    if col.endswith(("_valid", "_a", "_b", "_stick_click", "_menu", "_engaged", "_precision",
+                     "_tracking_ok", "_clamped")):
+        return KIND_BOOL
+    # `grip` is deliberately a float: 0/1 from the recorder, or an analog grip value.
+    return KIND_FLOAT
+
+
+COLUMN_KINDS: dict[str, str] = {c: _kind(c) for c in COLUMNS}
+STRING_COLUMNS: frozenset[str] = frozenset(c for c, k in COLUMN_KINDS.items() if k == KIND_STR)
+
+
+def sidecar_path(csv_path: str | Path) -> Path:
+    """The JSON sidecar of a session: the CSV's full name plus `.json` (`s.csv` -> `s.csv.json`).
+
+    Appending rather than replacing the suffix means the sidecar can never collide with an
+    unrelated `s.json` the user keeps next to the recording.
+    """
+    p = Path(csv_path)
+    return p.with_name(p.name + ".json")
+
+
+# --- writing -----------------------------------------------------------------------------
+
+_repr = float.__repr__
+
+
+def _pose_fields(pose: DevicePose) -> tuple[str, ...]:
+    p = pose.pos_vr_m
+    q = pose.quat_vr_wxyz
+    return (
+        "1" if pose.valid else "0",
+        _repr(float(p[0])), _repr(float(p[1])), _repr(float(p[2])),
+        _repr(float(q[0])), _repr(float(q[1])), _repr(float(q[2])), _repr(float(q[3])),
+        str(int(pose.tracking_result)),
+    )
+
+
+def _button_fields(b: ControllerButtons) -> tuple[str, ...]:
+    return (
+        _repr(float(b.trigger)),
+        "1" if b.grip else "0",
+        "1" if b.a else "0",
+        "1" if b.b else "0",
+        _repr(float(b.stick_x)),
+        _repr(float(b.stick_y)),
+        "1" if b.stick_click else "0",
+        "1" if b.menu else "0",
+    )
+
+
+def sample_to_input_row(sample: TrackingSample, t_s: float) -> list[str]:
+    """The `INPUT_COLUMNS` fields of one tick; `t_s` is the loop's nominal time of the tick."""
+    return [
+        _repr(float(t_s)),
+        *_pose_fields(sample.left), *_pose_fields(sample.right), *_pose_fields(sample.head),
+        *_button_fields(sample.left_buttons), *_button_fields(sample.right_buttons),
+    ]
+
+
+def _vec(values, n: int, what: str) -> list[str]:
+    if len(values) != n:
+        raise ValueError(f"{what}: expected {n} values, got {len(values)}")
+    return [_repr(float(v)) for v in values]
+
+
+def _arm_fields(arm: ArmSnapshot, name: str) -> list[str]:
+    return [
+        arm.state,
+        "1" if arm.engaged else "0",
+        "1" if arm.precision else "0",
+        "1" if arm.tracking_ok else "0",
+        *_vec(arm.target_pos_m, 3, f"{name}.target_pos_m"),
+        *_vec(arm.target_quat_wxyz, 4, f"{name}.target_quat_wxyz"),
+        *_vec(arm.tcp_pos_m, 3, f"{name}.tcp_pos_m"),
+        *_vec(arm.tcp_quat_wxyz, 4, f"{name}.tcp_quat_wxyz"),
+        *_vec(arm.q_rad, 7, f"{name}.q_rad"),
+        *_vec(arm.q_cmd_rad, 7, f"{name}.q_cmd_rad"),
+        _repr(float(arm.gripper_cmd)),
+        str(int(arm.ik_iterations)),
+        _repr(float(arm.ik_pos_err_m)),
+        _repr(float(arm.ik_rot_err_rad)),
+        "1" if arm.workspace_clamped else "0",
+        "1" if arm.joint_limit_clamped else "0",
+        "1" if arm.velocity_clamped else "0",
+    ]
+
+
+def snapshot_to_row(snap: Snapshot) -> list[str]:
+    """One CSV row (`COLUMNS` order) for a snapshot: its input sample, then the loop's outputs.
+
+    Raises ValueError when a snapshot field has the wrong length (e.g. not 7 joints), rather
+    than writing a row whose columns are shifted.
+    """
+    timing = snap.timing
+    return [
+        *sample_to_input_row(snap.sample, snap.t_s),
+        str(int(snap.tick)),
+        _repr(float(snap.sim_time_s)),
+        _repr(float(timing.lateness_s) * 1000.0),
+        _repr(float(timing.compute_s) * 1000.0),
+        snap.teleop_state,
+        _repr(float(snap.heading_rad)),
+        EVENT_SEPARATOR.join(snap.events),
+        *_arm_fields(snap.left, "left"),
+        *_arm_fields(snap.right, "right"),
+        str(sum(n for _, n in snap.rejected)),
+        str(sum(n for _, n in snap.clamp_counts)),
+    ]
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def _number(values: Mapping[str, str | float], col: str) -> float:
+    try:
+        v = values[col]
+    except KeyError:
+        raise ValueError(f"missing column {col}") from None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"column {col}: {v!r} is not a number") from None
+
+
+def _flag(values: Mapping[str, str | float], col: str) -> bool:
+    x = _number(values, col)
+    if x == 1.0:
+        return True
+    if x == 0.0:
+        return False
+    raise ValueError(f"column {col}: {values[col]!r} is not a boolean (expected 0 or 1)")
+
+
+def _pose_from(values: Mapping[str, str | float], dev: str, time_s: float, read_time_s: float) -> DevicePose:
+    valid = _flag(values, f"in_{dev}_valid")
+    col = f"in_{dev}_result"
+    if col in values:
+        r = _number(values, col)
+        if not r.is_integer():
+            raise ValueError(f"column {col}: {values[col]!r} is not an integer")
+        result = int(r)
+    else:
+        result = int(TrackingResult.RUNNING_OK if valid else TrackingResult.UNINITIALIZED)
+    pre = f"in_{dev}_"
+    return DevicePose(
+        pos_vr_m=(_number(values, pre + "x_m"), _number(values, pre + "y_m"), _number(values, pre + "z_m")),
+        quat_vr_wxyz=(_number(values, pre + "qw"), _number(values, pre + "qx"),
+                      _number(values, pre + "qy"), _number(values, pre + "qz")),
+        valid=valid,
+        # Not recorded: OpenVR's valid flag already requires the device to be connected.
+        connected=valid,
+        tracking_result=result,
+        device_time_s=time_s,
+        read_time_s=read_time_s,
+    )
+
+
+def _buttons_from(values: Mapping[str, str | float], ctrl: str) -> ControllerButtons:
+    pre = f"in_{ctrl}_"
+    return ControllerButtons(
+        trigger=_number(values, pre + "trigger"),
+        # The button map's threshold for an analog grip; 0/1 from the recorder map to themselves.
+        grip=_number(values, pre + "grip") >= 0.5,
+        a=_flag(values, pre + "a"),
+        b=_flag(values, pre + "b"),
+        stick_x=_number(values, pre + "stick_x"),
+        stick_y=_number(values, pre + "stick_y"),
+        stick_click=_flag(values, pre + "stick_click"),
+        menu=_flag(values, pre + "menu") if pre + "menu" in values else False,
+    )
+
+
+def row_to_sample(
+    values: Mapping[str, str | float],
+    *,
+    time_s: float | None = None,
+    read_time_s: float | None = None,
+) -> TrackingSample:
+    """The inverse of `sample_to_input_row`: a `TrackingSample` from the input columns of one row.
+
+    `values` maps column names to their text (or to already-parsed numbers). `time_s` stamps
+    `sample_time_s` and every pose's `device_time_s` (default: the row's `t_s`); `read_time_s`
+    stamps the poses' host read time (default: `time_s`). Not recorded and therefore
+    reconstructed: `connected` equals `valid`, `raw_pressed_bits` is 0, a missing
+    `in_<dev>_result` is RUNNING_OK when valid else UNINITIALIZED, a missing menu is released.
+    Raises ValueError naming the column when a value is missing or malformed.
+    """
+    t = _number(values, "t_s") if time_s is None else float(time_s)
+    rt = t if read_time_s is None else float(read_time_s)
+    return TrackingSample(
+        left=_pose_from(values, "left", t, rt),
+        right=_pose_from(values, "right", t, rt),
+        head=_pose_from(values, "head", t, rt),
+        left_buttons=_buttons_from(values, "left"),
+        right_buttons=_buttons_from(values, "right"),
+        sample_time_s=t,
+    )

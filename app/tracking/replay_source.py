@@ -1,0 +1,96 @@
+"""Session replay: a tracking source that gives back the inputs a recorded run saw.
+
+`read(loop_time_s)` returns the sample of the last row due at that loop time. Row times are
+taken relative to the first row (`t0_s`), so a recording started mid-run (t_s = 61.3 ...)
+replays from tick 0; since the loop passes its nominal time (tick x period), row k of a run
+recorded at the same rate comes back at tick k exactly. Before the first row the first row
+is held; after the last row the last row is held and `finished()` turns True. Samples are
+built lazily from the column arrays, one per row actually used.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from app.sessions.reader import Session, SessionFormatError, read_session
+from app.sessions.schema import INPUT_COLUMNS, row_to_sample
+from app.tracking.sample import TrackingSample
+from app.tracking.source import ConnectionState, IllegalSourceState, SourceBase
+
+_TIME_TOL_S = 1e-9
+"""A row is due when its time is at most this far after the loop time (float rounding of k x period)."""
+
+
+class ReplaySource(SourceBase):
+    """Replays the input columns of a session CSV (a file with only input columns will do).
+
+    `realtime` is a hint for whoever runs the loop (the CLI): pace at the recorded rate, or
+    as fast as possible; the source itself does not sleep. `clock` stamps each sample's host
+    `read_time_s` when its row is first read; `device_time_s` and `sample_time_s` are the
+    row's time relative to the first row, i.e. the loop time at which the row is due.
+    Raises `SessionFormatError` for a malformed file or one without data rows.
+    """
+
+    name = "replay"
+
+    def __init__(self, path_or_session: str | Path | Session, realtime: bool = True,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        super().__init__()
+        session = path_or_session if isinstance(path_or_session, Session) else read_session(path_or_session)
+        if session.n_rows == 0:
+            raise SessionFormatError(f"{session.path}: no data rows to replay")
+        self.session = session
+        self.realtime = realtime
+        self._clock = clock
+        t = session.data["t_s"]
+        self.t0_s = float(t[0])
+        """Recorded `t_s` of the first row; replay time 0 corresponds to it."""
+        self._t_rel = t - t[0]
+        self._inputs = [(c, session.data[c]) for c in INPUT_COLUMNS if c in session.data]
+        self._row = -1
+        self._sample: TrackingSample | None = None
+        self._finished = False
+
+    @property
+    def n_rows(self) -> int:
+        return self.session.n_rows
+
+    @property
+    def duration_s(self) -> float:
+        """Time from the first to the last row, seconds."""
+        return float(self._t_rel[-1])
+
+    @property
+    def sidecar(self) -> dict | None:
+        return self.session.sidecar
+
+    @property
+    def row_index(self) -> int:
+        """Index of the row returned by the last `read()`, -1 before the first read."""
+        return self._row
+
+    def read(self, loop_time_s: float) -> TrackingSample:
+        if self._state is not ConnectionState.CONNECTED:
+            raise IllegalSourceState("read", self._state, "connected")
+        k = int(np.searchsorted(self._t_rel, loop_time_s + _TIME_TOL_S, side="right")) - 1
+        if k < 0:
+            k = 0
+        self._finished = loop_time_s > self._t_rel[-1] + _TIME_TOL_S
+        if k != self._row or self._sample is None:
+            values = {c: a[k] for c, a in self._inputs}
+            self._sample = row_to_sample(values, time_s=float(self._t_rel[k]), read_time_s=self._clock())
+            self._row = k
+        return self._sample
+
+    def finished(self) -> bool:
+        """True once a `read()` asked for a time after the last row."""
+        return self._finished
+
+    def _open(self) -> None:
+        self._row = -1
+        self._sample = None
+        self._finished = False

@@ -1,0 +1,626 @@
+"""Session recording, reading and replay.
+
+Snapshots and samples are built by hand here (the control loop is not involved), with
+full-precision random doubles so that "round trip" means bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import app.sessions.recorder as recorder_module
+from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
+from app.sessions.reader import SessionFormatError, read_session
+from app.sessions.recorder import Recorder, RecorderState, RecorderStateError
+from app.sessions.schema import (
+    COLUMNS,
+    INPUT_COLUMNS,
+    OPTIONAL_INPUT_COLUMNS,
+    OUTPUT_COLUMNS,
+    REQUIRED_INPUT_COLUMNS,
+    row_to_sample,
+    sample_to_input_row,
+    sidecar_path,
+    snapshot_to_row,
+)
+from app.tracking.replay_source import ReplaySource
+from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
+from app.tracking.source import IllegalSourceState, TrackingSource
+
+PERIOD_S = 1.0 / 200.0
+
+
+# --- factories -----------------------------------------------------------------------------
+
+
+def make_pose(rng: np.random.Generator, t_s: float, valid: bool = True,
+              result: TrackingResult = TrackingResult.RUNNING_OK) -> DevicePose:
+    q = rng.normal(size=4)
+    q /= np.linalg.norm(q)
+    return DevicePose(
+        pos_vr_m=tuple(float(v) for v in rng.uniform(-1.5, 1.5, 3)),
+        quat_vr_wxyz=tuple(float(v) for v in q),
+        valid=valid,
+        connected=valid,  # what replay reconstructs: connection is not recorded
+        tracking_result=int(result),
+        device_time_s=t_s,
+        read_time_s=t_s,
+    )
+
+
+def make_buttons(rng: np.random.Generator) -> ControllerButtons:
+    return ControllerButtons(
+        trigger=float(rng.uniform()),
+        grip=bool(rng.integers(2)),
+        a=bool(rng.integers(2)),
+        b=bool(rng.integers(2)),
+        stick_x=float(rng.uniform(-1, 1)),
+        stick_y=float(rng.uniform(-1, 1)),
+        stick_click=bool(rng.integers(2)),
+        menu=bool(rng.integers(2)),
+    )
+
+
+def make_sample(rng: np.random.Generator, t_s: float) -> TrackingSample:
+    return TrackingSample(
+        left=make_pose(rng, t_s),
+        right=make_pose(rng, t_s, valid=bool(rng.integers(2)), result=TrackingResult.RUNNING_OUT_OF_RANGE),
+        head=make_pose(rng, t_s),
+        left_buttons=make_buttons(rng),
+        right_buttons=make_buttons(rng),
+        sample_time_s=t_s,
+    )
+
+
+def make_arm(rng: np.random.Generator, state: str = "engaged") -> ArmSnapshot:
+    def vec(n: int) -> tuple[float, ...]:
+        return tuple(float(v) for v in rng.normal(size=n))
+
+    return ArmSnapshot(
+        state=state, engaged=state == "engaged", precision=bool(rng.integers(2)), tracking_ok=bool(rng.integers(2)),
+        target_pos_m=vec(3), target_quat_wxyz=vec(4), tcp_pos_m=vec(3), tcp_quat_wxyz=vec(4),
+        q_rad=vec(7), q_cmd_rad=vec(7), gripper_cmd=float(rng.uniform()),
+        ik_iterations=int(rng.integers(0, 20)), ik_pos_err_m=float(rng.uniform()) * 1e-4,
+        ik_rot_err_rad=float(rng.uniform()) * 1e-3, ik_damping=1e-4,
+        workspace_clamped=bool(rng.integers(2)), joint_limit_clamped=bool(rng.integers(2)),
+        velocity_clamped=bool(rng.integers(2)),
+    )
+
+
+def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_S,
+                  events: tuple[str, ...] = ()) -> Snapshot:
+    t_s = tick * period_s
+    return Snapshot(
+        tick=tick, t_s=t_s, wall_time_s=100.0 + t_s, sim_time_s=t_s + float(rng.uniform()) * 1e-6,
+        sample=make_sample(rng, t_s), left=make_arm(rng, "engaged"), right=make_arm(rng, "holding"),
+        timing=TimingSnapshot(period_s=period_s, lateness_s=float(rng.uniform()) * 1e-3,
+                              compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0),
+        teleop_state="running", heading_rad=float(rng.normal()), source_name="test",
+        rejected=(("left:jump", tick), ("right:invalid", 2)), clamp_counts=(("left:velocity", 3 * tick),),
+        events=events,
+    )
+
+
+def make_snapshots(n: int, first_tick: int = 0, seed: int = 0) -> list[Snapshot]:
+    rng = np.random.default_rng(seed)
+    snaps = [make_snapshot(first_tick + k, rng) for k in range(n)]
+    # Values whose text form is easy to get wrong.
+    s0 = snaps[0]
+    tricky_left = DevicePose(pos_vr_m=(-0.0, 5e-324, 1.7976931348623157e308), quat_vr_wxyz=(0.1, 0.2, 1 / 3, 2**-52),
+                             valid=True, connected=True, tracking_result=200, device_time_s=s0.t_s, read_time_s=s0.t_s)
+    snaps[0] = _replace_sample(s0, left=tricky_left)
+    snaps[1] = _replace(snaps[1], events=("calibrate", "engage:left"))
+    return snaps
+
+
+def _replace(snap: Snapshot, **kw) -> Snapshot:
+    return replace(snap, **kw)
+
+
+def _replace_sample(snap: Snapshot, **kw) -> Snapshot:
+    return replace(snap, sample=replace(snap.sample, **kw))
+
+
+def expected_values(s: Snapshot) -> dict[str, object]:
+    """Every column of a snapshot's row, written out from the dataclass fields by name."""
+    e: dict[str, object] = {"t_s": s.t_s}
+    for dev in ("left", "right", "head"):
+        p = s.sample.pose(dev)
+        e[f"in_{dev}_valid"] = float(p.valid)
+        e.update({f"in_{dev}_{k}": v for k, v in zip(("x_m", "y_m", "z_m"), p.pos_vr_m)})
+        e.update({f"in_{dev}_{k}": v for k, v in zip(("qw", "qx", "qy", "qz"), p.quat_vr_wxyz)})
+        e[f"in_{dev}_result"] = float(p.tracking_result)
+    for c in ("left", "right"):
+        b = s.sample.buttons(c)
+        e.update({f"in_{c}_trigger": b.trigger, f"in_{c}_grip": float(b.grip), f"in_{c}_a": float(b.a),
+                  f"in_{c}_b": float(b.b), f"in_{c}_stick_x": b.stick_x, f"in_{c}_stick_y": b.stick_y,
+                  f"in_{c}_stick_click": float(b.stick_click), f"in_{c}_menu": float(b.menu)})
+    e.update({"tick": float(s.tick), "sim_time_s": s.sim_time_s, "lateness_ms": s.timing.lateness_s * 1000.0,
+              "compute_ms": s.timing.compute_s * 1000.0, "teleop_state": s.teleop_state,
+              "heading_rad": s.heading_rad, "events": ";".join(s.events)})
+    for name in ("left", "right"):
+        a = s.arm(name)
+        e.update({f"{name}_state": a.state, f"{name}_engaged": float(a.engaged),
+                  f"{name}_precision": float(a.precision), f"{name}_tracking_ok": float(a.tracking_ok)})
+        for what, pos, quat in (("target", a.target_pos_m, a.target_quat_wxyz), ("tcp", a.tcp_pos_m, a.tcp_quat_wxyz)):
+            e.update({f"{name}_{what}_{k}": v for k, v in zip(("x_m", "y_m", "z_m"), pos)})
+            e.update({f"{name}_{what}_{k}": v for k, v in zip(("qw", "qx", "qy", "qz"), quat)})
+        e.update({f"{name}_q{i + 1}_rad": v for i, v in enumerate(a.q_rad)})
+        e.update({f"{name}_q{i + 1}_cmd_rad": v for i, v in enumerate(a.q_cmd_rad)})
+        e.update({f"{name}_gripper_cmd": a.gripper_cmd, f"{name}_ik_iterations": float(a.ik_iterations),
+                  f"{name}_ik_pos_err_m": a.ik_pos_err_m, f"{name}_ik_rot_err_rad": a.ik_rot_err_rad,
+                  f"{name}_workspace_clamped": float(a.workspace_clamped),
+                  f"{name}_joint_limit_clamped": float(a.joint_limit_clamped),
+                  f"{name}_velocity_clamped": float(a.velocity_clamped)})
+    e["rejected_total"] = float(sum(n for _, n in s.rejected))
+    e["clamps_total"] = float(sum(n for _, n in s.clamp_counts))
+    return e
+
+
+def assert_bits_equal(actual: np.ndarray, expected: np.ndarray, column: str) -> None:
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    nan_a, nan_e = np.isnan(actual), np.isnan(expected)
+    assert np.array_equal(nan_a, nan_e), column
+    ok = ~nan_e
+    # Bit patterns, not ==: -0.0 must come back as -0.0.
+    assert np.array_equal(actual[ok].view(np.int64), expected[ok].view(np.int64)), column
+
+
+def record(path: Path, snaps: list[Snapshot], sidecar: dict | None = None, **kw) -> Recorder:
+    rec = Recorder(path, sidecar if sidecar is not None else {"app_version": "test"}, **kw)
+    rec.start()
+    for s in snaps:
+        assert rec.submit(s)
+    rec.stop(summary={"ticks": len(snaps)})
+    return rec
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]], final_newline: bool = True) -> Path:
+    text = "\n".join(",".join(r) for r in [header, *rows])
+    path.write_text(text + ("\n" if final_newline else ""), encoding="utf-8")
+    return path
+
+
+def input_rows(n: int, seed: int = 1, t0_s: float = 0.0) -> tuple[list[TrackingSample], list[list[str]]]:
+    rng = np.random.default_rng(seed)
+    samples, rows = [], []
+    for k in range(n):
+        t = t0_s + k * PERIOD_S
+        s = make_sample(rng, t)
+        samples.append(s)
+        rows.append(sample_to_input_row(s, t))
+    return samples, rows
+
+
+# --- schema --------------------------------------------------------------------------------
+
+
+def test_columns_are_unique_and_input_columns_are_a_prefix_of_the_row():
+    assert len(set(COLUMNS)) == len(COLUMNS)
+    assert COLUMNS[: len(INPUT_COLUMNS)] == INPUT_COLUMNS
+    assert set(REQUIRED_INPUT_COLUMNS) <= set(INPUT_COLUMNS)
+    assert sorted(OPTIONAL_INPUT_COLUMNS) == sorted(
+        ["in_left_result", "in_right_result", "in_head_result", "in_left_menu", "in_right_menu"])
+    assert not set(OUTPUT_COLUMNS) & set(INPUT_COLUMNS)
+    snap = make_snapshots(2)[0]
+    assert len(snapshot_to_row(snap)) == len(COLUMNS)
+    assert set(expected_values(snap)) == set(COLUMNS)
+
+
+def test_snapshot_to_row_refuses_a_wrong_joint_count():
+    snap = make_snapshots(2)[0]
+    bad = _replace(snap, left=_replace_arm(snap.left, q_rad=(0.0,) * 6))
+    with pytest.raises(ValueError, match="left.q_rad: expected 7 values, got 6"):
+        snapshot_to_row(bad)
+
+
+def _replace_arm(arm: ArmSnapshot, **kw) -> ArmSnapshot:
+    return replace(arm, **kw)
+
+
+def test_row_to_sample_inverts_sample_to_input_row():
+    rng = np.random.default_rng(3)
+    for k in range(20):
+        t = k * PERIOD_S
+        s = make_sample(rng, t)
+        values = dict(zip(INPUT_COLUMNS, sample_to_input_row(s, t)))
+        assert row_to_sample(values) == s
+
+
+def test_row_to_sample_defaults_for_missing_optional_columns_and_analog_grip():
+    s = make_sample(np.random.default_rng(4), 0.5)
+    s = TrackingSample(left=s.left, right=_replace_pose(s.right, valid=False, connected=False),
+                       head=s.head, left_buttons=s.left_buttons, right_buttons=s.right_buttons, sample_time_s=0.5)
+    values = dict(zip(INPUT_COLUMNS, sample_to_input_row(s, 0.5)))
+    for c in OPTIONAL_INPUT_COLUMNS:
+        del values[c]
+    values["in_left_grip"] = "0.7"
+    values["in_right_grip"] = "0.3"
+    out = row_to_sample(values)
+    assert out.left.tracking_result == TrackingResult.RUNNING_OK
+    assert out.head.tracking_result == TrackingResult.RUNNING_OK
+    assert out.right.tracking_result == TrackingResult.UNINITIALIZED
+    assert not out.right.valid and not out.right.connected
+    assert out.left_buttons.grip and not out.right_buttons.grip
+    assert not out.left_buttons.menu and not out.right_buttons.menu
+
+
+def _replace_pose(p: DevicePose, **kw) -> DevicePose:
+    return replace(p, **kw)
+
+
+def test_row_to_sample_names_the_bad_column():
+    s = make_sample(np.random.default_rng(5), 0.0)
+    values = dict(zip(INPUT_COLUMNS, sample_to_input_row(s, 0.0)))
+    with pytest.raises(ValueError, match="column in_head_qy: 'x' is not a number"):
+        row_to_sample({**values, "in_head_qy": "x"})
+    with pytest.raises(ValueError, match="column in_left_a: '2' is not a boolean"):
+        row_to_sample({**values, "in_left_a": "2"})
+    with pytest.raises(ValueError, match="missing column in_right_stick_y"):
+        row_to_sample({k: v for k, v in values.items() if k != "in_right_stick_y"})
+
+
+def test_sidecar_path_appends_json():
+    assert sidecar_path("/a/b/run.csv") == Path("/a/b/run.csv.json")
+
+
+# --- recorder + reader round trip -------------------------------------------------------
+
+
+def test_recorded_session_reads_back_bit_exactly(tmp_path):
+    snaps = make_snapshots(300)
+    # A non-finite pose is a real bad sample: it must be recorded and read back as such.
+    snaps[7] = _replace_sample(snaps[7], right=_replace_pose(snaps[7].sample.right, pos_vr_m=(math.nan, 0.0, math.inf)))
+    path = tmp_path / "nested" / "run.csv"
+    rec = record(path, snaps)
+    st = rec.status()
+    assert (st.state, st.rows_written, st.dropped_rows, st.error) == (RecorderState.STOPPED, 300, 0, None)
+
+    session = read_session(path)
+    assert session.columns == COLUMNS
+    assert session.n_rows == 300 and not session.truncated_last_line
+    expected = [expected_values(s) for s in snaps]
+    for col in COLUMNS:
+        values = [e[col] for e in expected]
+        if isinstance(values[0], str):
+            assert session.data[col].dtype == object
+            assert list(session.data[col]) == values, col
+        else:
+            assert session.data[col].dtype == np.float64
+            assert_bits_equal(session.data[col], np.array(values, dtype=np.float64), col)
+    assert session.data["events"][1] == "calibrate;engage:left"
+    assert np.isinf(session.data["in_right_z_m"][7])
+
+
+def test_sidecar_is_written_at_start_and_completed_at_stop(tmp_path):
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, {"app_version": "1.2.3", "config": {"loop": {"rate_hz": 200.0}}})
+    rec.start()
+    side = json.loads(sidecar_path(path).read_text())
+    assert side["complete"] is False
+    assert side["app_version"] == "1.2.3" and side["config"]["loop"]["rate_hz"] == 200.0
+    assert side["format_version"] == 1
+    assert side["columns"] == list(COLUMNS)
+    assert "started_at" in side and "ended_at" not in side
+    # The header is on disk before any row.
+    assert path.read_text().splitlines()[0].split(",") == list(COLUMNS)
+
+    for s in make_snapshots(10):
+        rec.submit(s)
+    rec.stop(summary={"late_ticks": 2, "p99_ms": np.float64(0.25)})
+    side = json.loads(sidecar_path(path).read_text())
+    assert side["complete"] is True
+    assert (side["n_rows"], side["dropped_rows"], side["error"]) == (10, 0, None)
+    assert side["summary"] == {"late_ticks": 2, "p99_ms": 0.25}
+    assert side["ended_at"] >= side["started_at"]
+    assert read_session(path).sidecar == side
+
+
+def test_recorder_rejects_reserved_or_unserialisable_sidecar(tmp_path):
+    with pytest.raises(ValueError, match="reserved"):
+        Recorder(tmp_path / "a.csv", {"complete": True})
+    with pytest.raises(ValueError, match="JSON"):
+        Recorder(tmp_path / "a.csv", {"x": object()})
+
+
+def test_illegal_transitions_name_current_and_required_state(tmp_path):
+    rec = Recorder(tmp_path / "a.csv", {})
+    with pytest.raises(RecorderStateError, match="cannot stop while idle; only from recording or failed"):
+        rec.stop()
+    rec.start()
+    with pytest.raises(RecorderStateError, match="cannot start while recording; only from idle"):
+        rec.start()
+    rec.stop()
+    with pytest.raises(RecorderStateError, match="cannot stop while stopped"):
+        rec.stop()
+    assert rec.submit(make_snapshots(2)[0]) is False  # after stop: outside the recording
+
+
+def test_unwritable_path_fails_without_disturbing_the_caller(tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a regular file")
+    rec = Recorder(blocker / "run.csv", {})
+    rec.start()  # must not raise
+    st = rec.status()
+    assert st.state is RecorderState.FAILED
+    assert "not_a_dir" in st.error and "cannot record" in st.error
+    snaps = make_snapshots(5)
+    t0 = time.perf_counter()
+    assert [rec.submit(s) for s in snaps] == [False] * 5
+    assert time.perf_counter() - t0 < 1.0  # generous: submit never waits on anything
+    assert rec.status().dropped_rows == 5
+    final = rec.stop()
+    assert final.state is RecorderState.FAILED and final.dropped_rows == 5
+    with pytest.raises(RecorderStateError, match=r"cannot stop while failed; .* \(already stopped\)"):
+        rec.stop()
+
+
+def test_existing_session_is_never_overwritten(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("precious\n")
+    rec = Recorder(path, {})
+    rec.start()
+    assert rec.state is RecorderState.FAILED and "already exists" in rec.status().error
+    assert path.read_text() == "precious\n"
+
+
+def test_write_error_mid_recording_fails_and_counts(tmp_path, monkeypatch):
+    real = recorder_module.snapshot_to_row
+    calls = []
+
+    def disk_full_on_third(snap):
+        calls.append(snap.tick)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real(snap)
+
+    monkeypatch.setattr(recorder_module, "snapshot_to_row", disk_full_on_third)
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, {})
+    rec.start()
+    for s in make_snapshots(6):
+        rec.submit(s)  # never raises, whichever side of the failure it lands on
+    final = rec.stop(summary={"x": 1})
+    assert final.state is RecorderState.FAILED
+    assert "No space left on device" in final.error
+    assert final.rows_written == 2 and final.dropped_rows == 4
+    side = json.loads(sidecar_path(path).read_text())
+    assert side["complete"] is False and side["error"] == final.error and side["dropped_rows"] == 4
+
+
+def test_queue_overflow_is_counted_not_blocking(tmp_path, monkeypatch):
+    real = recorder_module.snapshot_to_row
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck_writer(snap):
+        entered.set()
+        assert release.wait(10.0)
+        return real(snap)
+
+    monkeypatch.setattr(recorder_module, "snapshot_to_row", stuck_writer)
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, {}, queue_size=2)
+    rec.start()
+    snaps = make_snapshots(7)
+    assert rec.submit(snaps[0])
+    assert entered.wait(10.0)  # the writer holds snaps[0]; the queue is empty again
+    accepted = [rec.submit(s) for s in snaps[1:]]
+    assert accepted == [True, True, False, False, False, False]
+    assert rec.status().dropped_rows == 4
+    release.set()
+    final = rec.stop()
+    assert (final.state, final.rows_written, final.dropped_rows) == (RecorderState.STOPPED, 3, 4)
+    assert json.loads(sidecar_path(path).read_text())["dropped_rows"] == 4
+    assert list(read_session(path).data["tick"]) == [0.0, 1.0, 2.0]
+
+
+def test_rows_reach_the_disk_while_recording(tmp_path):
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, {}, flush_interval_s=0.05)
+    rec.start()
+    for s in make_snapshots(20):
+        rec.submit(s)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and read_session(path).n_rows < 20:
+        time.sleep(0.01)
+    assert read_session(path).n_rows == 20  # flushed without stop()
+    rec.stop()
+
+
+# --- reader errors -------------------------------------------------------------------------
+
+
+def test_torn_last_line_is_dropped_and_reported(tmp_path):
+    path = tmp_path / "run.csv"
+    record(path, make_snapshots(30))
+    text = path.read_text()
+    last_start = text.rstrip("\n").rfind("\n") + 1
+    # A crash mid-write: the last row stops halfway through, without its newline.
+    path.write_text(text[: last_start + (len(text) - last_start) // 2])
+    s = read_session(path)
+    assert s.truncated_last_line and s.n_rows == 29
+    assert s.data["tick"][-1] == 28.0
+
+
+def test_last_line_cut_inside_its_last_field_counts_as_torn_when_recorded(tmp_path):
+    path = tmp_path / "run.csv"
+    record(path, make_snapshots(30))
+    text = path.read_text()
+    path.write_text(text[:-2])  # same number of fields, but the last one is cut short
+    s = read_session(path)
+    assert s.truncated_last_line and s.n_rows == 29
+
+
+def test_complete_last_line_without_newline_is_kept_when_hand_written(tmp_path):
+    _, rows = input_rows(3)
+    path = write_csv(tmp_path / "hand.csv", list(INPUT_COLUMNS), rows, final_newline=False)
+    s = read_session(path)
+    assert s.n_rows == 3 and not s.truncated_last_line
+
+
+def test_short_row_in_the_middle_is_an_error(tmp_path):
+    _, rows = input_rows(4)
+    rows[1] = rows[1][:-3]
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    with pytest.raises(SessionFormatError, match=r"s\.csv line 3: expected 44 fields as in the header, found 41"):
+        read_session(path)
+
+
+def test_missing_required_columns_are_named(tmp_path):
+    header = [c for c in INPUT_COLUMNS if c not in ("in_left_x_m", "in_head_qz")]
+    path = write_csv(tmp_path / "s.csv", header, [])
+    with pytest.raises(SessionFormatError) as err:
+        read_session(path)
+    msg = str(err.value)
+    assert str(path) in msg and "line 1" in msg
+    assert "missing required columns: in_left_x_m, in_head_qz" in msg
+
+
+def test_unparsable_number_names_file_line_and_column(tmp_path):
+    _, rows = input_rows(60)
+    rows[55][INPUT_COLUMNS.index("in_left_x_m")] = "abc"
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    with pytest.raises(SessionFormatError, match=r"s\.csv line 57, column in_left_x_m: 'abc' is not a number"):
+        read_session(path)
+
+
+def test_non_monotonic_time_names_the_line(tmp_path):
+    _, rows = input_rows(10)
+    rows[6][0] = rows[4][0]
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    with pytest.raises(SessionFormatError, match=r"s\.csv line 8, column t_s: .* does not increase"):
+        read_session(path)
+
+
+def test_bad_boolean_names_the_line(tmp_path):
+    _, rows = input_rows(5)
+    rows[2][INPUT_COLUMNS.index("in_head_valid")] = "0.5"
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    with pytest.raises(SessionFormatError, match=r"line 4, column in_head_valid: 0\.5 is not a boolean"):
+        read_session(path)
+
+
+def test_nan_pose_parses_but_garbage_does_not(tmp_path):
+    _, rows = input_rows(3)
+    rows[1][INPUT_COLUMNS.index("in_right_qw")] = "nan"
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    assert np.isnan(read_session(path).data["in_right_qw"][1])
+
+
+def test_empty_file_and_header_only(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(SessionFormatError, match="empty.csv: empty file"):
+        read_session(empty)
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n\n")
+    with pytest.raises(SessionFormatError, match="blank.csv line 1: empty header"):
+        read_session(blank)
+    header_only = write_csv(tmp_path / "h.csv", list(INPUT_COLUMNS), [])
+    s = read_session(header_only)
+    assert s.n_rows == 0 and s.data["t_s"].shape == (0,)
+
+
+def test_broken_sidecar_is_an_error_naming_it(tmp_path):
+    _, rows = input_rows(2)
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    sidecar_path(path).write_text("{not json")
+    with pytest.raises(SessionFormatError, match=r"s\.csv\.json line 1: invalid JSON"):
+        read_session(path)
+
+
+# --- replay --------------------------------------------------------------------------------
+
+
+def _inputs(sample: TrackingSample) -> list[str]:
+    return sample_to_input_row(sample, 0.0)
+
+
+def test_replay_returns_row_k_at_tick_k(tmp_path):
+    snaps = make_snapshots(200)
+    path = tmp_path / "run.csv"
+    record(path, snaps)
+    fake_now = [1000.0]
+    src = ReplaySource(path, realtime=False, clock=lambda: fake_now[0])
+    assert isinstance(src, TrackingSource)
+    assert (src.name, src.n_rows, src.realtime) == ("replay", 200, False)
+    assert src.duration_s == pytest.approx(199 * PERIOD_S)
+    assert src.sidecar["complete"] is True
+    with src:
+        for k, snap in enumerate(snaps):
+            got = src.read(k * PERIOD_S)
+            assert _inputs(got) == _inputs(snap.sample), k
+            assert got.sample_time_s == snap.t_s and got.left.device_time_s == snap.t_s
+            assert got.left.read_time_s == 1000.0
+            assert not src.finished()
+            # Between ticks the row of the tick is held.
+            assert _inputs(src.read(k * PERIOD_S + 0.4 * PERIOD_S)) == _inputs(snap.sample)
+
+
+def test_replay_holds_first_row_before_start_and_last_row_after_end(tmp_path):
+    snaps = make_snapshots(10)
+    path = tmp_path / "run.csv"
+    record(path, snaps)
+    with ReplaySource(path) as src:
+        assert _inputs(src.read(-0.5)) == _inputs(snaps[0].sample)
+        assert not src.finished()
+        assert _inputs(src.read(9 * PERIOD_S)) == _inputs(snaps[9].sample)
+        assert not src.finished()
+        assert _inputs(src.read(10 * PERIOD_S)) == _inputs(snaps[9].sample)
+        assert src.finished()
+
+
+def test_replay_of_a_recording_started_mid_run_begins_at_tick_zero(tmp_path):
+    snaps = make_snapshots(20, first_tick=1000)
+    path = tmp_path / "run.csv"
+    record(path, snaps)
+    with ReplaySource(path) as src:
+        assert src.t0_s == 1000 * PERIOD_S
+        for k in range(20):
+            assert _inputs(src.read(k * PERIOD_S)) == _inputs(snaps[k].sample)
+        assert not src.finished()
+
+
+def test_replay_of_an_input_only_csv(tmp_path):
+    samples, rows = input_rows(50)
+    keep = [i for i, c in enumerate(INPUT_COLUMNS) if c in REQUIRED_INPUT_COLUMNS]
+    path = write_csv(tmp_path / "inputs.csv", list(REQUIRED_INPUT_COLUMNS), [[r[i] for i in keep] for r in rows])
+    with ReplaySource(path) as src:
+        assert src.sidecar is None
+        for k in (0, 17, 49):
+            got = src.read(k * PERIOD_S)
+            want = samples[k]
+            assert got.left.pos_vr_m == want.left.pos_vr_m and got.head.quat_vr_wxyz == want.head.quat_vr_wxyz
+            assert got.right_buttons.stick_x == want.right_buttons.stick_x
+            # Result column absent: RUNNING_OK exactly when valid.
+            assert got.right.tracking_result == (200 if want.right.valid else 1)
+        src.read(50 * PERIOD_S)
+        assert src.finished()
+
+
+def test_replay_lifecycle_and_empty_session(tmp_path):
+    _, rows = input_rows(3)
+    path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
+    src = ReplaySource(path)
+    with pytest.raises(IllegalSourceState, match="cannot read: source is closed, must be connected"):
+        src.read(0.0)
+    src.start()
+    assert src.is_connected()
+    src.read(1.0)
+    assert src.finished()
+    src.close()
+    src.start()  # a restart replays from the beginning
+    assert not src.finished()
+    src.close()
+    empty = write_csv(tmp_path / "e.csv", list(INPUT_COLUMNS), [])
+    with pytest.raises(SessionFormatError, match="no data rows to replay"):
+        ReplaySource(empty)
