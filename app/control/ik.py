@@ -13,6 +13,7 @@ the joint range less a margin. Physics data is never touched: the solver keeps i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
@@ -20,7 +21,6 @@ import numpy as np
 
 from app.config import IKConfig
 from app.sim.scene import ArmHandles
-from calibration import quat as Q
 
 
 @dataclass(frozen=True)
@@ -56,70 +56,86 @@ class ArmIK:
         self._jacr = np.zeros((3, model.nv))
         self._J = np.zeros((6, 7))
         self._e = np.zeros(6)
-        self._eye6 = np.eye(6)
-        self._eye7 = np.eye(7)
+        self._A = np.zeros((6, 6))
+        self._y = np.zeros(6)
         self._quat = np.zeros(4)
+        self._err_q = np.zeros(4)
+        self._rotvec = np.zeros(3)
+        self._inv_vmax = 1.0 / self.vmax
         mujoco.mj_resetData(model, self.data)
 
     def tcp_pose(self, q_rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics: TCP position and w,x,y,z orientation (world frame) at q_rad."""
         self.data.qpos[self._qadr] = q_rad
         mujoco.mj_kinematics(self.model, self.data)
-        return self._site_pose()
-
-    def _site_pose(self) -> tuple[np.ndarray, np.ndarray]:
         pos = self.data.site_xpos[self._site].copy()
-        mujoco.mju_mat2Quat(self._quat, self.data.site_xmat[self._site])
-        return pos, self._quat.copy()
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, self.data.site_xmat[self._site])
+        return pos, quat
 
     def _error(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[float, float]:
-        pos, quat = self._site_pose()
-        dp = target_pos - pos
-        dr = Q.to_rotvec(Q.multiply(target_quat, Q.conjugate(quat)))
-        w = self.cfg.rot_weight_m_per_rad
-        self._e[:3] = dp
-        self._e[3:] = w * dr
-        return float(np.linalg.norm(dp)), float(np.linalg.norm(dr))
+        """Fill self._e with the weighted task error at the current kinematics; return (m, rad)."""
+        cur, err_q, rv = self._quat, self._err_q, self._rotvec
+        mujoco.mju_mat2Quat(cur, self.data.site_xmat[self._site])
+        mujoco.mju_negQuat(cur, cur)
+        mujoco.mju_mulQuat(err_q, target_quat, cur)
+        if err_q[0] < 0.0:  # shortest rotation
+            np.negative(err_q, out=err_q)
+        mujoco.mju_quat2Vel(rv, err_q, 1.0)
+        e = self._e
+        np.subtract(target_pos, self.data.site_xpos[self._site], out=e[:3])
+        np.multiply(rv, self.cfg.rot_weight_m_per_rad, out=e[3:])
+        return math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]), math.sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2])
 
     def solve(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
               dt_s: float) -> IKResult:
         cfg = self.cfg
         model, data = self.model, self.data
-        q = np.asarray(q_start_rad, dtype=float).copy()
+        qpos, qadr = data.qpos, self._qadr
+        target_pos = np.asarray(target_pos_m, dtype=float)
+        target_quat = np.asarray(target_quat_wxyz, dtype=float)
+        q_start = np.asarray(q_start_rad, dtype=float)
+        q = q_start.copy()
+        J, e, A, y = self._J, self._e, self._A, self._y
+        w = cfg.rot_weight_m_per_rad
         damping = cfg.damping_min
         iterations = 0
+        errors_current = False
+        pos_err = rot_err = 0.0
         for _ in range(cfg.max_iterations):
-            data.qpos[self._qadr] = q
+            qpos[qadr] = q
             mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._error(target_pos_m, target_quat_wxyz)
+            pos_err, rot_err = self._error(target_pos, target_quat)
             if pos_err < cfg.pos_tol_m and rot_err < cfg.rot_tol_rad:
+                errors_current = True
                 break
             iterations += 1
             mujoco.mj_comPos(model, data)
             mujoco.mj_jacSite(model, data, self._jacp, self._jacr, self._site)
-            J = self._J
-            J[:3] = self._jacp[:, self._dadr]
-            J[3:] = cfg.rot_weight_m_per_rad * self._jacr[:, self._dadr]
-            e = self._e
+            np.take(self._jacp, self._dadr, axis=1, out=J[:3])
+            np.take(self._jacr, self._dadr, axis=1, out=J[3:])
+            J[3:] *= w
             damping = cfg.damping_min + cfg.damping_error_gain * float(e @ e)
-            A = J @ J.T + damping * self._eye6
-            A_inv_J = np.linalg.solve(A, J)
-            dq = A_inv_J.T @ e
-            null = self._eye7 - J.T @ A_inv_J
-            dq += null @ (cfg.posture_gain * (self.home_q - q))
-            q = np.clip(q + dq, self.q_lo, self.q_hi)
+            # dq = J^T (J J^T + λ² I)^-1 e + (I - J^T (J J^T + λ² I)^-1 J) z
+            #    = z + J^T (J J^T + λ² I)^-1 (e - J z): one 6x6 Cholesky solve, no 7x7 projector.
+            z = cfg.posture_gain * (self.home_q - q)
+            np.matmul(J, J.T, out=A)
+            A.flat[::7] += damping
+            mujoco.mju_cholFactor(A, 0.0)
+            mujoco.mju_cholSolve(y, A, e - J @ z)
+            q = q + z + J.T @ y
+            np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
 
-        step = q - q_start_rad
-        max_step = self.vmax * dt_s
-        ratio = float(np.max(np.abs(step) / max_step))
+        step = q - q_start
+        ratio = float(np.max(np.abs(step) * self._inv_vmax) / dt_s)
         velocity_clamped = ratio > 1.0
         if velocity_clamped:
-            q = q_start_rad + step / ratio
-        q_clamped = np.clip(q, self.q_lo, self.q_hi)
-        joint_limit_clamped = bool(np.any(q_clamped != q)) or bool(
-            np.any((q <= self.q_lo + 1e-12) | (q >= self.q_hi - 1e-12)))
-        q = q_clamped
-        data.qpos[self._qadr] = q
-        mujoco.mj_kinematics(model, data)
-        pos_err, rot_err = self._error(target_pos_m, target_quat_wxyz)
+            q = q_start + step / ratio
+            errors_current = False
+        at_limit = (q <= self.q_lo + 1e-12) | (q >= self.q_hi - 1e-12)
+        joint_limit_clamped = bool(at_limit.any())
+        if not errors_current:
+            qpos[qadr] = q
+            mujoco.mj_kinematics(model, data)
+            pos_err, rot_err = self._error(target_pos, target_quat)
         return IKResult(q, iterations, pos_err, rot_err, damping, velocity_clamped, joint_limit_clamped)
