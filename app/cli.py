@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="tracking source (default auto: OpenVR if SteamVR runs, else the demo operator)")
     run.add_argument("--replay", metavar="PATH", help="session CSV to replay (with --source replay)")
     run.add_argument("--seconds", type=_positive_seconds, metavar="N", help="stop after N seconds of loop time")
-    run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar)")
+    run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar); a folder "
+                     "(ending in /) gets a time-stamped file name")
     run.add_argument("--config", metavar="PATH", dest="run_config", help="TOML file overriding any subset of the defaults")
     run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
     run.add_argument("--quiet", action="store_true", help="no live status line")
@@ -66,6 +67,14 @@ def _load_config(path: str | None):
         return load_config(path)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _session_path(record: str) -> Path:
+    """`--record DIR/` (or an existing folder) gets a fresh time-stamped file name inside it."""
+    p = Path(record)
+    if record.endswith(("/", os.sep)) or p.is_dir():
+        return p / time.strftime("session-%Y%m%d-%H%M%S.csv")
+    return p
 
 
 def _status_line(snap, stats_rate: float) -> str:
@@ -122,6 +131,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     loop.subscribe(summary.add)
     recorder = None
     if args.record:
+        args.record = str(_session_path(args.record))
         from app.sessions.recorder import Recorder
         recorder = Recorder(args.record, session_sidecar(cfg, scene, source.name, engine), block_when_full=not paced)
         recorder.start()

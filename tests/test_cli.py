@@ -140,3 +140,11 @@ def test_openvr_without_steamvr_exits_1_with_reason(capsys):
     code, _, err = run(capsys, "run", "--source", "openvr", "--seconds", "1")
     assert code == 1
     assert "SteamVR is not running or not installed" in err
+
+
+def test_record_into_a_folder_generates_a_file_name(tmp_path, capsys):
+    code, out, err = run(capsys, "run", "--source", "demo", "--seconds", "0.5", "--fast", "--quiet",
+                         "--record", str(tmp_path) + "/")
+    assert code == 0, err
+    files = list(tmp_path.glob("session-*.csv"))
+    assert len(files) == 1 and (tmp_path / (files[0].name + ".json")).exists()
