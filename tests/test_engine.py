@@ -189,8 +189,8 @@ def test_joint_velocity_limit_bounds_every_step():
     q = np.array([s.left.q_cmd_rad for s in d.snaps])
     vmax = np.array(cfg.limits.max_joint_vel_rad_s) * cfg.loop.period_s
     assert np.all(np.abs(np.diff(q, axis=0)) <= vmax + 1e-12)
-    lo = d.engine.arms["left"].ik.q_lo
-    hi = d.engine.arms["left"].ik.q_hi
+    lo = d.engine.ik.q_lo[0]
+    hi = d.engine.ik.q_hi[0]
     assert np.all(q >= lo - 1e-12) and np.all(q <= hi + 1e-12)
 
 
@@ -245,7 +245,7 @@ def test_exception_in_tick_estops_and_reports(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("solver exploded")
 
-    monkeypatch.setattr(eng.arms["left"].ik, "solve", boom)
+    monkeypatch.setattr(eng.ik, "solve_all", boom)
     s = d.tick(sample(lb=grip()))
     assert s.teleop_state == "estopped"
     assert "solver exploded" in s.error and "fault" in s.events

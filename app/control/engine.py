@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from app.config import ARMS, ArmConfig, Config
-from app.control.ik import ArmIK, IKResult
+from app.control.ik import IKResult, MultiArmIK
 from app.control.safety import PoseGate, RateLimiter, clamp_to_box, pose_defect
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
@@ -57,9 +57,10 @@ class _Arm:
     """Mutable working state of one arm; only the engine touches it."""
 
     name: str
+    index: int
+    """Row of this arm in the IK's batched arrays."""
     cfg: ArmConfig
     handles: ArmHandles
-    ik: ArmIK
     gate: PoseGate
     pos_filter: OneEuroFilter
     rot_filter: OneEuroQuatFilter
@@ -97,18 +98,18 @@ class TeleopEngine:
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
         f, s = cfg.filter, cfg.safety
         self.arms: dict[str, _Arm] = {}
-        for name in ARMS:
+        self.ik = MultiArmIK(sim.model, [arms[name] for name in ARMS], cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
+        for index, name in enumerate(ARMS):
             h = arms[name]
-            ik = ArmIK(sim.model, h, cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
             arm = _Arm(
-                name=name, cfg=cfg.arms.arm(name), handles=h, ik=ik,
+                name=name, index=index, cfg=cfg.arms.arm(name), handles=h,
                 gate=PoseGate(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol),
                 pos_filter=OneEuroFilter(f.pos_min_cutoff_hz, f.pos_beta, f.d_cutoff_hz),
                 rot_filter=OneEuroQuatFilter(f.rot_min_cutoff_hz, f.rot_beta, f.d_cutoff_hz),
                 sm=self.teleop.arms[name],
             )
             arm.q_cmd = sim.read(name).q_rad.copy()
-            arm.target_pos, arm.target_quat = ik.tcp_pose(arm.q_cmd)
+            arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
 
     # ----- commands (called from the loop thread only; other threads go through ControlLoop) -----
@@ -186,7 +187,7 @@ class TeleopEngine:
 
     def _latch(self, arm: _Arm) -> None:
         assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
-        pos, quat = arm.ik.tcp_pose(arm.q_cmd)
+        pos, quat = self.ik.tcp_pose(arm.q_cmd, arm.index)
         arm.target_pos, arm.target_quat = pos, quat
         arm.mapping.latch(arm.ctrl_pos, arm.ctrl_quat, pos, quat, self._scale(arm))
 
@@ -207,14 +208,17 @@ class TeleopEngine:
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = time.perf_counter()
-            for arm in self.arms.values():
-                q_prev = arm.q_cmd
-                if not self.teleop.estopped:
-                    res = arm.ik.solve(arm.q_cmd, arm.target_pos, arm.target_quat, self.period_s)
+            arms = list(self.arms.values())
+            q_prev = [arm.q_cmd for arm in arms]
+            if not self.teleop.estopped:
+                results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
+                                            np.stack([a.target_quat for a in arms]), self.period_s)
+                for arm, res in zip(arms, results):
                     self._count_clamps(arm, res)
                     arm.q_cmd = res.q_rad
                     arm.ik_result = res
-                qdot = (arm.q_cmd - q_prev) / self.period_s if self.cfg.sim.velocity_feedforward else None
+            for arm, qp in zip(arms, q_prev):
+                qdot = (arm.q_cmd - qp) / self.period_s if self.cfg.sim.velocity_feedforward else None
                 arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
             t_ik = time.perf_counter()
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command

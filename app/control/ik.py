@@ -1,20 +1,22 @@
-"""Damped-least-squares inverse kinematics for one arm at a time, on its own kinematic MjData.
+"""Damped-least-squares inverse kinematics for several arms at once, on its own kinematic MjData.
 
-Each call starts from the arm's last joint command (warm start) and runs a few
-Levenberg-Marquardt iterations:
+Each call starts from the arms' last joint commands (warm start) and runs a few
+Levenberg-Marquardt iterations, all arms together (one kinematics pass, batched 6x6 solves):
 
     e  = [p_target - p_tcp ; w * log(q_target * q_tcp^-1)]        (world frame, w in m/rad)
     λ² = damping_min + damping_error_gain * |e|²                   (error-adaptive damping)
-    Δq = Jᵀ (J Jᵀ + λ² I)⁻¹ e  +  (I - J⁺ J) k (q_home - q)          (posture bias in the null space)
+    Δq = Jᵀ (J Jᵀ + λ² I)⁻¹ e  +  (I - J⁺ J) z,   z = k (q_home - q) (posture bias in the null space)
+       = z + Jᵀ (J Jᵀ + λ² I)⁻¹ (e - J z)                           (one solve, no 7x7 projector)
 
-then scales the whole step so no joint exceeds its velocity limit over one tick, and clamps to
-the joint range less a margin. Physics data is never touched: the solver keeps its own MjData.
+then scales each arm's whole step so no joint exceeds its velocity limit over one tick, and
+clamps to the joint range less a margin. Physics data is never touched.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import mujoco
 import numpy as np
@@ -37,105 +39,135 @@ class IKResult:
     joint_limit_clamped: bool
 
 
-class ArmIK:
-    def __init__(self, model: mujoco.MjModel, arm: ArmHandles, cfg: IKConfig,
-                 max_joint_vel_rad_s: tuple[float, ...], home_q_rad: np.ndarray) -> None:
+class MultiArmIK:
+    """Solves every arm of `arms` in one pass; arms are independent kinematic chains."""
+
+    def __init__(self, model: mujoco.MjModel, arms: Sequence[ArmHandles], cfg: IKConfig,
+                 max_joint_vel_rad_s: Sequence[float], home_q_rad: np.ndarray) -> None:
         self.model = model
         self.data = mujoco.MjData(model)
-        self.arm = arm
-        self.cfg = cfg
-        self.vmax = np.asarray(max_joint_vel_rad_s, dtype=float)
-        self.home_q = np.asarray(home_q_rad, dtype=float).copy()
-        margin = cfg.joint_limit_margin_rad
-        self.q_lo = arm.joint_range_rad[:, 0] + margin
-        self.q_hi = arm.joint_range_rad[:, 1] - margin
-        self._qadr = np.asarray(arm.qpos_adr)
-        self._dadr = np.asarray(arm.dof_adr)
-        self._site = arm.tcp_site_id
-        self._jacp = np.zeros((3, model.nv))
-        self._jacr = np.zeros((3, model.nv))
-        self._J = np.zeros((6, 7))
-        self._e = np.zeros(6)
-        self._A = np.zeros((6, 6))
-        self._y = np.zeros(6)
-        self._quat = np.zeros(4)
-        self._err_q = np.zeros(4)
-        self._rotvec = np.zeros(3)
-        self._inv_vmax = 1.0 / self.vmax
         mujoco.mj_resetData(model, self.data)
+        self.arms = list(arms)
+        self.cfg = cfg
+        n = len(self.arms)
+        self.n = n
+        self.home_q = np.tile(np.asarray(home_q_rad, dtype=float), (n, 1))
+        margin = cfg.joint_limit_margin_rad
+        self.q_lo = np.stack([a.joint_range_rad[:, 0] + margin for a in self.arms])
+        self.q_hi = np.stack([a.joint_range_rad[:, 1] - margin for a in self.arms])
+        self._inv_vmax = 1.0 / np.asarray(max_joint_vel_rad_s, dtype=float)
+        self._qadr = np.concatenate([np.asarray(a.qpos_adr) for a in self.arms])
+        self._sites = np.array([a.tcp_site_id for a in self.arms])
+        dadr = np.stack([np.asarray(a.dof_adr) for a in self.arms])
+        self._jac_index = (np.arange(n)[:, None, None], np.arange(3)[None, :, None], dadr[:, None, :])
+        self._jacp = np.zeros((n, 3, model.nv))
+        self._jacr = np.zeros((n, 3, model.nv))
+        self._J = np.zeros((n, 6, 7))
+        self._e = np.zeros((n, 6))
+        self._eye6 = np.eye(6)
+        self._cur = np.zeros(4)
+        self._err_q = np.zeros(4)
+        self._rv = np.zeros(3)
+        self._rot_err = np.zeros(n)
+
+    def tcp_pose(self, q_rad: np.ndarray, arm: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Forward kinematics of one arm: TCP position and w,x,y,z orientation (world frame)."""
+        self.data.qpos[np.asarray(self.arms[arm].qpos_adr)] = q_rad
+        mujoco.mj_kinematics(self.model, self.data)
+        site = self.arms[arm].tcp_site_id
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, self.data.site_xmat[site])
+        return self.data.site_xpos[site].copy(), quat
+
+    def _errors(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fill self._e at the current kinematics; return position and rotation errors (n,)."""
+        d = self.data
+        e = self._e
+        e[:, :3] = target_pos - d.site_xpos[self._sites]
+        cur, err_q, rv = self._cur, self._err_q, self._rv
+        w = self.cfg.rot_weight_m_per_rad
+        for i, site in enumerate(self._sites):
+            mujoco.mju_mat2Quat(cur, d.site_xmat[site])
+            mujoco.mju_negQuat(cur, cur)
+            mujoco.mju_mulQuat(err_q, target_quat[i], cur)
+            if err_q[0] < 0.0:  # shortest rotation
+                np.negative(err_q, out=err_q)
+            mujoco.mju_quat2Vel(rv, err_q, 1.0)
+            self._rot_err[i] = math.sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2])
+            e[i, 3:] = w * rv
+        return np.sqrt(np.einsum("ij,ij->i", e[:, :3], e[:, :3])), self._rot_err.copy()
+
+    def solve_all(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
+                  dt_s: float) -> list[IKResult]:
+        """q_start (n,7), targets (n,3) and (n,4) in the world frame; one result per arm."""
+        cfg = self.cfg
+        model, data = self.model, self.data
+        n = self.n
+        q_start = np.asarray(q_start_rad, dtype=float).reshape(n, 7)
+        target_pos = np.asarray(target_pos_m, dtype=float).reshape(n, 3)
+        target_quat = np.asarray(target_quat_wxyz, dtype=float).reshape(n, 4)
+        q = q_start.copy()
+        J, e = self._J, self._e
+        w = cfg.rot_weight_m_per_rad
+        damping = np.full(n, cfg.damping_min)
+        iterations = np.zeros(n, dtype=int)
+        fresh = False
+        pos_err = rot_err = np.zeros(n)
+        for _ in range(cfg.max_iterations):
+            data.qpos[self._qadr] = q.ravel()
+            mujoco.mj_kinematics(model, data)
+            pos_err, rot_err = self._errors(target_pos, target_quat)
+            active = (pos_err >= cfg.pos_tol_m) | (rot_err >= cfg.rot_tol_rad)
+            fresh = True
+            if not active.any():
+                break
+            iterations += active
+            mujoco.mj_comPos(model, data)
+            for i in range(n):
+                if active[i]:
+                    mujoco.mj_jacSite(model, data, self._jacp[i], self._jacr[i], self._sites[i])
+            J[:, :3] = self._jacp[self._jac_index]
+            J[:, 3:] = w * self._jacr[self._jac_index]
+            damping = cfg.damping_min + cfg.damping_error_gain * np.einsum("ij,ij->i", e, e)
+            JT = J.transpose(0, 2, 1)
+            A = J @ JT + damping[:, None, None] * self._eye6
+            z = cfg.posture_gain * (self.home_q - q)
+            r = e - (J @ z[:, :, None])[:, :, 0]
+            y = np.linalg.solve(A, r[:, :, None])
+            dq = z + (JT @ y)[:, :, 0]
+            dq[~active] = 0.0
+            q += dq
+            np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
+            fresh = False
+
+        step = q - q_start
+        ratio = np.max(np.abs(step) * self._inv_vmax, axis=1) / dt_s
+        velocity_clamped = ratio > 1.0
+        if velocity_clamped.any():
+            q[velocity_clamped] = q_start[velocity_clamped] + step[velocity_clamped] / ratio[velocity_clamped, None]
+        at_limit = ((q <= self.q_lo + 1e-12) | (q >= self.q_hi - 1e-12)).any(axis=1)
+        if not fresh:
+            data.qpos[self._qadr] = q.ravel()
+            mujoco.mj_kinematics(model, data)
+            pos_err, rot_err = self._errors(target_pos, target_quat)
+        return [IKResult(q[i].copy(), int(iterations[i]), float(pos_err[i]), float(rot_err[i]), float(damping[i]),
+                         bool(velocity_clamped[i]), bool(at_limit[i])) for i in range(n)]
+
+
+class ArmIK:
+    """One arm's IK: the single-arm view of `MultiArmIK`."""
+
+    def __init__(self, model: mujoco.MjModel, arm: ArmHandles, cfg: IKConfig,
+                 max_joint_vel_rad_s: Sequence[float], home_q_rad: np.ndarray) -> None:
+        self._multi = MultiArmIK(model, [arm], cfg, max_joint_vel_rad_s, home_q_rad)
+        self.arm = arm
+        self.data = self._multi.data
+        self.q_lo = self._multi.q_lo[0]
+        self.q_hi = self._multi.q_hi[0]
 
     def tcp_pose(self, q_rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Forward kinematics: TCP position and w,x,y,z orientation (world frame) at q_rad."""
-        self.data.qpos[self._qadr] = q_rad
-        mujoco.mj_kinematics(self.model, self.data)
-        pos = self.data.site_xpos[self._site].copy()
-        quat = np.empty(4)
-        mujoco.mju_mat2Quat(quat, self.data.site_xmat[self._site])
-        return pos, quat
-
-    def _error(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[float, float]:
-        """Fill self._e with the weighted task error at the current kinematics; return (m, rad)."""
-        cur, err_q, rv = self._quat, self._err_q, self._rotvec
-        mujoco.mju_mat2Quat(cur, self.data.site_xmat[self._site])
-        mujoco.mju_negQuat(cur, cur)
-        mujoco.mju_mulQuat(err_q, target_quat, cur)
-        if err_q[0] < 0.0:  # shortest rotation
-            np.negative(err_q, out=err_q)
-        mujoco.mju_quat2Vel(rv, err_q, 1.0)
-        e = self._e
-        np.subtract(target_pos, self.data.site_xpos[self._site], out=e[:3])
-        np.multiply(rv, self.cfg.rot_weight_m_per_rad, out=e[3:])
-        return math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]), math.sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2])
+        return self._multi.tcp_pose(q_rad)
 
     def solve(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
               dt_s: float) -> IKResult:
-        cfg = self.cfg
-        model, data = self.model, self.data
-        qpos, qadr = data.qpos, self._qadr
-        target_pos = np.asarray(target_pos_m, dtype=float)
-        target_quat = np.asarray(target_quat_wxyz, dtype=float)
-        q_start = np.asarray(q_start_rad, dtype=float)
-        q = q_start.copy()
-        J, e, A, y = self._J, self._e, self._A, self._y
-        w = cfg.rot_weight_m_per_rad
-        damping = cfg.damping_min
-        iterations = 0
-        errors_current = False
-        pos_err = rot_err = 0.0
-        for _ in range(cfg.max_iterations):
-            qpos[qadr] = q
-            mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._error(target_pos, target_quat)
-            if pos_err < cfg.pos_tol_m and rot_err < cfg.rot_tol_rad:
-                errors_current = True
-                break
-            iterations += 1
-            mujoco.mj_comPos(model, data)
-            mujoco.mj_jacSite(model, data, self._jacp, self._jacr, self._site)
-            np.take(self._jacp, self._dadr, axis=1, out=J[:3])
-            np.take(self._jacr, self._dadr, axis=1, out=J[3:])
-            J[3:] *= w
-            damping = cfg.damping_min + cfg.damping_error_gain * float(e @ e)
-            # dq = J^T (J J^T + λ² I)^-1 e + (I - J^T (J J^T + λ² I)^-1 J) z
-            #    = z + J^T (J J^T + λ² I)^-1 (e - J z): one 6x6 Cholesky solve, no 7x7 projector.
-            z = cfg.posture_gain * (self.home_q - q)
-            np.matmul(J, J.T, out=A)
-            A.flat[::7] += damping
-            mujoco.mju_cholFactor(A, 0.0)
-            mujoco.mju_cholSolve(y, A, e - J @ z)
-            q = q + z + J.T @ y
-            np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
-
-        step = q - q_start
-        ratio = float(np.max(np.abs(step) * self._inv_vmax) / dt_s)
-        velocity_clamped = ratio > 1.0
-        if velocity_clamped:
-            q = q_start + step / ratio
-            errors_current = False
-        at_limit = (q <= self.q_lo + 1e-12) | (q >= self.q_hi - 1e-12)
-        joint_limit_clamped = bool(at_limit.any())
-        if not errors_current:
-            qpos[qadr] = q
-            mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._error(target_pos, target_quat)
-        return IKResult(q, iterations, pos_err, rot_err, damping, velocity_clamped, joint_limit_clamped)
+        return self._multi.solve_all(q_start_rad, target_pos_m, target_quat_wxyz, dt_s)[0]
