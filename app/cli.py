@@ -69,6 +69,19 @@ def _load_config(path: str | None):
         raise UsageError(str(exc)) from None
 
 
+def _replay_config(session, config_path: str | None, cfg):
+    """A replay runs with the configuration recorded in the session's sidecar, unless --config
+    is given: the same inputs through the same settings reproduce the run."""
+    from app.config import ConfigError, config_from_dict
+    recorded = (session.sidecar or {}).get("config")
+    if config_path or not isinstance(recorded, dict):
+        return cfg
+    try:
+        return config_from_dict(recorded)
+    except ConfigError as exc:
+        raise UsageError(f"{session.path}: the configuration in its sidecar is not usable ({exc}); pass --config") from None
+
+
 def _session_path(record: str) -> Path:
     """`--record DIR/` (or an existing folder) gets a fresh time-stamped file name inside it."""
     p = Path(record)
@@ -107,6 +120,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot read replay file {args.replay}: {exc.strerror or exc}") from None
+        cfg = _replay_config(session, config_path, cfg)
     try:
         scene = load_scene(cfg)
     except SceneError as exc:

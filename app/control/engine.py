@@ -47,6 +47,33 @@ class Command:
     arm: str | None = None
     label: str = ""
 
+    def as_event(self) -> str:
+        """How the command is recorded: 'cmd:<kind>[:<arm>][:<label>]' (see `from_event`)."""
+        parts = ["cmd", self.kind.value]
+        if self.arm:
+            parts.append(self.arm)
+        if self.label:
+            parts.append(self.label.replace(";", ",").replace(":", "_"))
+        return ":".join(parts)
+
+    @staticmethod
+    def from_event(event: str) -> "Command | None":
+        """The command a recorded 'cmd:...' event stands for; None for other events."""
+        parts = event.split(":")
+        if len(parts) < 2 or parts[0] != "cmd":
+            return None
+        try:
+            kind = CommandKind(parts[1])
+        except ValueError:
+            return None
+        rest = parts[2:]
+        arm = None
+        if kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
+            if not rest or rest[0] not in ARMS:
+                return None
+            arm, rest = rest[0], rest[1:]
+        return Command(kind, arm, ":".join(rest))
+
 
 def _tup(a: np.ndarray) -> tuple[float, ...]:
     return tuple(float(v) for v in a)
@@ -120,6 +147,7 @@ class TeleopEngine:
     def _apply_commands(self, sample: TrackingSample, events: list[str]) -> None:
         pending, self._pending = self._pending, []
         for cmd in pending:
+            events.append(cmd.as_event())
             if cmd.kind is CommandKind.CALIBRATE:
                 self._calibrate(sample, events)
             elif cmd.kind is CommandKind.ESTOP:
@@ -136,9 +164,6 @@ class TeleopEngine:
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
                 self.arms[cmd.arm].forced_engage = cmd.kind is CommandKind.ENGAGE
-                events.append(f"cmd_{cmd.kind.value}:{cmd.arm}")
-            elif cmd.kind is CommandKind.MARK:
-                events.append(f"mark:{cmd.label}" if cmd.label else "mark")
 
     def _estop(self, events: list[str], why: str) -> None:
         if self.teleop.estopped:

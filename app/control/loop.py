@@ -46,6 +46,13 @@ class ControlLoop:
         """`fn` is called in the loop thread with each snapshot: it must be quick and never block."""
         self._subscribers.append(fn)
 
+    def unsubscribe(self, fn: Subscriber) -> None:
+        """Stop calling `fn` (compared with ==, so a bound method given again matches); no-op if absent.
+
+        The list is replaced, not edited: the loop thread may be iterating over the old one.
+        """
+        self._subscribers = [f for f in self._subscribers if f != fn]
+
     def send(self, command: Command) -> None:
         self._commands.put(command)
 
@@ -80,6 +87,8 @@ class ControlLoop:
         sys.setswitchinterval(self.cfg.gil_switch_interval_s)
         period = self.cfg.period_s
         engine, source, timer = self.engine, self.source, self.timer
+        # A replay re-issues the operator commands recorded with the inputs.
+        replayed_events = getattr(source, "recorded_events", None)
         try:
             timer.start()
             tick = 0
@@ -98,6 +107,11 @@ class ControlLoop:
                 input_s = time.perf_counter() - t_in
                 if source.finished():
                     break
+                if replayed_events is not None:
+                    for event in replayed_events():
+                        cmd = Command.from_event(event)
+                        if cmd is not None:
+                            engine.submit(cmd)
                 snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks)
                 timer.record(lateness, time.perf_counter() - wall)
                 self._latest = snap

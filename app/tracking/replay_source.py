@@ -86,6 +86,18 @@ class ReplaySource(SourceBase):
             self._row = k
         return self._sample
 
+    def recorded_events(self) -> tuple[str, ...]:
+        """The events of the row returned by the last `read()` (empty for input-only files).
+
+        Operator commands appear there as 'cmd:...' events: the loop re-issues them, so a
+        replay sees the same calibrations, e-stops and keyboard engages as the original run.
+        """
+        events = self.session.data.get("events")
+        if events is None or self._row < 0:
+            return ()
+        text = events[self._row]
+        return tuple(e for e in str(text).split(";") if e) if text else ()
+
     def finished(self) -> bool:
         """True once a `read()` asked for a time after the last row."""
         return self._finished
