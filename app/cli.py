@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
     run.add_argument("--quiet", action="store_true", help="no live status line")
     run.add_argument("--summary-json", metavar="PATH", help="also write the end-of-run summary as JSON")
+    insp = sub.add_parser("inspect", help="check any GR00T ZMQ stream against the receiving side's rules")
+    insp.add_argument("--endpoint", default="tcp://127.0.0.1:5556", help="publisher to connect to (default %(default)s)")
+    insp.add_argument("--seconds", type=_positive_seconds, metavar="N", help="stop after N seconds (default: until Ctrl-C)")
     return p
 
 
@@ -243,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                 args = parser.parse_args(["run"] + (["--config", config_path] if config_path else []))
                 return cmd_run(args, config_path)
             return run_gui(config_path)
+        if args.command == "inspect":
+            from app.streaming.inspector import main_inspect
+            return main_inspect(args.endpoint, args.seconds)
         return cmd_run(args, config_path)
     except UsageError as exc:
         print(f"pico-teleop: error: {exc}", file=sys.stderr)
