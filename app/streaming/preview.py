@@ -1,0 +1,122 @@
+"""Offscreen pictures of the G1 for the humanoid stream panel: display only, forward kinematics.
+
+`G1Preview.render` poses the G1 at given joint angles, draws the VR 3-point targets as markers
+(a ball and a short RGB axis triad each: left wrist red, right wrist green, neck blue) and, when
+given, a second pose (the robot's feedback) as a translucent ghost: a second `MjData` whose geoms
+are appended to the same scene and recoloured. Nothing is ever stepped.
+
+Frames: joint angles in MuJoCo order; targets in the root (pelvis) frame, placed on the standing
+pelvis at (0, 0, 0.79) turned by ``root_yaw_rad``. Rendering needs an OpenGL context:
+`MUJOCO_GL=egl` on headless machines (the software renderer is fine at panel sizes; shadows,
+reflections and multisampling are off).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+
+from app.paths import resolve_asset
+from app.sim.scene import load_model
+from app.streaming.g1_model import G1Model, KeyPoses
+from app.streaming.threepoint import ThreePoint
+from calibration import quat as Q
+
+PREVIEW_SCENE = "scenes/g1_preview.xml"
+ROOT_HEIGHT_M = 0.79
+"""Pelvis height of the `stand` keyframe: where the preview puts the root."""
+TARGET_RGBA = ((0.95, 0.25, 0.2, 1.0), (0.2, 0.85, 0.3, 1.0), (0.25, 0.45, 1.0, 1.0))
+GHOST_RGBA = (0.45, 0.8, 1.0, 0.2)
+_MARKER_RADIUS_M = 0.025
+_AXIS_LENGTH_M = 0.09
+_AXIS_WIDTH_M = 0.006
+_EXTRA_GEOMS = 64  # markers: 3 balls + 9 axes, with room to spare
+
+
+class G1Preview:
+    """A G1 scene and an offscreen renderer. Create and use it on one thread (it owns a GL context)."""
+
+    def __init__(self, width: int = 480, height: int = 480, scene_path: str | None = None) -> None:
+        self.model = load_model(resolve_asset(scene_path or PREVIEW_SCENE))
+        self.g1 = G1Model(self.model)
+        self.data = self.g1.new_data()
+        self.ghost = self.g1.new_data()
+        self.renderer = mujoco.Renderer(self.model, height=height, width=width,
+                                        max_geom=2 * self.model.ngeom + _EXTRA_GEOMS)
+        flags = self.renderer.scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        self.camera = mujoco.MjvCamera()
+        mujoco.mjv_defaultFreeCamera(self.model, self.camera)
+        self.camera.lookat[:] = (0.0, 0.0, 0.85)
+        self.camera.distance = 2.4
+        self.camera.azimuth = 200.0  # in front of the robot, a little to its left
+        self.camera.elevation = -12.0
+        self._opt = mujoco.MjvOption()
+        self._pert = mujoco.MjvPerturb()
+
+    def close(self) -> None:
+        self.renderer.close()
+
+    def __enter__(self) -> "G1Preview":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _pose(self, data: mujoco.MjData, q_mujoco_rad, root_yaw_rad: float) -> None:
+        q = np.asarray(q_mujoco_rad, dtype=float)
+        if q.shape != (29,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"expected 29 finite joint angles in MuJoCo order, got {np.shape(q)}")
+        data.qpos[:3] = (0.0, 0.0, ROOT_HEIGHT_M)
+        data.qpos[3:7] = (math.cos(0.5 * root_yaw_rad), 0.0, 0.0, math.sin(0.5 * root_yaw_rad))
+        data.qpos[self.g1.qpos_adr] = q
+        mujoco.mj_kinematics(self.model, data)
+
+    def render(self, q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None,
+               ghost_q_mujoco_rad=None, root_yaw_rad: float = 0.0) -> np.ndarray:
+        """An RGB image (height, width, 3) uint8 of the G1 at ``q``, with targets and ghost."""
+        self._pose(self.data, q_mujoco_rad, root_yaw_rad)
+        self.renderer.update_scene(self.data, self.camera)
+        scene = self.renderer.scene
+        if ghost_q_mujoco_rad is not None:
+            self._pose(self.ghost, ghost_q_mujoco_rad, root_yaw_rad)
+            first = scene.ngeom
+            mujoco.mjv_addGeoms(self.model, self.ghost, self._opt, self._pert,
+                                mujoco.mjtCatBit.mjCAT_DYNAMIC, scene)
+            for i in range(first, scene.ngeom):
+                scene.geoms[i].rgba[:] = GHOST_RGBA
+        if targets is not None:
+            kp = targets.key_poses if isinstance(targets, ThreePoint) else targets
+            self._markers(scene, kp, root_yaw_rad)
+        return self.renderer.render()
+
+    def _markers(self, scene: mujoco.MjvScene, kp: KeyPoses, root_yaw_rad: float) -> None:
+        yaw = Q.from_axis_angle((0.0, 0.0, 1.0), root_yaw_rad)
+        root = np.array((0.0, 0.0, ROOT_HEIGHT_M))
+        eye = np.eye(3).reshape(9)
+        for row in range(3):
+            if scene.ngeom + 4 > scene.maxgeom:
+                return
+            pos = root + Q.rotate(yaw, kp.pos_m[row])
+            R = Q.to_matrix(Q.multiply(yaw, kp.quat_wxyz[row]))
+            g = scene.geoms[scene.ngeom]
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, np.full(3, _MARKER_RADIUS_M), pos, eye,
+                                np.array(TARGET_RGBA[row], dtype=np.float32))
+            scene.ngeom += 1
+            for axis in range(3):
+                rgba = np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32)
+                rgba[axis] = 1.0
+                g = scene.geoms[scene.ngeom]
+                mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_CAPSULE, np.zeros(3), np.zeros(3), eye, rgba)
+                mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_CAPSULE, _AXIS_WIDTH_M, pos, pos + _AXIS_LENGTH_M * R[:, axis])
+                scene.ngeom += 1
+
+
+def render_g1_frame(q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None, ghost_q_mujoco_rad=None,
+                    root_yaw_rad: float = 0.0, width: int = 480, height: int = 480) -> np.ndarray:
+    """One-off render (creates and frees a GL context): prefer a long-lived `G1Preview` in a GUI."""
+    with G1Preview(width, height) as preview:
+        return preview.render(q_mujoco_rad, targets, ghost_q_mujoco_rad, root_yaw_rad)

@@ -1,0 +1,638 @@
+"""Streams the operator to a GR00T-WholeBodyControl G1 deployment over ZMQ PUB, on its own thread.
+
+The control loop hands each `Snapshot` to `StreamPublisher.submit` (a latest-value slot: one
+assignment, never blocks). The publisher thread wakes on an absolute 50 Hz grid, maps the newest
+snapshot to the calibrated VR 3-point (`threepoint`) and, in `pose-v1` mode, to G1 joints
+(`retarget`), and sends with `NOBLOCK` on a PUB socket with a small `SNDHWM`: a slow or absent
+subscriber costs dropped messages (counted), never a blocked loop. Only this thread touches the
+socket; GUI-side calls (`calibrate`, `start_streaming`, ...) take a lock and queue what must be
+sent.
+
+Modes (`StreamConfig.mode`):
+
+- ``planner-vr3pt`` (deploy `--input-type zmq_manager`): `start_streaming` sends
+  `command(start=1, stop=0, planner=1)` once, then a `planner` message every tick: locomotion mode,
+  movement and speed from the left thumbstick, facing from the right thumbstick, height, the VR
+  3-point (`vr_position` [9], `vr_orientation` [12], root frame) and both Dex3 hands [7] from
+  trigger (fingers) and grip (thumb). 50 Hz keeps the deploy far from its 1 s planner timeout.
+- ``pose-v1`` (deploy `--input-type zmq`, streaming enabled with ENTER on the deploy): a `pose`
+  v1 message every tick holding the last 5 frames of the 50 Hz grid (retargeted `joint_pos` /
+  `joint_vel` [5, 29] in IsaacLab order, heading-only `body_quat_w` [5, 4], consecutive
+  `frame_index` [5] i64), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
+  never restart while the publisher lives, so they increase strictly across messages and sessions.
+
+Calibration (`calibrate`, or the engine's own calibration when `follow_engine_calibration`)
+maps the operator's wrists onto the robot's current wrist poses. Nothing is sent before
+`start_streaming` (an explicit operator action). `stop_streaming`, `estop`
+and an e-stopped snapshot send `command(start=0, stop=1, planner=1)` (in both modes: the plain
+`zmq` deploy ignores it, the manager stops). A failure inside a tick does the same: nothing half
+computed reaches the robot.
+
+States: IDLE -(start_streaming)-> STREAMING -(stop_streaming / estop / fault)-> STOPPED
+-(start_streaming)-> STREAMING. A refused start raises `StartRefused` with the reason.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable
+
+import numpy as np
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from app.config import ConfigError
+from app.control.snapshot import Snapshot
+from app.streaming import protocol
+from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
+from app.streaming.protocol import LocomotionMode
+from app.streaming.retarget import G1Retargeter, RetargetConfig
+from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointConfig, ThreePointMapper
+from app.tracking.sample import ControllerButtons
+
+log = logging.getLogger(__name__)
+
+MODE_PLANNER_VR3PT = "planner-vr3pt"
+MODE_POSE_V1 = "pose-v1"
+MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1)
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
+# A subscriber counts as connected once its ZMTP handshake succeeded (its subscription follows).
+_PEER_UP = getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_ACCEPTED)
+PLANNER_TIMEOUT_S = 1.0
+"""The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
+
+RobotQSource = Callable[[], "np.ndarray | None"]
+"""Returns the robot's measured joint angles (29,) in MuJoCo order (g1_debug `body_q`), or None."""
+
+
+def _require(cond: bool, key: str, expected: str, found) -> None:
+    if not cond:
+        raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
+
+
+def _num(v, lo: float, hi: float) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+
+
+def is_loopback_endpoint(endpoint: str) -> bool:
+    """True for `tcp://` on 127.0.0.0/8, ::1 or localhost, and for host-local `ipc://` / `inproc://`."""
+    if endpoint.startswith(("ipc://", "inproc://")):
+        return True
+    if not endpoint.startswith("tcp://"):
+        return False
+    host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # '*', an interface name or a hostname: not provably local
+        return False
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
+
+    mode: str = MODE_PLANNER_VR3PT
+    """'planner-vr3pt' (zmq_manager deploy) or 'pose-v1' (plain zmq deploy, joint frames)."""
+    endpoint: str = DEFAULT_ENDPOINT
+    """Where the PUB socket binds. The deploy connects to it (`--zmq-host`, `--zmq-port`)."""
+    allow_remote: bool = False
+    """Binding anything but loopback exposes robot commands to the network: opt in explicitly."""
+    rate_hz: float = 50.0
+    """Messages per second: the deploy's control rate, one frame per tick."""
+    frames_per_message: int = 5
+    """pose-v1: frames per message, overlapping windows advancing by one (the reference sender's 5)."""
+    sndhwm: int = 10
+    """Messages queued per subscriber before ZMQ drops (counted as dropped when it refuses)."""
+    stick_deadzone: float = 0.15
+    """Thumbstick magnitude below which the stick counts as centred."""
+    walk_above: float = 0.5
+    """Left-stick magnitude (0..1 past the deadzone) from which the gait is WALK instead of SLOW_WALK."""
+    run_above: float = 0.9
+    """...and from which it is RUN."""
+    turn_rate_rad_s: float = 1.5
+    """Facing turn rate at full right-stick deflection (the reference sender's yaw gain)."""
+    height_m: float = -1.0
+    """Planner `height`; -1 leaves it to the mode."""
+    send_hands: bool = True
+    """Send Dex3 hand targets (fingers from the trigger, thumb from the grip)."""
+    pose_vr3pt: bool = True
+    """pose-v1: also send `vr_position` / `vr_orientation` (their presence enables VR 3-point on the deploy)."""
+    max_start_keypoint_m: float = 0.10
+    """`start_streaming` refuses (unless confirmed) when a mapped 3-point is further than this
+    from the robot's current key point."""
+    max_start_joint_rad: float = 0.5
+    """pose-v1: ...or when a retargeted joint is further than this from the robot's current angle."""
+    follow_engine_calibration: bool = True
+    """Calibrate the 3-point too when the engine calibrates (the operator presses A), unless streaming."""
+    stale_after_s: float = 0.25
+    """A snapshot older than this counts as stale: the planner is sent IDLE, the pose is held."""
+    threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
+    retarget: RetargetConfig = field(default_factory=RetargetConfig)
+
+    def __post_init__(self) -> None:
+        _require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
+        _require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
+                 "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
+        _require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
+                 "a loopback endpoint (127.0.0.1, ::1, localhost) unless stream.allow_remote is true", self.endpoint)
+        _require(_num(self.rate_hz, 1.0, 200.0), "stream.rate_hz", "a number in 1..200", self.rate_hz)
+        _require(isinstance(self.frames_per_message, int) and 1 <= self.frames_per_message <= 50,
+                 "stream.frames_per_message", "an integer in 1..50", self.frames_per_message)
+        _require(isinstance(self.sndhwm, int) and 1 <= self.sndhwm <= 10000, "stream.sndhwm", "an integer in 1..10000", self.sndhwm)
+        _require(_num(self.stick_deadzone, 0.0, 0.9), "stream.stick_deadzone", "a number in 0..0.9", self.stick_deadzone)
+        _require(_num(self.walk_above, 0.0, 1.0), "stream.walk_above", "a number in 0..1", self.walk_above)
+        _require(_num(self.run_above, self.walk_above, 1.0), "stream.run_above",
+                 f"a number in walk_above ({self.walk_above})..1", self.run_above)
+        _require(_num(self.turn_rate_rad_s, 0.0, 10.0), "stream.turn_rate_rad_s", "a number in 0..10", self.turn_rate_rad_s)
+        _require(self.height_m == -1.0 or _num(self.height_m, 0.0, 2.0), "stream.height_m", "-1 or a number in 0..2", self.height_m)
+        _require(_num(self.max_start_keypoint_m, 0.0, 10.0), "stream.max_start_keypoint_m", "a number in 0..10", self.max_start_keypoint_m)
+        _require(_num(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
+        _require(_num(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
+                 f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.rate_hz
+
+
+# ---- operator input -> planner commands (pure) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Locomotion:
+    mode: LocomotionMode
+    movement: tuple[float, float, float]
+    """Direction in the heading frame (unit, or zero when idle)."""
+    speed_m_s: float
+    """-1 = the mode's default speed."""
+
+
+def locomotion_from_stick(stick_x: float, stick_y: float, facing_yaw_rad: float, cfg: StreamConfig) -> Locomotion:
+    """Left thumbstick -> gait, direction and speed, as the reference PICO sender maps it.
+
+    Below the deadzone: IDLE, speed -1. Above it the magnitude is rescaled to 0..1 and picks the
+    gait (SLOW_WALK < `walk_above` <= WALK < `run_above` <= RUN); speed is 0.1 + 0.5 m for SLOW_WALK,
+    the mode default for WALK, 1.5 + 3 m for RUN. Stick up walks toward the facing direction,
+    stick right to its right. Non-finite input counts as centred.
+    """
+    x = float(stick_x) if math.isfinite(stick_x) else 0.0
+    y = float(stick_y) if math.isfinite(stick_y) else 0.0
+    raw = min(math.hypot(x, y), 1.0)
+    dz = cfg.stick_deadzone
+    if raw < dz or raw == 0.0:
+        return Locomotion(LocomotionMode.IDLE, (0.0, 0.0, 0.0), -1.0)
+    mag = min((raw - dz) / (1.0 - dz), 1.0)
+    if mag >= cfg.run_above:
+        mode, speed = LocomotionMode.RUN, 1.5 + 3.0 * mag
+    elif mag >= cfg.walk_above:
+        mode, speed = LocomotionMode.WALK, -1.0
+    else:
+        mode, speed = LocomotionMode.SLOW_WALK, 0.1 + 0.5 * mag
+    fx, fy = math.cos(facing_yaw_rad), math.sin(facing_yaw_rad)
+    # forward component along the facing, the stick's +x to the facing's right (-left)
+    ux, uy = y / raw, x / raw
+    return Locomotion(mode, (ux * fx + uy * fy, ux * fy - uy * fx, 0.0), speed)
+
+
+def turn(yaw_rad: float, stick_x: float, dt_s: float, cfg: StreamConfig) -> float:
+    """Facing yaw after one tick of right-stick turning (stick right turns right); deadzone applies."""
+    x = float(stick_x) if math.isfinite(stick_x) else 0.0
+    if abs(x) < cfg.stick_deadzone:
+        return yaw_rad
+    return math.atan2(math.sin(yaw_rad - cfg.turn_rate_rad_s * x * dt_s), math.cos(yaw_rad - cfg.turn_rate_rad_s * x * dt_s))
+
+
+def hand_targets(buttons: ControllerButtons, side: str) -> np.ndarray:
+    """Dex3 targets (7,): the trigger closes index and middle, the grip closes the thumb."""
+    return dex3_hand_q(side, buttons.trigger, 1.0 if buttons.grip else 0.0)
+
+
+# ---- status --------------------------------------------------------------------------------------
+
+
+class StreamState(Enum):
+    IDLE = "idle"
+    STREAMING = "streaming"
+    STOPPED = "stopped"
+
+
+class StreamStateError(RuntimeError):
+    """A transition was asked for in a state that does not allow it."""
+
+    def __init__(self, action: str, current: StreamState, required: str) -> None:
+        super().__init__(f"cannot {action}: the stream is {current.value}, must be {required}")
+        self.current = current
+
+
+class StartRefused(RuntimeError):
+    """`start_streaming` would not start; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class PoseDistance:
+    """How far the operator's mapped pose is from the robot's current pose."""
+
+    keypoint_m: tuple[float, float, float]
+    """Left wrist, right wrist, neck: mapped 3-point to the robot's key point (m)."""
+    joint_rad: float | None
+    """pose-v1: largest |retargeted - current| joint angle (rad); None in planner mode."""
+    worst_joint: str
+    reference: str
+    """'feedback' (the robot's measured joints) or 'standing pose' (no feedback available)."""
+    max_keypoint_m: float
+    max_joint_rad: float
+
+    @property
+    def large(self) -> bool:
+        return max(self.keypoint_m) > self.max_keypoint_m or (self.joint_rad is not None and self.joint_rad > self.max_joint_rad)
+
+    def describe(self) -> str:
+        names = ("left wrist", "right wrist", "neck")
+        k = int(np.argmax(self.keypoint_m))
+        text = f"{names[k]} is {self.keypoint_m[k]:.3f} m from the robot's (limit {self.max_keypoint_m:.3f} m)"
+        if self.joint_rad is not None:
+            text += f"; {self.worst_joint} differs by {self.joint_rad:.2f} rad (limit {self.max_joint_rad:.2f} rad)"
+        return text + f", compared with the {self.reference}"
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    mode: str
+    state: StreamState
+    endpoint: str
+    """The bound endpoint (with the OS-chosen port when the configuration said '*')."""
+    messages_sent: int
+    dropped: int
+    """Messages ZMQ refused to queue (EAGAIN). A PUB socket drops silently, per subscriber, once
+    that subscriber's SNDHWM queue is full, so drops inside ZMQ do not show up here."""
+    frames_skipped: int
+    """pose-v1: grid frames never computed because the thread stalled longer than a window."""
+    last_error: str
+    frame_index: int
+    """Last frame index sent in a pose message (-1 before any)."""
+    calibrated: bool
+    late_ticks: int
+    """Ticks that woke more than one period after their deadline."""
+    stale_ticks: int
+    """Streaming ticks without a fresh snapshot (planner sent IDLE, pose held)."""
+    held_devices: tuple[str, ...]
+    """Devices whose last good pose is held (lost or jumping)."""
+    subscribers: int
+    """Peers connected to the PUB socket (the deploy shows up here once it connects)."""
+
+
+# ---- the publisher -------------------------------------------------------------------------------
+
+
+class StreamPublisher:
+    """Owns the PUB socket and the streaming thread. Use as a context manager or `open`/`close`."""
+
+    def __init__(self, cfg: StreamConfig | None = None, g1: G1Model | None = None,
+                 robot_q_source: RobotQSource | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.cfg = cfg or StreamConfig()
+        self.g1 = g1 or load_g1()
+        self._robot_q_source = robot_q_source
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ctx: zmq.Context | None = None
+        self._sock: zmq.Socket | None = None
+        self._endpoint = ""
+        self._monitor: zmq.Socket | None = None
+        self._subscribers = 0
+        self._latest: Snapshot | None = None
+        self._engine_calibrated = False
+        self._mapper = ThreePointMapper(self.g1.stand_key_poses, self.g1.torso_origin_root_m, self.cfg.threepoint)
+        self._retarget = G1Retargeter(self.g1, self.cfg.retarget)
+        self._fk_data = self.g1.new_data()
+        self._state = StreamState.IDLE
+        self._outbox: deque[bytes] = deque()
+        self._frames: deque = deque(maxlen=self.cfg.frames_per_message)
+        self._next_frame_index = 0
+        self._last_frame_index = -1
+        self._facing_yaw = 0.0
+        self._hands = {"left": np.zeros(7), "right": np.zeros(7)}
+        self._sent = self._dropped = self._late = self._stale = self._skipped = 0
+        self._last_q: np.ndarray | None = None
+        self._last_error = ""
+
+    # ---- lifecycle ----
+
+    def open(self) -> "StreamPublisher":
+        """Bind the socket and start the thread (state IDLE: nothing is sent yet)."""
+        if self._thread is not None:
+            raise RuntimeError("publisher already open")
+        if not is_loopback_endpoint(self.cfg.endpoint):
+            log.warning("humanoid stream binds %s, reachable from the network (allow_remote=True)", self.cfg.endpoint)
+        self._ctx = zmq.Context()
+        sock = self._ctx.socket(zmq.PUB)
+        sock.setsockopt(zmq.SNDHWM, self.cfg.sndhwm)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            sock.bind(self.cfg.endpoint)
+        except zmq.ZMQError as exc:
+            sock.close()
+            self._ctx.term()
+            self._ctx = None
+            raise OSError(f"cannot bind the humanoid stream to {self.cfg.endpoint}: {exc}") from exc
+        self._sock = sock
+        self._endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._monitor = sock.get_monitor_socket(_PEER_UP | zmq.EVENT_DISCONNECTED)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="humanoid-stream", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the thread (sending stop first if streaming) and release the socket."""
+        with self._lock:
+            if self._state is StreamState.STREAMING:
+                self._halt("closed")
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        if self._sock is not None:
+            self._flush()
+            self._sock.disable_monitor()
+            if self._monitor is not None:
+                self._monitor.close(linger=0)
+                self._monitor = None
+            self._sock.close(linger=0)
+            self._sock = None
+        if self._ctx is not None:
+            self._ctx.term()
+            self._ctx = None
+
+    def __enter__(self) -> "StreamPublisher":
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def endpoint(self) -> str:
+        return self._endpoint
+
+    # ---- inputs (any thread) ----
+
+    def submit(self, snap: Snapshot) -> None:
+        """Hand over the newest snapshot. Two assignments: never blocks, never fails."""
+        if snap.events and any(e.startswith("calibrate") for e in snap.events):
+            self._engine_calibrated = True  # seen here: the thread only samples every 4th snapshot
+        self._latest = snap
+
+    def calibrate(self) -> ThreePoint:
+        """Map the operator's current wrists onto the robot's current wrist poses (measured joints
+        when a feedback source has them, else the standing pose). Raises `CalibrationError`."""
+        with self._lock:
+            snap = self._latest
+            if snap is None:
+                raise CalibrationError("no snapshot yet: the control loop has not published any")
+            q, _ = self._robot_q()
+            ref = self.g1.key_poses(q, self._fk_data)
+            return self._mapper.calibrate(snap.sample, snap.heading_rad, snap.t_s, ref)
+
+    def pose_distance(self) -> PoseDistance:
+        """Distance between the operator's mapped pose (as of the last tick) and the robot's current pose."""
+        with self._lock:
+            return self._distance()
+
+    def start_streaming(self, confirm_large: bool = False) -> None:
+        """Start sending (an explicit operator action). Raises `StartRefused` (not calibrated, no
+        snapshot, tracking lost, pose far from the robot's without ``confirm_large``) or
+        `StreamStateError` (already streaming)."""
+        with self._lock:
+            if self._thread is None:
+                raise StartRefused("the publisher is not open")
+            if self._state is StreamState.STREAMING:
+                raise StreamStateError("start streaming", self._state, "idle or stopped")
+            if self._latest is None:
+                raise StartRefused("no snapshot yet: the control loop has not published any")
+            if self._latest.teleop_state == "estopped":
+                raise StartRefused("the teleop loop is e-stopped: reset it first")
+            if not self._mapper.calibrated:
+                raise StartRefused("the humanoid 3-point is not calibrated: stand like the robot and calibrate first")
+            held = self._mapper.last.held
+            if any(held):
+                names = [n for n, h in zip(("left", "right", "head"), held) if h]
+                raise StartRefused(f"device(s) not tracked: {', '.join(names)}")
+            dist = self._distance()
+            if dist.large and not confirm_large:
+                raise StartRefused(f"the operator's pose is far from the robot's: {dist.describe()}. "
+                                   f"Move closer to the robot's pose, recalibrate, or confirm to start anyway")
+            q_robot, _ = self._robot_q()
+            self._retarget.reset(q_robot)
+            self._frames.clear()
+            self._facing_yaw = 0.0
+            if self.cfg.mode == MODE_PLANNER_VR3PT:
+                self._outbox.append(protocol.build_command(start=True, stop=False, planner=True))
+            self._state = StreamState.STREAMING
+            log.info("humanoid stream started (%s, %s)", self.cfg.mode, self._endpoint)
+
+    def stop_streaming(self) -> None:
+        """Stop sending data and send the stop command. Raises `StreamStateError` unless streaming."""
+        with self._lock:
+            if self._state is not StreamState.STREAMING:
+                raise StreamStateError("stop streaming", self._state, "streaming")
+            self._halt("operator")
+
+    def estop(self) -> None:
+        """Emergency stop: stop streaming and send the stop command; a no-op unless streaming."""
+        with self._lock:
+            if self._state is StreamState.STREAMING:
+                self._halt("e-stop")
+
+    def status(self) -> StreamStatus:
+        with self._lock:
+            held = tuple(n for n, h in zip(("left", "right", "head"), self._mapper.last.held) if h)
+            return StreamStatus(self.cfg.mode, self._state, self._endpoint, self._sent, self._dropped,
+                                self._skipped, self._last_error, self._last_frame_index, self._mapper.calibrated,
+                                self._late, self._stale, held, self._subscribers)
+
+    @property
+    def last_threepoint(self) -> ThreePoint:
+        """The 3-point of the last tick (for a preview)."""
+        with self._lock:
+            return self._mapper.last
+
+    @property
+    def last_q_mujoco_rad(self) -> np.ndarray | None:
+        """pose-v1: the newest streamed joint angles (29,) in MuJoCo order (for a preview); else None."""
+        with self._lock:
+            return None if self._last_q is None else self._last_q.copy()
+
+    # ---- internals (lock held) ----
+
+    def _halt(self, why: str) -> None:
+        self._outbox.append(protocol.build_command(start=False, stop=True, planner=True))
+        self._state = StreamState.STOPPED
+        log.info("humanoid stream stopped (%s)", why)
+
+    def _robot_q(self) -> tuple[np.ndarray, str]:
+        if self._robot_q_source is not None:
+            try:
+                q = self._robot_q_source()
+            except Exception as exc:  # a feedback hiccup must not stop the stream; fall back
+                self._last_error = f"robot_q_source: {type(exc).__name__}: {exc}"
+                q = None
+            if q is not None:
+                q = np.asarray(q, dtype=float)
+                if q.shape == (29,) and np.all(np.isfinite(q)):
+                    return q, "feedback"
+        return np.array(self.g1.stand_q_rad), "standing pose"
+
+    def _distance(self) -> PoseDistance:
+        q_robot, source = self._robot_q()
+        target = self._mapper.last
+        robot_kp: KeyPoses = self.g1.key_poses(q_robot, self._fk_data)
+        kp = tuple(float(v) for v in np.linalg.norm(target.pos_m - robot_kp.pos_m, axis=1))
+        joint, worst = None, ""
+        if self.cfg.mode == MODE_POSE_V1:
+            q, _ = self._retarget.solve(target, q_robot)
+            diff = np.abs(q - q_robot)
+            k = int(np.argmax(diff))
+            joint, worst = float(diff[k]), self.g1.model.joint(int(self.g1.joint_ids[k])).name
+        return PoseDistance(kp, joint, worst, source, self.cfg.max_start_keypoint_m, self.cfg.max_start_joint_rad)
+
+    def _send(self, msg: bytes) -> None:
+        assert self._sock is not None
+        try:
+            self._sock.send(msg, zmq.NOBLOCK)
+            self._sent += 1
+        except zmq.Again:
+            self._dropped += 1
+
+    def _poll_monitor(self) -> None:
+        """Count connected peers from the socket monitor's events (non-blocking)."""
+        while self._monitor is not None:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if event["event"] == _PEER_UP:
+                self._subscribers += 1
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self._subscribers = max(0, self._subscribers - 1)
+
+    def _flush(self) -> None:
+        while self._outbox:
+            self._send(self._outbox.popleft())
+
+    # ---- the thread ----
+
+    def _run(self) -> None:
+        period = self.cfg.period_s
+        t0 = self._clock()
+        tick = 0
+        while True:
+            delay = t0 + tick * period - self._clock()
+            if delay > 0 and self._stop.wait(delay):
+                break
+            if self._stop.is_set():
+                break
+            steps = int((self._clock() - t0) / period) - tick + 1
+            if steps > 1:
+                self._late += 1
+            steps = max(steps, 1)
+            try:
+                with self._lock:
+                    self._tick(steps)
+            except Exception as exc:  # a fault stops the stream: nothing half computed is sent
+                with self._lock:
+                    self._last_error = f"{type(exc).__name__}: {exc}"
+                    log.exception("humanoid stream tick failed")
+                    if self._state is StreamState.STREAMING:
+                        self._halt("fault")
+                    self._flush()
+            tick += steps
+        with self._lock:
+            self._flush()
+
+    def _tick(self, steps: int) -> None:
+        self._poll_monitor()
+        self._flush()  # commands first, in the order they were asked for
+        snap = self._latest
+        now = self._clock()
+        fresh = snap is not None and now - snap.wall_time_s <= self.cfg.stale_after_s
+        if snap is not None:
+            if snap.teleop_state == "estopped" and self._state is StreamState.STREAMING:
+                self._halt("teleop e-stop")
+                self._flush()
+            if fresh:
+                self._mapper.update_from_snapshot(snap)
+        if self._engine_calibrated:
+            self._engine_calibrated = False
+            if self.cfg.follow_engine_calibration and self._state is not StreamState.STREAMING:
+                try:
+                    self.calibrate()
+                except CalibrationError as exc:
+                    self._last_error = str(exc)
+        if self._state is not StreamState.STREAMING:
+            return
+        if not fresh:
+            self._stale += 1
+        dt = self.cfg.period_s
+        if fresh:
+            assert snap is not None
+            lb, rb = snap.sample.left_buttons, snap.sample.right_buttons
+            if snap.sample.right.valid:
+                self._facing_yaw = turn(self._facing_yaw, rb.stick_x, dt * steps, self.cfg)
+            for side, b, ok in (("left", lb, snap.sample.left.valid), ("right", rb, snap.sample.right.valid)):
+                if ok:  # a lost controller keeps its hand as it was
+                    self._hands[side] = hand_targets(b, side)
+        tp = self._mapper.last
+        if self.cfg.mode == MODE_PLANNER_VR3PT:
+            loco = Locomotion(LocomotionMode.IDLE, (0.0, 0.0, 0.0), -1.0)
+            if fresh and snap is not None and snap.sample.left.valid:
+                b = snap.sample.left_buttons
+                loco = locomotion_from_stick(b.stick_x, b.stick_y, self._facing_yaw, self.cfg)
+            hands = {} if not self.cfg.send_hands else {"left_hand_joints": self._hands["left"],
+                                                          "right_hand_joints": self._hands["right"]}
+            self._send(protocol.build_planner(
+                loco.mode, loco.movement, (math.cos(self._facing_yaw), math.sin(self._facing_yaw), 0.0),
+                loco.speed_m_s, self.cfg.height_m, vr_position=tp.vr_position, vr_orientation=tp.vr_orientation,
+                **hands))
+            return
+        self._pose_tick(tp, steps)
+
+    def _pose_tick(self, tp: ThreePoint, steps: int) -> None:
+        n = self.cfg.frames_per_message
+        if steps > n:  # a stall longer than the window: skip frames, the deploy resets once
+            self._next_frame_index += steps - n
+            self._skipped += steps - n
+            self._frames.clear()
+            steps = n
+        for _ in range(steps):
+            f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
+            self._frames.append((self._next_frame_index, f))
+            self._next_frame_index += 1
+        self._last_q = self._frames[-1][1].q_mujoco_rad
+        if len(self._frames) < n:
+            return
+        idx = np.array([i for i, _ in self._frames], dtype=np.int64)
+        optional: dict = {}
+        if self.cfg.send_hands:
+            optional["left_hand_joints"] = self._hands["left"].astype(np.float32)
+            optional["right_hand_joints"] = self._hands["right"].astype(np.float32)
+        if self.cfg.pose_vr3pt:
+            optional["vr_position"] = tp.vr_position
+            optional["vr_orientation"] = tp.vr_orientation
+        optional["timestamp_monotonic"] = time.monotonic()
+        msg = protocol.build_pose_v1(
+            np.stack([f.joint_pos_isaaclab_rad for _, f in self._frames]),
+            np.stack([f.joint_vel_isaaclab_rad_s for _, f in self._frames]),
+            np.stack([f.body_quat_wxyz for _, f in self._frames]).astype(np.float32),
+            idx, **optional)
+        self._send(msg)
+        self._last_frame_index = int(idx[-1])

@@ -1,0 +1,345 @@
+"""The operator's VR 3-point (left wrist, right wrist, neck) in the G1's root frame.
+
+Per device and sample:  PoseGate (invalid / jumping samples are held, see below)  ->  OpenVR axes
+to robot axes, turned by the operator heading (`calibration.frames`)  ->  One-Euro filter  ->
+device offset (controller -> wrist, headset -> neck)  ->  calibrated mapping onto the G1.
+
+Frames. The *operator frame* is the robot-axes frame turned so that the operator's heading (taken
+when `calibrate` is called) is +X. The *root frame* is the G1 pelvis frame (+X forward, +Y left,
++Z up), the frame the deployment wants `vr_position` / `vr_orientation` in (spec section 7).
+Device offsets are expressed in the device's own frame in robot-axis convention: +X the device's
+forward, +Y its left, +Z its up.
+
+Calibration follows the deployment (gear_sonic `ThreePointPose`): at `calibrate` the operator's
+wrists are mapped onto the G1's reference wrist key poses (forward kinematics at the standing
+keyframe, or at the robot's measured joints), so the robot does not jump when streaming starts.
+Afterwards, with ``0`` marking values captured at calibration, per wrist:
+
+    pos_root  = ref_pos + position_scale * (pos_op - pos_op_0)
+    quat_root = ref_quat * conj(quat_op_0) * quat_op        (the hand's rotation in its own frame)
+
+The neck point follows the deployment's kinematic chain, torso_link origin + 0.35 m along the
+neck's +Z, so position and orientation always agree. Its tilt comes from the operator's neck
+displacement since calibration (leaning forward tilts it forward, at most `max_lean_rad`), its
+yaw from the head's yaw since calibration times `neck_yaw_gain`. Head pitch alone (looking down
+at the hands) does not tilt the robot's torso.
+
+Lost devices: a device whose sample is invalid or jumps keeps its last good pose, and
+`ThreePoint.held` says which ones are held. Before any good sample (or before calibration) the
+output is the reference pose itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.config import ConfigError, FilterConfig
+from app.control.safety import PoseGate
+from app.control.snapshot import Snapshot
+from app.streaming.g1_model import KeyPoses
+from app.tracking.sample import TrackingSample
+from calibration import frames
+from calibration import quat as Q
+from calibration.filters import OneEuroFilter, OneEuroQuatFilter
+
+DEVICES: tuple[str, str, str] = ("left", "right", "head")
+"""Tracked devices in 3-point row order: left controller -> left wrist, right -> right wrist, head -> neck."""
+
+NECK_LINK_LENGTH_M = 0.35
+"""torso_link origin to the neck key point along the neck's +Z (the deployment's chain)."""
+
+
+def _require(cond: bool, key: str, expected: str, found) -> None:
+    if not cond:
+        raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
+
+
+def _finite_seq(v, n: int) -> bool:
+    return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+
+
+@dataclass(frozen=True)
+class DeviceOffset:
+    """A rigid offset from a tracked device to the body point it stands for, in the device frame."""
+
+    pos_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Body point relative to the device origin (device +X forward, +Y left, +Z up)."""
+    quat_wxyz: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    """Orientation of the body frame relative to the device frame (unit)."""
+
+    def __post_init__(self) -> None:
+        _require(_finite_seq(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
+        _require(_finite_seq(self.quat_wxyz, 4) and Q.is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
+                 "a unit quaternion w, x, y, z", self.quat_wxyz)
+
+
+@dataclass(frozen=True)
+class ThreePointConfig:
+    left_controller_to_wrist: DeviceOffset = field(default_factory=DeviceOffset)
+    """Left controller -> left wrist key point. Zero: the deployment's wrist point (18 cm past
+    the wrist joint, at the fingers' base) sits about where a hand holds the controller."""
+    right_controller_to_wrist: DeviceOffset = field(default_factory=DeviceOffset)
+    """Right controller -> right wrist key point."""
+    head_to_neck: DeviceOffset = field(default_factory=lambda: DeviceOffset(pos_m=(-0.10, 0.0, -0.12)))
+    """Headset -> neck: the neck pivot is about 10 cm behind and 12 cm below the eyes, so nodding
+    does not move it."""
+    position_scale: float = 1.0
+    """Robot metres per operator metre of wrist / neck motion since calibration."""
+    neck_yaw_gain: float = 0.5
+    """Fraction of the head's yaw since calibration given to the neck (the torso turns less than the head)."""
+    max_neck_yaw_rad: float = 1.0
+    """Largest neck yaw from the reference, either way."""
+    max_lean_rad: float = 0.5
+    """Largest neck tilt from vertical (the G1 waist pitch and roll ranges are +-0.52 rad)."""
+    max_jump_m: float = 0.2
+    """A device sample further than this from the last good one (one 50 Hz step, 10 m/s) is held as a jump."""
+    reacquire_after_s: float = 0.1
+    """A jump that persists this long is accepted: the device really is elsewhere."""
+    rotation_tol: float = 1e-3
+    """Largest | |q| - 1 | accepted for a device orientation."""
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    """One-Euro filtering of each device pose in the operator frame (same meaning as the arms')."""
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (("position_scale", 0.05, 5.0), ("neck_yaw_gain", 0.0, 1.0),
+                             ("max_neck_yaw_rad", 0.0, math.pi), ("max_lean_rad", 0.0, 1.5),
+                             ("max_jump_m", 0.001, 10.0), ("reacquire_after_s", 0.0, 10.0),
+                             ("rotation_tol", 1e-9, 0.1)):
+            v = getattr(self, name)
+            _require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
+                     f"threepoint.{name}", f"a number in {lo}..{hi}", v)
+
+
+class CalibrationError(RuntimeError):
+    """Calibration needs every device tracked; the message names those that are not."""
+
+
+@dataclass(frozen=True, eq=False)
+class ThreePoint:
+    """The VR 3-point in the G1 root frame, rows left wrist, right wrist, neck.
+
+    ``pos_m`` (3, 3) and ``quat_wxyz`` (3, 4) are read-only float64 arrays.
+    """
+
+    pos_m: np.ndarray
+    quat_wxyz: np.ndarray
+    held: tuple[bool, bool, bool]
+    """Per row: True while that device's pose is invalid or jumping and its last good value is held."""
+    calibrated: bool
+    """False: no calibration yet, the rows are the reference pose."""
+
+    def __post_init__(self) -> None:
+        for name, shape in (("pos_m", (3, 3)), ("quat_wxyz", (3, 4))):
+            arr = np.array(getattr(self, name), dtype=np.float64)
+            if arr.shape != shape:
+                raise ValueError(f"ThreePoint.{name} must have shape {shape}, got {arr.shape}")
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    @property
+    def vr_position(self) -> np.ndarray:
+        """(9,) float32: left wrist xyz, right wrist xyz, neck xyz (m, root frame), the wire layout."""
+        return self.pos_m.reshape(9).astype(np.float32)
+
+    @property
+    def vr_orientation(self) -> np.ndarray:
+        """(12,) float32: three w, x, y, z quaternions (root frame), the wire layout."""
+        return self.quat_wxyz.reshape(12).astype(np.float32)
+
+    @property
+    def key_poses(self) -> KeyPoses:
+        return KeyPoses(self.pos_m, self.quat_wxyz)
+
+
+def _wrap(a: float) -> float:
+    return math.atan2(math.sin(a), math.cos(a))
+
+
+class _Device:
+    """Gate, filters and last good operator-frame pose of one device."""
+
+    def __init__(self, cfg: ThreePointConfig, offset: DeviceOffset) -> None:
+        f = cfg.filter
+        self.gate = PoseGate(cfg.max_jump_m, cfg.reacquire_after_s, cfg.rotation_tol)
+        self.pos_filter = OneEuroFilter(f.pos_min_cutoff_hz, f.pos_beta, f.d_cutoff_hz)
+        self.rot_filter = OneEuroQuatFilter(f.rot_min_cutoff_hz, f.rot_beta, f.d_cutoff_hz)
+        self.filter_enabled = f.enabled
+        self.offset_pos = np.asarray(offset.pos_m, dtype=float)
+        self.offset_quat = np.asarray(offset.quat_wxyz, dtype=float)
+        self.pos_op: np.ndarray | None = None
+        """Body point (wrist / neck) in the operator frame, last good value."""
+        self.quat_op: np.ndarray | None = None
+        self.held = True
+
+    def update(self, pose, heading_rad: float, t_s: float) -> None:
+        res = self.gate.check(pose, t_s)
+        self.held = not res.accepted
+        if not res.accepted:
+            return
+        p, q = frames.vr_pose_to_operator_frame(pose.pos_array(), pose.quat_array(), heading_rad)
+        if res.reacquired:
+            self.pos_filter.reset()
+            self.rot_filter.reset()
+        if self.filter_enabled:
+            p = self.pos_filter.filter(p, t_s)
+            q = self.rot_filter.filter(q, t_s)
+        q = Q.normalize(q)
+        self.pos_op = p + Q.rotate(q, self.offset_pos)
+        self.quat_op = Q.multiply(q, self.offset_quat)
+
+    def reset(self) -> None:
+        self.gate.reset()
+        self.pos_filter.reset()
+        self.rot_filter.reset()
+        self.pos_op = self.quat_op = None
+        self.held = True
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    ref: KeyPoses
+    pos_op_0: np.ndarray
+    """(3, 3) wrists and neck in the operator frame at calibration."""
+    quat_op_0: np.ndarray
+    """(2, 4) wrist orientations in the operator frame at calibration."""
+    neck_yaw_op_0: float
+    neck_yaw_ref: float
+
+
+class ThreePointMapper:
+    """Turns tracking samples into the calibrated VR 3-point. Not thread-safe: one owner."""
+
+    def __init__(self, reference: KeyPoses, torso_origin_root_m, cfg: ThreePointConfig | None = None) -> None:
+        """``reference``: the G1 key poses operator wrists map onto (usually `G1Model.stand_key_poses`);
+        ``torso_origin_root_m`` (3,): torso_link origin in the root frame, base of the neck chain."""
+        self.cfg = cfg or ThreePointConfig()
+        self.reference = reference
+        self.torso_origin = np.asarray(torso_origin_root_m, dtype=float).copy()
+        c = self.cfg
+        self._devices = {
+            "left": _Device(c, c.left_controller_to_wrist),
+            "right": _Device(c, c.right_controller_to_wrist),
+            "head": _Device(c, c.head_to_neck),
+        }
+        self._cal: _Calibration | None = None
+        self._heading_rad = 0.0
+        self._neck_psi = 0.0
+        """Neck yaw from the reference (rad), kept while the head looks straight up or down."""
+        self._last = ThreePoint(reference.pos_m, reference.quat_wxyz, (True, True, True), False)
+
+    @property
+    def calibrated(self) -> bool:
+        return self._cal is not None
+
+    @property
+    def heading_rad(self) -> float:
+        """Operator heading the 3-point frame was fixed with at the last `calibrate`."""
+        return self._heading_rad
+
+    @property
+    def last(self) -> ThreePoint:
+        return self._last
+
+    def rejections(self) -> dict[str, int]:
+        """Cumulative held samples by 'device:reason'."""
+        return {f"{n}:{k}": v for n, d in self._devices.items() for k, v in d.gate.rejections.items()}
+
+    # ---- calibration ----
+
+    def calibrate(self, sample: TrackingSample, heading_rad: float, t_s: float | None = None,
+                  reference: KeyPoses | None = None) -> ThreePoint:
+        """Map the operator's current wrists (and neck) onto ``reference`` (default: the mapper's).
+
+        ``heading_rad`` (the engine's operator heading) fixes the operator frame until the next
+        calibration. Raises `CalibrationError` naming every untracked device; the previous
+        calibration then stays in force.
+        """
+        t = sample.sample_time_s if t_s is None else t_s
+        problems = []
+        trial = {}
+        for name in DEVICES:
+            dev = _Device(self.cfg, self._offset(name))
+            dev.filter_enabled = False  # calibrate on the pose as it is now
+            dev.update(sample.pose(name), heading_rad, t)
+            if dev.held:
+                reason = next(iter(dev.gate.rejections), "invalid")
+                problems.append(f"{name} ({reason})")
+            trial[name] = dev
+        if problems:
+            raise CalibrationError("cannot calibrate the humanoid 3-point: untracked device(s): " + ", ".join(problems))
+        ref = reference if reference is not None else self.reference
+        neck_yaw_op = frames.heading_yaw_rad(trial["head"].quat_op)
+        self._heading_rad = float(heading_rad)
+        self._neck_psi = 0.0
+        self._cal = _Calibration(
+            ref=ref,
+            pos_op_0=np.array([trial[n].pos_op for n in DEVICES]),
+            quat_op_0=np.array([trial["left"].quat_op, trial["right"].quat_op]),
+            neck_yaw_op_0=neck_yaw_op if neck_yaw_op is not None else 0.0,
+            neck_yaw_ref=frames.heading_yaw_rad(ref.quat_wxyz[2]) or 0.0,
+        )
+        for name in DEVICES:  # start the live devices from the calibration pose
+            self._devices[name].reset()
+        return self.update(sample, t)
+
+    def _offset(self, name: str) -> DeviceOffset:
+        c = self.cfg
+        return {"left": c.left_controller_to_wrist, "right": c.right_controller_to_wrist, "head": c.head_to_neck}[name]
+
+    # ---- per sample ----
+
+    def update(self, sample: TrackingSample, t_s: float | None = None) -> ThreePoint:
+        """The 3-point for ``sample`` (raw OpenVR poses) in the frame fixed by the last calibration."""
+        t = sample.sample_time_s if t_s is None else t_s
+        for name in DEVICES:
+            self._devices[name].update(sample.pose(name), self._heading_rad, t)
+        self._last = self._map()
+        return self._last
+
+    def update_from_snapshot(self, snap: Snapshot) -> ThreePoint:
+        """`update` with the snapshot's sample at its nominal loop time."""
+        return self.update(snap.sample, snap.t_s)
+
+    def _map(self) -> ThreePoint:
+        cal = self._cal
+        held = tuple(self._devices[n].held for n in DEVICES)
+        if cal is None:
+            return ThreePoint(self.reference.pos_m, self.reference.quat_wxyz, held, False)
+        ref = cal.ref
+        pos = np.array(ref.pos_m)
+        quat = np.array(ref.quat_wxyz)
+        s = self.cfg.position_scale
+        for row, name in enumerate(("left", "right")):
+            dev = self._devices[name]
+            if dev.pos_op is None:
+                continue
+            pos[row] = ref.pos_m[row] + s * (dev.pos_op - cal.pos_op_0[row])
+            delta = Q._conj_mul(Q._seq(cal.quat_op_0[row]), Q._seq(dev.quat_op))
+            quat[row] = Q.normalize(Q._mul(Q._seq(ref.quat_wxyz[row]), delta))
+        head = self._devices["head"]
+        if head.pos_op is not None:
+            raw = ref.pos_m[2] + s * (head.pos_op - cal.pos_op_0[2])
+            pos[2], quat[2] = self._neck(raw, head.quat_op, cal)
+        return ThreePoint(pos, quat, held, True)
+
+    def _neck(self, raw_neck_root: np.ndarray, head_quat_op: np.ndarray, cal: _Calibration) -> tuple[np.ndarray, np.ndarray]:
+        c = self.cfg
+        v = raw_neck_root - self.torso_origin
+        n = float(np.linalg.norm(v))
+        q_tilt = Q.IDENTITY
+        if n > 1e-9:
+            v = v / n
+            tilt = math.acos(min(max(float(v[2]), -1.0), 1.0))
+            axis = np.array((-v[1], v[0], 0.0))  # z x v
+            if tilt > 1e-12 and np.linalg.norm(axis) > 1e-12:
+                q_tilt = Q.from_axis_angle(axis, min(tilt, c.max_lean_rad))
+        yaw = frames.heading_yaw_rad(head_quat_op)
+        if yaw is not None:  # None: looking (nearly) straight up or down, no yaw to read
+            d_yaw = _wrap(yaw - cal.neck_yaw_op_0)
+            self._neck_psi = max(-c.max_neck_yaw_rad, min(c.max_neck_yaw_rad, c.neck_yaw_gain * d_yaw))
+        q = Q.multiply(q_tilt, Q.from_axis_angle((0.0, 0.0, 1.0), cal.neck_yaw_ref + self._neck_psi))
+        pos = self.torso_origin + NECK_LINK_LENGTH_M * Q.rotate(q, (0.0, 0.0, 1.0))
+        return pos, Q.canonical(q)

@@ -1,0 +1,323 @@
+"""The humanoid stream publisher: real PUB/SUB over 127.0.0.1 with the subscriber in another
+process, decoded and checked with `app.streaming.protocol` / `validation`; plus its pure parts."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing as mp
+import time
+
+import numpy as np
+import pytest
+
+from app.config import ConfigError
+from app.streaming import protocol
+from app.streaming.g1_joints import isaaclab_to_mujoco
+from app.streaming.g1_model import dex3_hand_q, load_g1
+from app.streaming.protocol import LocomotionMode
+from app.streaming.publisher import (
+    MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StartRefused, StreamConfig, StreamPublisher, StreamState,
+    StreamStateError, is_loopback_endpoint, locomotion_from_stick, turn,
+)
+from app.streaming.validation import PoseStreamValidator, ResetReason, Severity, validate_message
+from tests.test_publisher_helpers import Feeder, operator_sample, snapshot, subscribe
+
+ANY_PORT = "tcp://127.0.0.1:*"
+BOUND_S = 15.0
+"""Upper bound on every wait (process start, connection, delivery)."""
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return load_g1()
+
+
+def _wait(cond, timeout_s: float = BOUND_S, what: str = "") -> None:
+    end = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.01)
+
+
+class Subscriber:
+    """A SUB socket in a child process (spawned, so no thread state is forked)."""
+
+    def __init__(self, endpoint: str) -> None:
+        ctx = mp.get_context("spawn")
+        self.ready = ctx.Event()
+        self.seen = ctx.Value("i", 0)
+        self.queue = ctx.Queue()
+        self.proc = ctx.Process(target=subscribe, args=(endpoint, self.ready, self.seen, self.queue, 30.0, 20000),
+                                daemon=True)
+
+    def __enter__(self) -> "Subscriber":
+        self.proc.start()
+        return self
+
+    def result(self) -> list[tuple[float, protocol.Message]]:
+        got = self.queue.get(timeout=BOUND_S)
+        self.proc.join(timeout=BOUND_S)
+        return [(t, protocol.decode(raw)) for t, raw in got]
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=5)
+
+
+def _connect(pub: StreamPublisher, sub: Subscriber) -> None:
+    assert sub.ready.wait(BOUND_S), "subscriber process did not start"
+    _wait(lambda: pub.status().subscribers >= 1, what="the subscriber's handshake")
+    time.sleep(0.3)  # its subscription travels right behind the handshake (slow joiner)
+
+
+def _flag(msg: protocol.Message, name: str) -> bool:
+    return bool(np.asarray(msg.fields[name])[0])
+
+
+def _command(msg: protocol.Message) -> tuple[bool, bool, bool]:
+    return _flag(msg, "start"), _flag(msg, "stop"), _flag(msg, "planner")
+
+
+def _assert_conforming(msgs) -> None:
+    for _, m in msgs:
+        bad = [v for v in validate_message(m) if v.severity is not Severity.NOTE]
+        assert not bad, f"{m.topic}: {[str(v) for v in bad]}"
+
+
+def test_manager_mode_start_planner_stop_over_tcp(g1):
+    cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+        _connect(pub, sub)
+        pub.calibrate()
+        time.sleep(0.1)
+        assert pub.status().messages_sent == 0 and sub.seen.value == 0  # nothing before start
+        pub.start_streaming()
+        _wait(lambda: sub.seen.value >= 10, what="the first planner messages")
+        feed.script = {"left_stick": (0.0, 0.8)}  # walk forward
+        time.sleep(0.3)
+        feed.script = {"left_stick": (0.0, 0.8), "right_stick_x": 1.0, "trigger": 1.0}  # turn right, close fingers
+        time.sleep(0.3)
+        feed.script = {}
+        time.sleep(0.1)
+        pub.stop_streaming()
+        msgs = sub.result()
+        status = pub.status()
+    assert status.state is StreamState.STOPPED and status.last_error == ""
+    topics = [m.topic for _, m in msgs]
+    assert topics[0] == "command" and _command(msgs[0][1]) == (True, False, True)
+    assert topics[-1] == "command" and _command(msgs[-1][1]) == (False, True, True)
+    assert set(topics[1:-1]) == {"planner"} and len(topics) - 2 >= 30
+    _assert_conforming(msgs)
+    times = np.array([t for t, _ in msgs])
+    gaps = np.diff(times)
+    print(f"\nplanner stream: {len(msgs) - 2} messages, mean rate {(len(msgs) - 3) / (times[-2] - times[1]):.1f} Hz, "
+          f"largest interval {1000 * gaps.max():.1f} ms")
+    assert gaps.max() < PLANNER_TIMEOUT_S
+    planners = [m for _, m in msgs[1:-1]]
+    first = planners[0].fields
+    assert int(first["mode"][0]) == LocomotionMode.IDLE
+    np.testing.assert_allclose(first["vr_position"].reshape(3, 3), g1.stand_key_poses.pos_m, atol=0.01)
+    for p in planners:
+        vr_q = p.fields["vr_orientation"].reshape(3, 4)
+        assert np.all(np.isfinite(p.fields["vr_position"])) and np.allclose(np.linalg.norm(vr_q, axis=1), 1, atol=1e-5)
+    walking = [p.fields for p in planners if int(p.fields["mode"][0]) != LocomotionMode.IDLE]
+    assert walking, "the pushed left stick never produced a gait"
+    assert int(walking[0]["mode"][0]) == LocomotionMode.WALK
+    np.testing.assert_allclose(walking[0]["movement"], [1, 0, 0], atol=0.05)
+    facing = np.array([p.fields["facing"] for p in planners])
+    assert facing[-1][1] < -0.1  # turned right (negative yaw)
+    np.testing.assert_allclose(np.linalg.norm(facing, axis=1), 1.0, atol=1e-5)
+    closed = [p.fields for p in planners if np.allclose(p.fields["left_hand_joints"], dex3_hand_q("left", 1, 0), atol=1e-6)]
+    assert closed and np.allclose(closed[0]["right_hand_joints"], dex3_hand_q("right", 1, 0), atol=1e-6)
+
+
+def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+        _connect(pub, sub)
+        pub.calibrate()
+        assert pub.status().messages_sent == 0
+        pub.start_streaming()
+        _wait(lambda: sub.seen.value >= 10, what="the first pose messages")
+        for k in range(1, 21):  # reach forward 10 cm, in 5 mm steps
+            feed.script = {"reach_m": 0.005 * k}
+            time.sleep(0.02)
+        time.sleep(0.3)
+        feed.script = {"reach_m": 0.1, "teleop_state": "estopped"}
+        _wait(lambda: pub.status().state is StreamState.STOPPED, what="the e-stop")
+        msgs = sub.result()
+        status = pub.status()
+        last_q = pub.last_q_mujoco_rad
+    assert msgs[-1][1].topic == "command" and _command(msgs[-1][1]) == (False, True, True)
+    np.testing.assert_allclose(last_q, isaaclab_to_mujoco(np.asarray(msgs[-2][1].fields["joint_pos"]))[-1])
+    assert status.frames_skipped == 0
+    poses = [(t, m) for t, m in msgs[:-1]]
+    assert {m.topic for _, m in poses} == {"pose"} and len(poses) >= 20
+    _assert_conforming(poses)
+    validator = PoseStreamValidator()
+    indices = []
+    lo, hi = g1.joint_range_rad.T
+    for _, m in poses:
+        r = validator.feed(m)
+        assert r.merged and r.conforming, [str(v) for v in r.violations]
+        assert m.version == 1
+        fi = np.asarray(m.fields["frame_index"])
+        assert fi.dtype == np.int64 and fi.shape == (5,)
+        np.testing.assert_array_equal(np.diff(fi), 1)  # one frame per 20 ms step
+        indices.append(fi)
+        jp, jv = np.asarray(m.fields["joint_pos"]), np.asarray(m.fields["joint_vel"])
+        assert jp.shape == jv.shape == (5, 29) and np.all(np.isfinite(jp)) and np.all(np.isfinite(jv))
+        q = isaaclab_to_mujoco(jp)
+        assert np.all(q >= lo) and np.all(q <= hi)
+        np.testing.assert_allclose(q[:, :12], np.broadcast_to(g1.stand_q_rad[:12], (5, 12)), atol=1e-6)
+        np.testing.assert_allclose(np.linalg.norm(m.fields["body_quat_w"], axis=1), 1.0, atol=1e-6)
+    stats = validator.stats
+    assert dict(stats.resets) == {ResetReason.FIRST_PACKET: 1}
+    assert stats.gaps == stats.backwards == stats.duplicates == 0
+    last = np.array([fi[-1] for fi in indices])
+    steps = np.diff(last)
+    assert np.all(steps >= 1) and np.all(steps <= 4)  # strictly increasing, windows always overlap
+    assert status.frame_index == last[-1]
+    elapsed = poses[-1][0] - poses[0][0]
+    rate = (last[-1] - last[0]) / elapsed
+    print(f"\npose stream: {len(poses)} messages, {last[-1] - last[0]} frames in {elapsed:.2f} s = {rate:.1f} Hz, "
+          f"{int(np.sum(steps > 1))} messages advanced by more than one frame, late ticks {status.late_ticks}")
+    assert 25.0 < rate < 100.0
+    # the reach shows up in the streamed arm: the left elbow opened
+    q_first = isaaclab_to_mujoco(np.asarray(poses[0][1].fields["joint_pos"]))[-1]
+    q_last = isaaclab_to_mujoco(np.asarray(poses[-1][1].fields["joint_pos"]))[-1]
+    assert np.abs(q_last[15:22] - q_first[15:22]).max() > 0.05
+    # the right wrist stayed put (its arm may move to make up for the waist helping the left reach)
+    np.testing.assert_allclose(g1.key_poses(q_last).pos_m[1], g1.stand_key_poses.pos_m[1], atol=0.005)
+
+
+# ---- without a subscriber ------------------------------------------------------------------------
+
+
+def _ready(pub: StreamPublisher, **script) -> None:
+    pub.submit(snapshot(operator_sample(0.0, **script), 0))
+    time.sleep(0.06)  # a few 20 ms ticks
+
+
+def test_start_refusals_and_state_errors(g1):
+    with StreamPublisher(StreamConfig(endpoint=ANY_PORT), g1) as pub:
+        with pytest.raises(StartRefused, match="no snapshot"):
+            pub.start_streaming()
+        _ready(pub)
+        with pytest.raises(StartRefused, match="not calibrated"):
+            pub.start_streaming()
+        with pytest.raises(StreamStateError, match="is idle, must be streaming"):
+            pub.stop_streaming()
+        pub.calibrate()
+        # the operator's left hand drifts 20 cm forward after calibrating
+        for k in range(1, 101):  # then holds still while the filter settles
+            pub.submit(snapshot(operator_sample(k * 0.005, reach_m=0.005 * min(k, 40)), k))
+            time.sleep(0.005)
+        dist = pub.pose_distance()
+        assert dist.keypoint_m[0] == pytest.approx(0.2, abs=0.01) and dist.reference == "standing pose"
+        with pytest.raises(StartRefused, match=r"left wrist is 0\.\d+ m from the robot's"):
+            pub.start_streaming()
+        pub.start_streaming(confirm_large=True)
+        assert pub.status().state is StreamState.STREAMING
+        with pytest.raises(StreamStateError, match="is streaming, must be idle or stopped"):
+            pub.start_streaming()
+        pub.estop()
+        assert pub.status().state is StreamState.STOPPED
+        pub.submit(snapshot(operator_sample(1.0), 200, teleop_state="estopped"))
+        time.sleep(0.05)
+        with pytest.raises(StartRefused, match="e-stopped"):
+            pub.start_streaming(confirm_large=True)
+
+
+def test_calibration_against_the_robots_measured_pose(g1):
+    q_robot = np.array(g1.stand_q_rad)
+    q_robot[15:22] += [-0.4, 0.2, 0.1, -0.6, 0.2, 0.1, 0.0]  # left arm raised
+    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), g1, robot_q_source=lambda: q_robot) as pub:
+        _ready(pub)
+        tp = pub.calibrate()
+        np.testing.assert_allclose(tp.pos_m[:2], g1.key_poses(q_robot).pos_m[:2], atol=1e-9)
+        time.sleep(0.1)
+        dist = pub.pose_distance()
+        assert dist.reference == "feedback" and max(dist.keypoint_m[:2]) < 0.005
+        assert dist.joint_rad is not None and dist.joint_rad < 0.1 and not dist.large
+
+
+def test_the_engines_calibration_calibrates_the_3point_unless_streaming(g1):
+    with StreamPublisher(StreamConfig(endpoint=ANY_PORT), g1) as pub:
+        _ready(pub)
+        assert not pub.status().calibrated
+        calib = snapshot(operator_sample(0.01), 2)
+        pub.submit(dataclasses.replace(calib, events=("calibrate:0.0000",)))
+        pub.submit(snapshot(operator_sample(0.015), 3))  # the event is not lost behind a newer snapshot
+        _wait(lambda: pub.status().calibrated, what="the humanoid calibration")
+        assert pub.status().messages_sent == 0
+
+
+def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
+    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), g1) as pub:
+        _ready(pub)
+        pub.calibrate()
+
+        def boom(*a, **k):
+            raise FloatingPointError("retarget exploded")
+
+        monkeypatch.setattr(pub._retarget, "step", boom)
+        pub.start_streaming()
+        _wait(lambda: pub.status().state is StreamState.STOPPED, what="the fault stop")
+        st = pub.status()
+        assert "retarget exploded" in st.last_error and st.frame_index == -1
+        assert st.messages_sent == 1  # only the stop command
+
+
+# ---- pure parts ------------------------------------------------------------------------------------
+
+
+CFG = StreamConfig()
+
+
+@pytest.mark.parametrize("stick, mode, speed", [
+    ((0.0, 0.1), LocomotionMode.IDLE, -1.0),
+    ((0.1, -0.1), LocomotionMode.IDLE, -1.0),  # |stick| 0.141 < 0.15
+    ((0.0, 0.3), LocomotionMode.SLOW_WALK, 0.1 + 0.5 * (0.3 - 0.15) / 0.85),
+    ((0.0, 0.7), LocomotionMode.WALK, -1.0),
+    ((0.0, 1.0), LocomotionMode.RUN, 4.5),
+    ((1.0, 1.0), LocomotionMode.RUN, 4.5),  # magnitude clipped to 1
+    ((float("nan"), 1.0), LocomotionMode.RUN, 4.5),
+])
+def test_left_stick_gait_and_speed(stick, mode, speed):
+    loco = locomotion_from_stick(stick[0], stick[1], 0.0, CFG)
+    assert loco.mode is mode and loco.speed_m_s == pytest.approx(speed)
+
+
+@pytest.mark.parametrize("stick, facing, expect", [
+    ((0.0, 1.0), 0.0, (1, 0, 0)),            # stick forward: along the facing
+    ((1.0, 0.0), 0.0, (0, -1, 0)),           # stick right: to the facing's right
+    ((0.0, 1.0), math.pi / 2, (0, 1, 0)),
+    ((-1.0, 0.0), math.pi / 2, (-1, 0, 0)),  # stick left while facing +Y: toward -X
+    ((0.0, -1.0), 0.0, (-1, 0, 0)),
+])
+def test_left_stick_direction_is_in_the_facing_frame(stick, facing, expect):
+    np.testing.assert_allclose(locomotion_from_stick(*stick, facing, CFG).movement, expect, atol=1e-12)
+
+
+def test_right_stick_turns_the_facing():
+    assert turn(0.0, 0.1, 1.0, CFG) == 0.0  # deadzone
+    assert turn(0.0, 1.0, 0.02, CFG) == pytest.approx(-1.5 * 0.02)  # right turns right (negative yaw)
+    assert turn(3.1, -1.0, 0.1, CFG) == pytest.approx(3.1 + 0.15 - 2 * math.pi)  # wrapped
+
+
+def test_config_validation_and_loopback():
+    assert is_loopback_endpoint("tcp://127.0.0.1:5556") and is_loopback_endpoint("tcp://localhost:1")
+    assert is_loopback_endpoint("tcp://[::1]:5556") and is_loopback_endpoint("ipc:///tmp/x")
+    assert not is_loopback_endpoint("tcp://*:5556") and not is_loopback_endpoint("tcp://192.168.1.2:5556")
+    with pytest.raises(ConfigError, match="stream.endpoint.*allow_remote"):
+        StreamConfig(endpoint="tcp://*:5556")
+    assert StreamConfig(endpoint="tcp://*:5556", allow_remote=True).allow_remote
+    with pytest.raises(ConfigError, match="stream.mode"):
+        StreamConfig(mode="smpl")
+    with pytest.raises(ConfigError, match="stream.run_above"):
+        StreamConfig(walk_above=0.8, run_above=0.5)
+    assert StreamConfig().endpoint == "tcp://127.0.0.1:5556" and StreamConfig().period_s == pytest.approx(0.02)
