@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
     run.add_argument("--quiet", action="store_true", help="no live status line")
     run.add_argument("--summary-json", metavar="PATH", help="also write the end-of-run summary as JSON")
+    run.add_argument("--stream", choices=["planner-vr3pt", "pose-v1"],
+                     help="stream the operator's motion to a GR00T-WholeBodyControl humanoid over ZMQ, starting "
+                          "as soon as the operator is calibrated (this flag is the operator's go-ahead)")
+    run.add_argument("--stream-endpoint", metavar="ENDPOINT", help="where the stream's PUB socket binds "
+                     "(default tcp://127.0.0.1:5556)")
+    run.add_argument("--stream-allow-remote", action="store_true",
+                     help="allow binding a non-loopback interface (the protocol has no authentication)")
     insp = sub.add_parser("inspect", help="check any GR00T ZMQ stream against the receiving side's rules")
     insp.add_argument("--endpoint", default="tcp://127.0.0.1:5556", help="publisher to connect to (default %(default)s)")
     insp.add_argument("--seconds", type=_positive_seconds, metavar="N", help="stop after N seconds (default: until Ctrl-C)")
@@ -70,6 +77,53 @@ def _load_config(path: str | None):
         return load_config(path)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _stream_config(cfg, args):
+    import dataclasses
+    from app.config import ConfigError
+    changes = {"mode": args.stream}
+    if args.stream_endpoint:
+        changes["endpoint"] = args.stream_endpoint
+    if args.stream_allow_remote:
+        changes["allow_remote"] = True
+    try:
+        return dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **changes))
+    except ConfigError as exc:
+        raise UsageError(str(exc).replace("config key 'stream.endpoint'", "--stream-endpoint")) from None
+
+
+class _StreamStarter:
+    """Headless `--stream`: calibrate the humanoid 3-point once the operator is tracked, then start.
+
+    Refusals (tracking lost, operator far from the robot's pose) are printed once each and
+    retried; the operator fixes the cause (or presses A to recalibrate) and streaming begins.
+    """
+
+    def __init__(self, streamer) -> None:
+        self.streamer = streamer
+        self.refusals: list[str] = []
+        self._started = False
+
+    def poll(self, snap) -> None:
+        from app.streaming.publisher import StartRefused, StreamState
+        from app.streaming.threepoint import CalibrationError
+        if self._started or snap is None:
+            return
+        if self.streamer.status().state is StreamState.STREAMING:
+            self._started = True
+            return
+        try:
+            if not self.streamer.status().calibrated:
+                self.streamer.calibrate()
+            self.streamer.start_streaming()
+            self._started = True
+            print(f"pico-teleop: streaming to the humanoid on {self.streamer.endpoint}", file=sys.stderr)
+        except (StartRefused, CalibrationError) as exc:
+            text = str(exc)
+            if text not in self.refusals:
+                self.refusals.append(text)
+                print(f"pico-teleop: stream not started yet: {text}", file=sys.stderr)
 
 
 def _replay_config(session, config_path: str | None, cfg):
@@ -140,6 +194,11 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         return EXIT_FAILURE
     if note:
         print(f"pico-teleop: {note}", file=sys.stderr)
+    if args.stream_endpoint or args.stream_allow_remote:
+        if not args.stream:
+            raise UsageError("--stream-endpoint and --stream-allow-remote go with --stream MODE")
+    if args.stream:
+        cfg = _stream_config(cfg, args)
     paced = not args.fast
     max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
     engine = build_engine(cfg, scene, source)
@@ -158,8 +217,23 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
             raise UsageError(f"cannot record to {args.record}: {status.error}")
         loop.subscribe(recorder.submit)
 
+    streamer = None
+    if args.stream:
+        from app.streaming.publisher import StreamPublisher
+        try:
+            streamer = StreamPublisher(cfg.stream).open()
+        except OSError as exc:
+            source.close()
+            raise UsageError(str(exc)) from None
+        loop.subscribe(streamer.submit)
+        if cfg.stream.allow_remote:
+            print(f"pico-teleop: WARNING: the humanoid stream binds {streamer.endpoint}, reachable from the network "
+                  "(the protocol has no authentication)", file=sys.stderr)
+
     print(f"pico-teleop {__version__}: source {source.name}, {cfg.loop.rate_hz:g} Hz, scene {scene.path.name}"
-          + (f", recording to {args.record}" if recorder else "") + (", fast" if not paced else ""), file=sys.stderr)
+          + (f", recording to {args.record}" if recorder else "") + (", fast" if not paced else "")
+          + (f", streaming {cfg.stream.mode} on {streamer.endpoint}" if streamer else ""), file=sys.stderr)
+    stream_starter = _StreamStarter(streamer) if streamer else None
     stop_requested = threading.Event()
 
     def _on_signal(signum, frame):  # Ctrl-C ends the run cleanly: recording closed, summary printed
@@ -175,6 +249,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         while not loop.wait(0.25):
             now = time.perf_counter()
             snap = loop.latest()
+            if stream_starter is not None:
+                stream_starter.poll(snap)
             if args.quiet or snap is None:
                 continue
             if tty:
@@ -188,6 +264,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         loop.stop()
         signal.signal(signal.SIGINT, old_handler)
         source.close()
+        if streamer is not None:
+            streamer.close()
     if tty and not args.quiet:
         print(file=sys.stderr)
     stats = loop.stats()
@@ -197,6 +275,11 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     result["wall_s"] = time.perf_counter() - started
     if loop.fatal_error:
         result["fatal_error"] = loop.fatal_error
+    if streamer is not None:
+        st = streamer.status()
+        result["stream"] = {"mode": st.mode, "endpoint": streamer.endpoint, "state": st.state.value,
+                            "messages_sent": st.messages_sent, "dropped": st.dropped, "last_error": st.last_error,
+                            "refusals": stream_starter.refusals if stream_starter else []}
     if recorder is not None:
         rec = recorder.stop(summary=result)
         result["recording"] = {"path": str(args.record), "rows": rec.rows_written, "dropped": rec.dropped_rows,
@@ -226,6 +309,10 @@ def _print_summary(r: dict) -> None:
                  f"clamps {r.get('clamps', {})}; state {r.get('teleop_state')}")
     if r.get("error"):
         lines.append(f"fault: {r['error']}")
+    if "stream" in r:
+        st = r["stream"]
+        lines.append(f"stream {st['mode']} on {st['endpoint']}: {st['state']}, {st['messages_sent']} messages sent, "
+                     f"{st['dropped']} dropped{'; ' + st['last_error'] if st['last_error'] else ''}")
     if "recording" in r:
         rec = r["recording"]
         lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped){'; ' + rec['error'] if rec['error'] else ''}")

@@ -9,6 +9,7 @@ file is `assets/config/default.toml` (a test keeps it equal to these defaults).
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import tomllib
 import typing
@@ -31,6 +32,10 @@ class ConfigError(ValueError):
 def _require(cond: bool, key: str, expected: str, found: Any) -> None:
     if not cond:
         raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
+
+
+def _quat_is_unit(q, tol: float) -> bool:
+    return abs(math.sqrt(sum(float(v) * float(v) for v in q)) - 1.0) <= tol
 
 
 def _finite(x: float) -> bool:
@@ -238,6 +243,201 @@ class OpenVRConfig:
         _require(_finite(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
 
 
+
+# ---- humanoid stream (GR00T-WholeBodyControl over ZMQ) ------------------------------------------
+
+
+def _finite_seq(v, n: int) -> bool:
+    return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+
+
+@dataclass(frozen=True)
+class DeviceOffset:
+    """A rigid offset from a tracked device to the body point it stands for, in the device frame."""
+
+    pos_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Body point relative to the device origin (device +X forward, +Y left, +Z up)."""
+    quat_wxyz: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    """Orientation of the body frame relative to the device frame (unit)."""
+
+    def __post_init__(self) -> None:
+        _require(_finite_seq(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
+        _require(_finite_seq(self.quat_wxyz, 4) and _quat_is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
+                 "a unit quaternion w, x, y, z", self.quat_wxyz)
+
+
+@dataclass(frozen=True)
+class ThreePointConfig:
+    left_controller_to_wrist: DeviceOffset = field(default_factory=DeviceOffset)
+    """Left controller -> left wrist key point. Zero: the deployment's wrist point (18 cm past
+    the wrist joint, at the fingers' base) sits about where a hand holds the controller."""
+    right_controller_to_wrist: DeviceOffset = field(default_factory=DeviceOffset)
+    """Right controller -> right wrist key point."""
+    head_to_neck: DeviceOffset = field(default_factory=lambda: DeviceOffset(pos_m=(-0.10, 0.0, -0.12)))
+    """Headset -> neck: the neck pivot is about 10 cm behind and 12 cm below the eyes, so nodding
+    does not move it."""
+    position_scale: float = 1.0
+    """Robot metres per operator metre of wrist / neck motion since calibration."""
+    neck_yaw_gain: float = 0.5
+    """Fraction of the head's yaw since calibration given to the neck (the torso turns less than the head)."""
+    max_neck_yaw_rad: float = 1.0
+    """Largest neck yaw from the reference, either way."""
+    max_lean_rad: float = 0.5
+    """Largest neck tilt from vertical (the G1 waist pitch and roll ranges are +-0.52 rad)."""
+    max_jump_m: float = 0.2
+    """A device sample further than this from the last good one (one 50 Hz step, 10 m/s) is held as a jump."""
+    reacquire_after_s: float = 0.1
+    """A jump that persists this long is accepted: the device really is elsewhere."""
+    rotation_tol: float = 1e-3
+    """Largest | |q| - 1 | accepted for a device orientation."""
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    """One-Euro filtering of each device pose in the operator frame (same meaning as the arms')."""
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (("position_scale", 0.05, 5.0), ("neck_yaw_gain", 0.0, 1.0),
+                             ("max_neck_yaw_rad", 0.0, math.pi), ("max_lean_rad", 0.0, 1.5),
+                             ("max_jump_m", 0.001, 10.0), ("reacquire_after_s", 0.0, 10.0),
+                             ("rotation_tol", 1e-9, 0.1)):
+            v = getattr(self, name)
+            _require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
+                     f"threepoint.{name}", f"a number in {lo}..{hi}", v)
+
+
+
+@dataclass(frozen=True)
+class RetargetConfig:
+    max_iterations: int = 12
+    """IK iterations per frame (warm-started from the previous frame)."""
+    pos_tol_m: float = 1e-4
+    """Stop iterating once both wrists are this close..."""
+    rot_tol_rad: float = 1e-3
+    """...and every orientation task is within this."""
+    damping_min: float = 1e-4
+    """Floor of the squared damping (m^2): keeps the solve regular at singularities."""
+    damping_error_gain: float = 0.5
+    """Squared damping added per unit of squared weighted error (Levenberg-Marquardt adaptivity)."""
+    wrist_rot_weight_m_per_rad: float = 0.2
+    """Wrist orientation error weight: 1 rad counts as this many metres of position error."""
+    torso_rot_weight_m_per_rad: float = 0.3
+    """Torso (neck) orientation error weight, same unit."""
+    posture_gain: float = 0.02
+    """Fraction of the distance to the standing posture closed per iteration (regularisation)."""
+    joint_limit_margin_rad: float = 0.02
+    """Joint targets stay at least this far inside each joint's range."""
+    max_joint_vel_rad_s: float = 4.0
+    """Per-joint speed limit of the streamed frames (`step`); larger moves take several frames."""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.max_iterations, int) and 1 <= self.max_iterations <= 200):
+            raise ConfigError(f"config key 'retarget.max_iterations': expected an integer in 1..200, found {self.max_iterations!r}")
+        for name, lo, hi in (("pos_tol_m", 1e-9, 0.1), ("rot_tol_rad", 1e-9, 1.0), ("damping_min", 1e-12, 1.0),
+                             ("damping_error_gain", 0.0, 100.0), ("wrist_rot_weight_m_per_rad", 0.0, 10.0),
+                             ("torso_rot_weight_m_per_rad", 0.0, 10.0), ("posture_gain", 0.0, 1.0),
+                             ("joint_limit_margin_rad", 0.0, 0.5), ("max_joint_vel_rad_s", 0.01, 50.0)):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
+                raise ConfigError(f"config key 'retarget.{name}': expected a number in {lo}..{hi}, found {v!r}")
+
+
+
+MODE_PLANNER_VR3PT = "planner-vr3pt"
+MODE_POSE_V1 = "pose-v1"
+MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1)
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
+PLANNER_TIMEOUT_S = 1.0
+"""The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
+
+
+
+
+
+def _num(v, lo: float, hi: float) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+
+
+def is_loopback_endpoint(endpoint: str) -> bool:
+    """True for `tcp://` on 127.0.0.0/8, ::1 or localhost, and for host-local `ipc://` / `inproc://`."""
+    if endpoint.startswith(("ipc://", "inproc://")):
+        return True
+    if not endpoint.startswith("tcp://"):
+        return False
+    host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # '*', an interface name or a hostname: not provably local
+        return False
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
+
+    mode: str = MODE_PLANNER_VR3PT
+    """'planner-vr3pt' (zmq_manager deploy) or 'pose-v1' (plain zmq deploy, joint frames)."""
+    endpoint: str = DEFAULT_ENDPOINT
+    """Where the PUB socket binds. The deploy connects to it (`--zmq-host`, `--zmq-port`)."""
+    allow_remote: bool = False
+    """Binding anything but loopback exposes robot commands to the network: opt in explicitly."""
+    rate_hz: float = 50.0
+    """Messages per second: the deploy's control rate, one frame per tick."""
+    frames_per_message: int = 5
+    """pose-v1: frames per message, overlapping windows advancing by one (the reference sender's 5)."""
+    sndhwm: int = 10
+    """Messages queued per subscriber before ZMQ drops (counted as dropped when it refuses)."""
+    stick_deadzone: float = 0.15
+    """Thumbstick magnitude below which the stick counts as centred."""
+    walk_above: float = 0.5
+    """Left-stick magnitude (0..1 past the deadzone) from which the gait is WALK instead of SLOW_WALK."""
+    run_above: float = 0.9
+    """...and from which it is RUN."""
+    turn_rate_rad_s: float = 1.5
+    """Facing turn rate at full right-stick deflection (the reference sender's yaw gain)."""
+    height_m: float = -1.0
+    """Planner `height`; -1 leaves it to the mode."""
+    send_hands: bool = True
+    """Send Dex3 hand targets (fingers from the trigger, thumb from the grip)."""
+    pose_vr3pt: bool = True
+    """pose-v1: also send `vr_position` / `vr_orientation` (their presence enables VR 3-point on the deploy)."""
+    max_start_keypoint_m: float = 0.10
+    """`start_streaming` refuses (unless confirmed) when a mapped 3-point is further than this
+    from the robot's current key point."""
+    max_start_joint_rad: float = 0.5
+    """pose-v1: ...or when a retargeted joint is further than this from the robot's current angle."""
+    follow_engine_calibration: bool = True
+    """Calibrate the 3-point too when the engine calibrates (the operator presses A), unless streaming."""
+    stale_after_s: float = 0.25
+    """A snapshot older than this counts as stale: the planner is sent IDLE, the pose is held."""
+    threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
+    retarget: RetargetConfig = field(default_factory=RetargetConfig)
+
+    def __post_init__(self) -> None:
+        _require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
+        _require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
+                 "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
+        _require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
+                 "a loopback endpoint (127.0.0.1, ::1, localhost) unless stream.allow_remote is true", self.endpoint)
+        _require(_num(self.rate_hz, 1.0, 200.0), "stream.rate_hz", "a number in 1..200", self.rate_hz)
+        _require(isinstance(self.frames_per_message, int) and 1 <= self.frames_per_message <= 50,
+                 "stream.frames_per_message", "an integer in 1..50", self.frames_per_message)
+        _require(isinstance(self.sndhwm, int) and 1 <= self.sndhwm <= 10000, "stream.sndhwm", "an integer in 1..10000", self.sndhwm)
+        _require(_num(self.stick_deadzone, 0.0, 0.9), "stream.stick_deadzone", "a number in 0..0.9", self.stick_deadzone)
+        _require(_num(self.walk_above, 0.0, 1.0), "stream.walk_above", "a number in 0..1", self.walk_above)
+        _require(_num(self.run_above, self.walk_above, 1.0), "stream.run_above",
+                 f"a number in walk_above ({self.walk_above})..1", self.run_above)
+        _require(_num(self.turn_rate_rad_s, 0.0, 10.0), "stream.turn_rate_rad_s", "a number in 0..10", self.turn_rate_rad_s)
+        _require(self.height_m == -1.0 or _num(self.height_m, 0.0, 2.0), "stream.height_m", "-1 or a number in 0..2", self.height_m)
+        _require(_num(self.max_start_keypoint_m, 0.0, 10.0), "stream.max_start_keypoint_m", "a number in 0..10", self.max_start_keypoint_m)
+        _require(_num(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
+        _require(_num(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
+                 f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.rate_hz
+
+
 @dataclass(frozen=True)
 class SimConfig:
     velocity_feedforward: bool = True
@@ -258,6 +458,7 @@ class Config:
     buttons: ButtonMapConfig = field(default_factory=ButtonMapConfig)
     openvr: OpenVRConfig = field(default_factory=OpenVRConfig)
     sim: SimConfig = field(default_factory=SimConfig)
+    stream: StreamConfig = field(default_factory=StreamConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(dataclasses.asdict(self))

@@ -193,3 +193,26 @@ def test_replay_uses_the_recorded_configuration_and_reissues_commands(tmp_path, 
     assert list(a.data["teleop_state"]) == list(b.data["teleop_state"])
     for c in ("target_x_m", "target_z_m", "target_qw", "q4_cmd_rad"):
         assert np.array_equal(a.data[f"left_{c}"], b.data[f"left_{c}"])
+
+
+def test_stream_flag_streams_after_calibration(tmp_path, capsys):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    summary = tmp_path / "s.json"
+    code, out, err = run(capsys, "run", "--source", "demo", "--seconds", "2", "--quiet", "--stream", "planner-vr3pt",
+                         "--stream-endpoint", f"tcp://127.0.0.1:{port}", "--summary-json", str(summary))
+    assert code == 0, err
+    st = json.loads(summary.read_text())["stream"]
+    assert st["mode"] == "planner-vr3pt" and st["messages_sent"] > 10
+    assert st["state"] == "stopped"  # closing the run stops the stream (and sends the stop command)
+    assert "streaming to the humanoid" in err
+
+
+def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):
+    code, _, err = run(capsys, "run", "--seconds", "1", "--stream", "pose-v1", "--stream-endpoint", "tcp://0.0.0.0:5556")
+    assert code == EXIT_USAGE and "--stream-endpoint" in err and "loopback" in err
+    code, _, err = run(capsys, "run", "--seconds", "1", "--stream-endpoint", "tcp://127.0.0.1:5556")
+    assert code == EXIT_USAGE and "go with --stream" in err

@@ -16,9 +16,9 @@ from app.streaming import protocol
 from app.streaming.g1_joints import isaaclab_to_mujoco
 from app.streaming.g1_model import dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
+from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StreamConfig, is_loopback_endpoint
 from app.streaming.publisher import (
-    MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StartRefused, StreamConfig, StreamPublisher, StreamState,
-    StreamStateError, is_loopback_endpoint, locomotion_from_stick, turn,
+    StartRefused, StreamPublisher, StreamState, StreamStateError, locomotion_from_stick, turn,
 )
 from app.streaming.validation import PoseStreamValidator, ResetReason, Severity, validate_message
 from tests.test_publisher_helpers import Feeder, operator_sample, snapshot, subscribe

@@ -13,8 +13,9 @@ from app.streaming.g1_joints import (
     G1_JOINT_NAMES_ISAACLAB, MUJOCO_TO_ISAACLAB, isaaclab_to_mujoco, mujoco_to_isaaclab,
 )
 from app.streaming.g1_model import KeyPoses, load_g1
-from app.streaming.retarget import G1Retargeter, RetargetConfig, heading_quat
-from app.streaming.threepoint import ThreePointConfig, ThreePointMapper
+from app.config import RetargetConfig, ThreePointConfig
+from app.streaming.retarget import G1Retargeter, heading_quat
+from app.streaming.threepoint import ThreePointMapper
 from calibration import quat as Q
 from tests.test_threepoint import HEAD0, LEFT0, RIGHT0, device, sample
 

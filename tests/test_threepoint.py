@@ -9,9 +9,8 @@ import pytest
 
 from app.config import ConfigError, FilterConfig
 from app.streaming.g1_model import load_g1
-from app.streaming.threepoint import (
-    NECK_LINK_LENGTH_M, CalibrationError, DeviceOffset, ThreePointConfig, ThreePointMapper,
-)
+from app.config import DeviceOffset, ThreePointConfig
+from app.streaming.threepoint import NECK_LINK_LENGTH_M, CalibrationError, ThreePointMapper
 from app.tracking.sample import DevicePose, TrackingResult, TrackingSample
 from calibration import frames
 from calibration import quat as Q

@@ -34,13 +34,12 @@ States: IDLE -(start_streaming)-> STREAMING -(stop_streaming / estop / fault)-> 
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
@@ -48,120 +47,22 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.config import ConfigError
+from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
-from app.streaming.retarget import G1Retargeter, RetargetConfig
-from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointConfig, ThreePointMapper
+from app.streaming.retarget import G1Retargeter
+from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointMapper
 from app.tracking.sample import ControllerButtons
 
 log = logging.getLogger(__name__)
 
-MODE_PLANNER_VR3PT = "planner-vr3pt"
-MODE_POSE_V1 = "pose-v1"
-MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1)
-DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
 # A subscriber counts as connected once its ZMTP handshake succeeded (its subscription follows).
 _PEER_UP = getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_ACCEPTED)
-PLANNER_TIMEOUT_S = 1.0
-"""The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
 
 RobotQSource = Callable[[], "np.ndarray | None"]
 """Returns the robot's measured joint angles (29,) in MuJoCo order (g1_debug `body_q`), or None."""
-
-
-def _require(cond: bool, key: str, expected: str, found) -> None:
-    if not cond:
-        raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
-
-
-def _num(v, lo: float, hi: float) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
-
-
-def is_loopback_endpoint(endpoint: str) -> bool:
-    """True for `tcp://` on 127.0.0.0/8, ::1 or localhost, and for host-local `ipc://` / `inproc://`."""
-    if endpoint.startswith(("ipc://", "inproc://")):
-        return True
-    if not endpoint.startswith("tcp://"):
-        return False
-    host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # '*', an interface name or a hostname: not provably local
-        return False
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
-
-    mode: str = MODE_PLANNER_VR3PT
-    """'planner-vr3pt' (zmq_manager deploy) or 'pose-v1' (plain zmq deploy, joint frames)."""
-    endpoint: str = DEFAULT_ENDPOINT
-    """Where the PUB socket binds. The deploy connects to it (`--zmq-host`, `--zmq-port`)."""
-    allow_remote: bool = False
-    """Binding anything but loopback exposes robot commands to the network: opt in explicitly."""
-    rate_hz: float = 50.0
-    """Messages per second: the deploy's control rate, one frame per tick."""
-    frames_per_message: int = 5
-    """pose-v1: frames per message, overlapping windows advancing by one (the reference sender's 5)."""
-    sndhwm: int = 10
-    """Messages queued per subscriber before ZMQ drops (counted as dropped when it refuses)."""
-    stick_deadzone: float = 0.15
-    """Thumbstick magnitude below which the stick counts as centred."""
-    walk_above: float = 0.5
-    """Left-stick magnitude (0..1 past the deadzone) from which the gait is WALK instead of SLOW_WALK."""
-    run_above: float = 0.9
-    """...and from which it is RUN."""
-    turn_rate_rad_s: float = 1.5
-    """Facing turn rate at full right-stick deflection (the reference sender's yaw gain)."""
-    height_m: float = -1.0
-    """Planner `height`; -1 leaves it to the mode."""
-    send_hands: bool = True
-    """Send Dex3 hand targets (fingers from the trigger, thumb from the grip)."""
-    pose_vr3pt: bool = True
-    """pose-v1: also send `vr_position` / `vr_orientation` (their presence enables VR 3-point on the deploy)."""
-    max_start_keypoint_m: float = 0.10
-    """`start_streaming` refuses (unless confirmed) when a mapped 3-point is further than this
-    from the robot's current key point."""
-    max_start_joint_rad: float = 0.5
-    """pose-v1: ...or when a retargeted joint is further than this from the robot's current angle."""
-    follow_engine_calibration: bool = True
-    """Calibrate the 3-point too when the engine calibrates (the operator presses A), unless streaming."""
-    stale_after_s: float = 0.25
-    """A snapshot older than this counts as stale: the planner is sent IDLE, the pose is held."""
-    threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
-    retarget: RetargetConfig = field(default_factory=RetargetConfig)
-
-    def __post_init__(self) -> None:
-        _require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
-        _require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
-                 "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
-        _require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
-                 "a loopback endpoint (127.0.0.1, ::1, localhost) unless stream.allow_remote is true", self.endpoint)
-        _require(_num(self.rate_hz, 1.0, 200.0), "stream.rate_hz", "a number in 1..200", self.rate_hz)
-        _require(isinstance(self.frames_per_message, int) and 1 <= self.frames_per_message <= 50,
-                 "stream.frames_per_message", "an integer in 1..50", self.frames_per_message)
-        _require(isinstance(self.sndhwm, int) and 1 <= self.sndhwm <= 10000, "stream.sndhwm", "an integer in 1..10000", self.sndhwm)
-        _require(_num(self.stick_deadzone, 0.0, 0.9), "stream.stick_deadzone", "a number in 0..0.9", self.stick_deadzone)
-        _require(_num(self.walk_above, 0.0, 1.0), "stream.walk_above", "a number in 0..1", self.walk_above)
-        _require(_num(self.run_above, self.walk_above, 1.0), "stream.run_above",
-                 f"a number in walk_above ({self.walk_above})..1", self.run_above)
-        _require(_num(self.turn_rate_rad_s, 0.0, 10.0), "stream.turn_rate_rad_s", "a number in 0..10", self.turn_rate_rad_s)
-        _require(self.height_m == -1.0 or _num(self.height_m, 0.0, 2.0), "stream.height_m", "-1 or a number in 0..2", self.height_m)
-        _require(_num(self.max_start_keypoint_m, 0.0, 10.0), "stream.max_start_keypoint_m", "a number in 0..10", self.max_start_keypoint_m)
-        _require(_num(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
-        _require(_num(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
-                 f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
-
-    @property
-    def period_s(self) -> float:
-        return 1.0 / self.rate_hz
 
 
 # ---- operator input -> planner commands (pure) -------------------------------------------------

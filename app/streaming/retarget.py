@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from app.config import ConfigError
+from app.config import RetargetConfig
 from app.streaming.g1_joints import mujoco_to_isaaclab
 from app.streaming.g1_model import JOINT_NAMES_MUJOCO, NUM_JOINTS, G1Model, KeyPoses
 from app.streaming.threepoint import ThreePoint
@@ -34,41 +34,6 @@ from calibration import quat as Q
 ACTIVE_JOINTS: tuple[str, ...] = JOINT_NAMES_MUJOCO[12:]
 """Waist (3) and both arms (14): the joints the IK moves, MuJoCo indices 12..28."""
 _ACTIVE = np.arange(12, NUM_JOINTS)
-
-
-@dataclass(frozen=True)
-class RetargetConfig:
-    max_iterations: int = 12
-    """IK iterations per frame (warm-started from the previous frame)."""
-    pos_tol_m: float = 1e-4
-    """Stop iterating once both wrists are this close..."""
-    rot_tol_rad: float = 1e-3
-    """...and every orientation task is within this."""
-    damping_min: float = 1e-4
-    """Floor of the squared damping (m^2): keeps the solve regular at singularities."""
-    damping_error_gain: float = 0.5
-    """Squared damping added per unit of squared weighted error (Levenberg-Marquardt adaptivity)."""
-    wrist_rot_weight_m_per_rad: float = 0.2
-    """Wrist orientation error weight: 1 rad counts as this many metres of position error."""
-    torso_rot_weight_m_per_rad: float = 0.3
-    """Torso (neck) orientation error weight, same unit."""
-    posture_gain: float = 0.02
-    """Fraction of the distance to the standing posture closed per iteration (regularisation)."""
-    joint_limit_margin_rad: float = 0.02
-    """Joint targets stay at least this far inside each joint's range."""
-    max_joint_vel_rad_s: float = 4.0
-    """Per-joint speed limit of the streamed frames (`step`); larger moves take several frames."""
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.max_iterations, int) and 1 <= self.max_iterations <= 200):
-            raise ConfigError(f"config key 'retarget.max_iterations': expected an integer in 1..200, found {self.max_iterations!r}")
-        for name, lo, hi in (("pos_tol_m", 1e-9, 0.1), ("rot_tol_rad", 1e-9, 1.0), ("damping_min", 1e-12, 1.0),
-                             ("damping_error_gain", 0.0, 100.0), ("wrist_rot_weight_m_per_rad", 0.0, 10.0),
-                             ("torso_rot_weight_m_per_rad", 0.0, 10.0), ("posture_gain", 0.0, 1.0),
-                             ("joint_limit_margin_rad", 0.0, 0.5), ("max_joint_vel_rad_s", 0.01, 50.0)):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
-                raise ConfigError(f"config key 'retarget.{name}': expected a number in {lo}..{hi}, found {v!r}")
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,11 @@ output is the reference pose itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import ConfigError, FilterConfig
+from app.config import DeviceOffset, ThreePointConfig
 from app.control.safety import PoseGate
 from app.control.snapshot import Snapshot
 from app.streaming.g1_model import KeyPoses
@@ -50,67 +50,6 @@ DEVICES: tuple[str, str, str] = ("left", "right", "head")
 
 NECK_LINK_LENGTH_M = 0.35
 """torso_link origin to the neck key point along the neck's +Z (the deployment's chain)."""
-
-
-def _require(cond: bool, key: str, expected: str, found) -> None:
-    if not cond:
-        raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
-
-
-def _finite_seq(v, n: int) -> bool:
-    return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
-
-
-@dataclass(frozen=True)
-class DeviceOffset:
-    """A rigid offset from a tracked device to the body point it stands for, in the device frame."""
-
-    pos_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """Body point relative to the device origin (device +X forward, +Y left, +Z up)."""
-    quat_wxyz: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
-    """Orientation of the body frame relative to the device frame (unit)."""
-
-    def __post_init__(self) -> None:
-        _require(_finite_seq(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
-        _require(_finite_seq(self.quat_wxyz, 4) and Q.is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
-                 "a unit quaternion w, x, y, z", self.quat_wxyz)
-
-
-@dataclass(frozen=True)
-class ThreePointConfig:
-    left_controller_to_wrist: DeviceOffset = field(default_factory=DeviceOffset)
-    """Left controller -> left wrist key point. Zero: the deployment's wrist point (18 cm past
-    the wrist joint, at the fingers' base) sits about where a hand holds the controller."""
-    right_controller_to_wrist: DeviceOffset = field(default_factory=DeviceOffset)
-    """Right controller -> right wrist key point."""
-    head_to_neck: DeviceOffset = field(default_factory=lambda: DeviceOffset(pos_m=(-0.10, 0.0, -0.12)))
-    """Headset -> neck: the neck pivot is about 10 cm behind and 12 cm below the eyes, so nodding
-    does not move it."""
-    position_scale: float = 1.0
-    """Robot metres per operator metre of wrist / neck motion since calibration."""
-    neck_yaw_gain: float = 0.5
-    """Fraction of the head's yaw since calibration given to the neck (the torso turns less than the head)."""
-    max_neck_yaw_rad: float = 1.0
-    """Largest neck yaw from the reference, either way."""
-    max_lean_rad: float = 0.5
-    """Largest neck tilt from vertical (the G1 waist pitch and roll ranges are +-0.52 rad)."""
-    max_jump_m: float = 0.2
-    """A device sample further than this from the last good one (one 50 Hz step, 10 m/s) is held as a jump."""
-    reacquire_after_s: float = 0.1
-    """A jump that persists this long is accepted: the device really is elsewhere."""
-    rotation_tol: float = 1e-3
-    """Largest | |q| - 1 | accepted for a device orientation."""
-    filter: FilterConfig = field(default_factory=FilterConfig)
-    """One-Euro filtering of each device pose in the operator frame (same meaning as the arms')."""
-
-    def __post_init__(self) -> None:
-        for name, lo, hi in (("position_scale", 0.05, 5.0), ("neck_yaw_gain", 0.0, 1.0),
-                             ("max_neck_yaw_rad", 0.0, math.pi), ("max_lean_rad", 0.0, 1.5),
-                             ("max_jump_m", 0.001, 10.0), ("reacquire_after_s", 0.0, 10.0),
-                             ("rotation_tol", 1e-9, 0.1)):
-            v = getattr(self, name)
-            _require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
-                     f"threepoint.{name}", f"a number in {lo}..{hi}", v)
 
 
 class CalibrationError(RuntimeError):
