@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pico-teleop", description="VR teleoperation of two simulated Franka Panda arms.")
     p.add_argument("--version", action="version", version=f"pico-teleop {__version__}")
     p.add_argument("--config", metavar="PATH", help="TOML file overriding any subset of the defaults")
+    p.add_argument("--self-check", action="store_true",
+                   help="load the scene, simulate 2 s, render one frame offscreen, print each step; exit 0 or 1")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
     run.add_argument("--source", choices=["auto", "demo", "openvr", "replay"], default="auto",
@@ -65,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default tcp://127.0.0.1:5556)")
     run.add_argument("--stream-allow-remote", action="store_true",
                      help="allow binding a non-loopback interface (the protocol has no authentication)")
+    from app.sessions.analyze_command import add_analyze_parser
+    add_analyze_parser(sub)
     insp = sub.add_parser("inspect", help="check any GR00T ZMQ stream against the receiving side's rules")
     insp.add_argument("--endpoint", default="tcp://127.0.0.1:5556", help="publisher to connect to (default %(default)s)")
     insp.add_argument("--seconds", type=_positive_seconds, metavar="N", help="stop after N seconds (default: until Ctrl-C)")
@@ -325,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         config_path = getattr(args, "run_config", None) or args.config
+        if args.self_check:
+            from app.selfcheck import run_self_check
+            return run_self_check(config_path)
         if args.command is None:
             try:
                 from app.gui.main_window import run_gui
@@ -333,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                 args = parser.parse_args(["run"] + (["--config", config_path] if config_path else []))
                 return cmd_run(args, config_path)
             return run_gui(config_path)
+        if args.command == "analyze":
+            from app.sessions.analyze_command import main_analyze
+            return main_analyze(args)
         if args.command == "inspect":
             from app.streaming.inspector import main_inspect
             return main_inspect(args.endpoint, args.seconds)

@@ -2,8 +2,10 @@
 
 The control loop calls `submit(snapshot)`, which only puts the snapshot into a bounded queue
 and never blocks: when the queue is full the row is counted in `dropped_rows`. A writer
-thread formats rows (`schema.snapshot_to_row`), writes them and flushes at least every
-`flush_interval_s`, so a crash loses at most that much (the reader drops a torn last line).
+thread formats rows (`schema.snapshot_to_row`), writes them, and at least every
+`flush_interval_s` flushes them to the operating system and `fsync`s them to the disk, so a
+killed program or a power cut loses at most that much (the reader drops a torn last line).
+The header and the initial sidecar are on the disk before the first row is queued.
 A write error (disk full, unwritable path) moves the recorder to FAILED with a message; from
 then on submissions are only counted, and the loop carries on unaffected.
 
@@ -74,6 +76,20 @@ class RecorderStatus:
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a new or renamed directory entry durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # e.g. Windows: renames are durable there without it
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the file data itself is synced
+    finally:
+        os.close(fd)
 
 
 def _json_default(obj: Any) -> Any:
@@ -189,6 +205,8 @@ class Recorder:
             self._writer = csv.writer(self._file, lineterminator="\n")
             self._writer.writerow(COLUMNS)
             self._file.flush()
+            # On the disk before the first row: after a power cut the file still has its header.
+            os.fsync(self._file.fileno())
             self._started_at = _now_iso()
             self._write_sidecar(complete=False, final=False)
         except OSError as e:
@@ -295,9 +313,15 @@ class Recorder:
             doc["summary"] = summary if summary is not None else {}
         text = json.dumps(doc, indent=2, default=_json_default, allow_nan=True) + "\n"
         # Write-then-rename: a crash leaves the previous sidecar, never half a JSON document.
+        # The fsyncs make that hold across a power cut too: the new text is on the disk before
+        # the rename, and the rename (a directory entry) is on the disk before we go on.
         tmp = self.sidecar_path.with_name(self.sidecar_path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self.sidecar_path)
+        _fsync_dir(self.sidecar_path.parent)
 
     def _run(self) -> None:
         try:
@@ -344,6 +368,9 @@ class Recorder:
             if dirty and time.monotonic() - last_flush >= self.flush_interval_s:
                 try:
                     self._file.flush()
+                    # Here in the writer thread, never in submit(): an fsync can take tens of
+                    # milliseconds, which the control loop must not wait for.
+                    os.fsync(self._file.fileno())
                 except OSError as e:
                     with self._lock:
                         self._fail(f"writing {self.path} failed: {e.strerror or e}")
