@@ -283,3 +283,12 @@ def test_haptic_pulse_on_tracking_loss_is_rate_limited():
         d.run(sample(left=device(REST_L, valid=False), lb=grip()), 5)
         d.run(sample(lb=grip()), 5)
     assert pulses == [("left", cfg.safety.haptic_pulse_us)]
+
+
+def test_b_button_marks_the_moment_once_per_press():
+    d = Driver(make_engine())
+    from app.tracking.sample import ControllerButtons
+    d.run(sample(), 3)
+    s1 = d.tick(sample(rb=ControllerButtons(b=True)))
+    s2 = d.tick(sample(rb=ControllerButtons(b=True)))
+    assert "mark:right" in s1.events and "mark:right" not in s2.events

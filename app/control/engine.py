@@ -120,6 +120,7 @@ class TeleopEngine:
         self._haptic = haptic or (lambda controller, us: None)
         self._haptic_limiter = RateLimiter(cfg.safety.haptic_min_interval_s)
         self._prev_a = False
+        self._prev_b = {name: False for name in ARMS}
         self._pending: list[Command] = []
         self._error = ""
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
@@ -230,6 +231,11 @@ class TeleopEngine:
             if a_pressed and not self._prev_a:
                 self._calibrate(sample, events)
             self._prev_a = a_pressed
+            for name in ARMS:  # B marks the moment in the recording (an event marker)
+                b = sample.buttons(name).b
+                if b and not self._prev_b[name]:
+                    events.append(f"mark:{name}")
+                self._prev_b[name] = b
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = time.perf_counter()
