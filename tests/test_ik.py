@@ -128,3 +128,23 @@ def test_jacobian_matches_finite_differences():
         p1, _ = ik.tcp_pose(q + dq)
         p0, _ = ik.tcp_pose(q - dq)
         assert np.allclose((p1 - p0) / (2 * eps), J[:, i], atol=1e-6)
+
+
+@pytest.mark.parametrize("angle_deg", [1e-6, 0.01, 1.0, 45.0, 120.0, 175.0, 179.9, 180.0])
+def test_rotation_error_is_the_exact_rotation_vector(angle_deg):
+    ik = make_ik()
+    _, quat0 = ik.tcp_pose(HOME)
+    rng = np.random.default_rng(int(angle_deg * 1000) % 2**32)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    delta = Q.from_axis_angle(axis, math.radians(angle_deg))
+    target = Q.multiply(delta, quat0)  # world-frame rotation from the TCP to the target
+    R_t = Q.to_matrix(target)[None]
+    ik.tcp_pose(HOME)  # kinematics at HOME in ik.data
+    _, rot_err = ik._multi._errors(np.zeros((1, 3)), R_t)
+    rv = ik._multi._e[0, 3:] / CFG.ik.rot_weight_m_per_rad
+    assert rot_err[0] == pytest.approx(math.radians(angle_deg), abs=1e-7)
+    if angle_deg < 179.0:
+        assert rv == pytest.approx(axis * math.radians(angle_deg), abs=1e-7)
+    else:  # at pi both directions are the same rotation
+        assert abs(abs(float(rv @ axis)) - math.radians(angle_deg)) < 1e-6

@@ -76,7 +76,7 @@ class Command:
 
 
 def _tup(a: np.ndarray) -> tuple[float, ...]:
-    return tuple(float(v) for v in a)
+    return tuple(np.asarray(a, dtype=float).tolist())
 
 
 @dataclass

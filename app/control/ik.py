@@ -65,10 +65,8 @@ class MultiArmIK:
         self._J = np.zeros((n, 6, 7))
         self._e = np.zeros((n, 6))
         self._eye6 = np.eye(6)
-        self._cur = np.zeros(4)
-        self._err_q = np.zeros(4)
-        self._rv = np.zeros(3)
-        self._rot_err = np.zeros(n)
+        self._R_target = np.zeros((n, 3, 3))
+        self._mat9 = np.zeros(9)
 
     def tcp_pose(self, q_rad: np.ndarray, arm: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics of one arm: TCP position and w,x,y,z orientation (world frame)."""
@@ -79,23 +77,38 @@ class MultiArmIK:
         mujoco.mju_mat2Quat(quat, self.data.site_xmat[site])
         return self.data.site_xpos[site].copy(), quat
 
-    def _errors(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fill self._e at the current kinematics; return position and rotation errors (n,)."""
+    def _errors(self, target_pos: np.ndarray, R_target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fill self._e at the current kinematics; return position and rotation errors (n,).
+
+        The rotation error is log(R_target R_tcpᵀ) as a world-frame rotation vector, for all arms
+        in a handful of array operations.
+        """
         d = self.data
         e = self._e
         e[:, :3] = target_pos - d.site_xpos[self._sites]
-        cur, err_q, rv = self._cur, self._err_q, self._rv
-        w = self.cfg.rot_weight_m_per_rad
-        for i, site in enumerate(self._sites):
-            mujoco.mju_mat2Quat(cur, d.site_xmat[site])
-            mujoco.mju_negQuat(cur, cur)
-            mujoco.mju_mulQuat(err_q, target_quat[i], cur)
-            if err_q[0] < 0.0:  # shortest rotation
-                np.negative(err_q, out=err_q)
-            mujoco.mju_quat2Vel(rv, err_q, 1.0)
-            self._rot_err[i] = math.sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2])
-            e[i, 3:] = w * rv
-        return np.sqrt(np.einsum("ij,ij->i", e[:, :3], e[:, :3])), self._rot_err.copy()
+        R_err = R_target @ d.site_xmat[self._sites].reshape(-1, 3, 3).transpose(0, 2, 1)
+        vee = np.stack([R_err[:, 2, 1] - R_err[:, 1, 2], R_err[:, 0, 2] - R_err[:, 2, 0],
+                        R_err[:, 1, 0] - R_err[:, 0, 1]], axis=1)
+        vee_norm = np.sqrt(np.einsum("ij,ij->i", vee, vee))
+        # atan2 keeps small angles exact (arccos of the trace would not): sin = |vee| / 2.
+        angle = np.arctan2(0.5 * vee_norm, (np.trace(R_err, axis1=1, axis2=2) - 1.0) * 0.5)
+        # rotvec = axis * angle = vee * angle / |vee|  (-> vee / 2 as the angle -> 0)
+        scale = np.where(vee_norm > 1e-12, angle / np.maximum(vee_norm, 1e-300), 0.5)
+        rv = vee * scale[:, None]
+        for i in np.flatnonzero(angle > 3.0):  # near pi the antisymmetric part loses the axis
+            rv[i] = self._rotvec_near_pi(R_err[i], angle[i])
+        e[:, 3:] = self.cfg.rot_weight_m_per_rad * rv
+        return np.sqrt(np.einsum("ij,ij->i", e[:, :3], e[:, :3])), angle
+
+    @staticmethod
+    def _rotvec_near_pi(R: np.ndarray, angle: float) -> np.ndarray:
+        q = np.empty(4)
+        mujoco.mju_mat2Quat(q, R.ravel())
+        if q[0] < 0.0:
+            q = -q
+        v = np.empty(3)
+        mujoco.mju_quat2Vel(v, q, 1.0)
+        return v
 
     def solve_all(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
                   dt_s: float) -> list[IKResult]:
@@ -107,6 +120,10 @@ class MultiArmIK:
         target_pos = np.asarray(target_pos_m, dtype=float).reshape(n, 3)
         target_quat = np.asarray(target_quat_wxyz, dtype=float).reshape(n, 4)
         q = q_start.copy()
+        R_target = self._R_target
+        for i in range(n):
+            mujoco.mju_quat2Mat(self._mat9, target_quat[i])
+            R_target[i] = self._mat9.reshape(3, 3)
         J, e = self._J, self._e
         w = cfg.rot_weight_m_per_rad
         damping = np.full(n, cfg.damping_min)
@@ -116,7 +133,7 @@ class MultiArmIK:
         for _ in range(cfg.max_iterations):
             data.qpos[self._qadr] = q.ravel()
             mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._errors(target_pos, target_quat)
+            pos_err, rot_err = self._errors(target_pos, R_target)
             active = (pos_err >= cfg.pos_tol_m) | (rot_err >= cfg.rot_tol_rad)
             fresh = True
             if not active.any():
@@ -149,7 +166,7 @@ class MultiArmIK:
         if not fresh:
             data.qpos[self._qadr] = q.ravel()
             mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._errors(target_pos, target_quat)
+            pos_err, rot_err = self._errors(target_pos, R_target)
         return [IKResult(q[i].copy(), int(iterations[i]), float(pos_err[i]), float(rot_err[i]), float(damping[i]),
                          bool(velocity_clamped[i]), bool(at_limit[i])) for i in range(n)]
 
