@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default tcp://127.0.0.1:5556)")
     run.add_argument("--stream-allow-remote", action="store_true",
                      help="allow binding a non-loopback interface (the protocol has no authentication)")
+    from app.remote.commands import add_connect_arguments, add_remote_parsers
+    add_connect_arguments(run)
+    add_remote_parsers(sub)
     from app.sessions.analyze_command import add_analyze_parser
     add_analyze_parser(sub)
     insp = sub.add_parser("inspect", help="check any GR00T ZMQ stream against the receiving side's rules")
@@ -205,7 +208,21 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         cfg = _stream_config(cfg, args)
     paced = not args.fast
     max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
-    engine = build_engine(cfg, scene, source)
+    output = None
+    if getattr(args, "connect", None):
+        from app.remote.client import RemoteConnectError
+        from app.remote.commands import open_remote_output
+        from app.remote.config import RemoteConfigError
+        try:
+            output = open_remote_output(cfg, scene, args)
+        except RemoteConfigError as exc:
+            source.close()
+            raise UsageError(str(exc)) from None
+        except RemoteConnectError as exc:
+            source.close()
+            print(f"pico-teleop: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+    engine = build_engine(cfg, scene, source, output=output)
     loop = ControlLoop(engine, source, cfg.loop, paced=paced, max_ticks=max_ticks)
     summary = RunSummary()
     loop.subscribe(summary.add)
@@ -257,19 +274,22 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
                 stream_starter.poll(snap)
             if args.quiet or snap is None:
                 continue
+            remote = f"  {output.status().text()}" if output is not None else ""
             if tty:
                 rate = loop.timer.ticks / max(now - started, 1e-9)
-                print("\r" + _status_line(snap, rate), end="", file=sys.stderr, flush=True)
+                print("\r" + _status_line(snap, rate) + remote, end="", file=sys.stderr, flush=True)
             elif now - last_print >= 5.0:
                 last_print = now
                 rate = loop.timer.ticks / max(now - started, 1e-9)
-                print(_status_line(snap, rate), file=sys.stderr, flush=True)
+                print(_status_line(snap, rate) + remote, file=sys.stderr, flush=True)
     finally:
         loop.stop()
         signal.signal(signal.SIGINT, old_handler)
         source.close()
         if streamer is not None:
             streamer.close()
+        if output is not None:
+            output.close()
     if tty and not args.quiet:
         print(file=sys.stderr)
     stats = loop.stats()
@@ -279,6 +299,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     result["wall_s"] = time.perf_counter() - started
     if loop.fatal_error:
         result["fatal_error"] = loop.fatal_error
+    if output is not None:
+        result["remote"] = output.status().as_dict()
     if streamer is not None:
         st = streamer.status()
         result["stream"] = {"mode": st.mode, "endpoint": streamer.endpoint, "state": st.state.value,
@@ -346,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "inspect":
             from app.streaming.inspector import main_inspect
             return main_inspect(args.endpoint, args.seconds)
+        from app.remote.commands import dispatch
+        code = dispatch(args, config_path)
+        if code is not None:
+            return code
         return cmd_run(args, config_path)
     except UsageError as exc:
         print(f"pico-teleop: error: {exc}", file=sys.stderr)

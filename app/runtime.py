@@ -47,12 +47,16 @@ def load_scene(cfg: Config) -> Scene:
     return Scene(path, model, arms, home)
 
 
-def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None) -> TeleopEngine:
-    sim = SimulatedArms(scene.model, scene.arms, scene.home_qpos)
-    for name, h in scene.arms.items():
-        sim.data.qpos[np.asarray(h.qpos_adr)] = cfg.scene.home_qpos_rad
-        sim.data.ctrl[list(h.actuator_ids)] = cfg.scene.home_qpos_rad
-    mujoco.mj_forward(scene.model, sim.data)
+def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None, output=None) -> TeleopEngine:
+    """The engine on `output` (e.g. a connected `app.remote.RemoteArms`), or on a new local simulation."""
+    if output is not None:
+        sim = output
+    else:
+        sim = SimulatedArms(scene.model, scene.arms, scene.home_qpos)
+        for name, h in scene.arms.items():
+            sim.data.qpos[np.asarray(h.qpos_adr)] = cfg.scene.home_qpos_rad
+            sim.data.ctrl[list(h.actuator_ids)] = cfg.scene.home_qpos_rad
+        mujoco.mj_forward(scene.model, sim.data)
     haptic = source.pulse_haptic if source is not None else None
     return TeleopEngine(cfg, sim, scene.arms, haptic=haptic, source_name=source.name if source else "")
 

@@ -65,6 +65,12 @@ def _optional_sections():
     except Exception:
         pass
     try:
+        from bench import remote_bench  # noqa: F401
+        if hasattr(remote_bench, "bench_section"):
+            sections.append(remote_bench.bench_section)
+    except Exception:
+        pass
+    try:
         from bench import stream_codec  # noqa: F401
         if hasattr(stream_codec, "bench_section"):
             sections.append(stream_codec.bench_section)

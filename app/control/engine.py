@@ -139,6 +139,31 @@ class TeleopEngine:
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
+        self._output_events: list[str] = []
+        # An output that can lose its robot and find it again (a remote server) asks the engine to
+        # re-read the joints before it sends anything after each (re)connection.
+        register = getattr(sim, "set_resync_hook", None)
+        if register is not None:
+            register(self.resync_from_output)
+
+    def resync_from_output(self, grippers: dict[str, float] | None = None) -> None:
+        """Restart commanding from the output's actual joints: q_cmd, targets and clutch latches.
+
+        Every arm goes IDLE and unlatched; a grip still held re-engages on the next tick, latched
+        at the actual pose, so nothing jumps. `grippers` (closing 0..1 per arm) replaces the
+        gripper commands with those in force on the robot. Called from the loop thread, by the
+        output (`RemoteArms`) after a (re)connection.
+        """
+        for arm in self.arms.values():
+            arm.q_cmd = self.sim.read(arm.name).q_rad.copy()
+            arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, arm.index)
+            arm.ik_result = None
+            arm.mapping.unlatch()
+            arm.sm.force_idle()
+            arm.workspace_clamped = False
+            if grippers is not None and arm.name in grippers:
+                arm.gripper_cmd = min(max(float(grippers[arm.name]), 0.0), 1.0)
+        self._output_events.append("resync")
 
     # ----- commands (called from the loop thread only; other threads go through ControlLoop) -----
 
@@ -262,6 +287,9 @@ class TeleopEngine:
         stages.append(("calibration_safety", t_cal - t0))
         stages.append(("ik", t_ik - t_cal))
         self.sim.step(self.period_s)
+        if self._output_events:
+            events.extend(self._output_events)
+            self._output_events = []
         t_phys = time.perf_counter()
         stages.append(("physics", t_phys - t_ik))
         snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, events, stages, t0, overruns, late_ticks)

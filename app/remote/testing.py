@@ -1,0 +1,237 @@
+"""A simulation server in a child process, for tests and benchmarks: start, wait until ready, kill.
+
+`ServerProcess(port).start()` runs `python -m app.remote.server --bind tcp://127.0.0.1:PORT` and
+waits (bounded) for its ready line; the log goes to a file readable with `log()`. Every wait has a
+timeout, and `kill()` is SIGKILL: what a crash or a power cut looks like to the clients.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_READY = re.compile(r"pico-teleop serve: instance ([0-9a-f]{32})")
+
+
+def free_port_pair(host: str = "127.0.0.1", attempts: int = 50) -> int:
+    """A port P such that P and P + 1 were both free a moment ago (state and command sockets)."""
+    for _ in range(attempts):
+        with socket.socket() as a:
+            a.bind((host, 0))
+            port = a.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind((host, port + 1))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError(f"no two consecutive free ports found on {host}")
+
+
+class ServerProcess:
+    def __init__(self, port: int | None = None, args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
+        self.port = port if port is not None else free_port_pair()
+        self.args = tuple(args)
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.instance = ""
+        self._log_path = Path(tempfile.mkstemp(prefix="pico-serve-", suffix=".log")[1])
+
+    @property
+    def endpoint(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> "ServerProcess":
+        env = dict(os.environ if self.env is None else self.env)
+        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        with open(self._log_path, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "app.remote.server", "--bind", self.endpoint, *self.args],
+                                         cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            m = _READY.search(self.log())
+            if m:
+                self.instance = m.group(1)
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with code {self.proc.returncode}:\n{self.log()[-3000:]}")
+            time.sleep(0.05)
+        self.kill()
+        raise TimeoutError(f"server not ready within {timeout_s} s:\n{self.log()[-3000:]}")
+
+    def log(self) -> str:
+        try:
+            return self._log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, as in a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self, timeout_s: float = 10.0) -> int | None:
+        """SIGTERM, then SIGKILL if it does not end in time; returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.returncode
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Observer:
+    """A plain SUB on the server's state: what the server really does, independent of any client."""
+
+    def __init__(self, endpoint: str, curve: tuple[str, str] | None = None) -> None:
+        import zmq
+
+        from app.remote import keys
+        self._ctx = zmq.Context()
+        self.sub = self._ctx.socket(zmq.SUB)
+        self.sub.linger = 0
+        if curve is not None:
+            keys.make_curve_client(self.sub, *curve)
+        self.sub.setsockopt(zmq.SUBSCRIBE, b"")
+        self.sub.connect(endpoint)
+
+    def states(self, timeout_s: float = 5.0, max_count: int = 100000):
+        """Every state waiting now (at least one: waits up to `timeout_s` for the first)."""
+        import zmq
+
+        from app.remote.messages import decode_state
+        out = []
+        if self.sub.poll(int(timeout_s * 1e3)):
+            while len(out) < max_count:
+                try:
+                    out.append(decode_state(self.sub.recv(zmq.NOBLOCK)))
+                except zmq.Again:
+                    break
+        if not out:
+            raise TimeoutError(f"no state within {timeout_s} s")
+        return out
+
+    def latest(self, timeout_s: float = 5.0):
+        """A state published after this call (older queued ones are skipped)."""
+        self.states(timeout_s)
+        return self.states(timeout_s)[-1]
+
+    def wait_for(self, predicate, timeout_s: float = 5.0):
+        """The first state (from now on) for which `predicate(state)` holds; TimeoutError otherwise."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for s in self.states(max(0.01, deadline - time.monotonic())):
+                if predicate(s):
+                    return s
+        raise TimeoutError(f"no matching state within {timeout_s} s")
+
+    def close(self) -> None:
+        self.sub.close(linger=0)
+        self._ctx.term()
+
+
+class RawClient:
+    """A bare DEALER on the command socket: sends what a test wants, returns the decoded replies."""
+
+    def __init__(self, endpoint: str, curve: tuple[str, str] | None = None) -> None:
+        import zmq
+
+        from app.remote import keys
+        self._ctx = zmq.Context()
+        self.sock = self._ctx.socket(zmq.DEALER)
+        self.sock.linger = 0
+        if curve is not None:
+            keys.make_curve_client(self.sock, *curve)
+        self.sock.connect(endpoint)
+
+    def send_frames(self, *frames: bytes) -> None:
+        self.sock.send_multipart(list(frames))
+
+    def reply(self, timeout_s: float = 5.0):
+        from app.remote.messages import decode_server_reply
+        if not self.sock.poll(int(timeout_s * 1e3)):
+            raise TimeoutError(f"no reply within {timeout_s} s")
+        return decode_server_reply(self.sock.recv())
+
+    def request(self, payload: bytes, timeout_s: float = 5.0):
+        self.sock.send(payload)
+        return self.reply(timeout_s)
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
+        self._ctx.term()
+
+
+def run_demo_client(endpoint: str, seconds: float = 60.0) -> None:
+    """A whole client (demo operator, engine, `RemoteArms`) commanding `endpoint`; prints CONNECTED
+    once it commands, then runs for `seconds` (a test kills it before)."""
+    from app.config import Config
+    from app.control.loop import ControlLoop
+    from app.remote.client import connect_remote
+    from app.remote.config import ClientConfig, Endpoints
+    from app.runtime import build_engine, load_scene, make_demo
+
+    cfg = Config()
+    scene = load_scene(cfg)
+    out = connect_remote(scene, ClientConfig(endpoints=Endpoints.parse(endpoint)), timeout_s=20.0)
+    source = make_demo(scene, cfg)
+    source.start()
+    loop = ControlLoop(build_engine(cfg, scene, source, output=out), source, cfg.loop,
+                       max_ticks=int(seconds * cfg.loop.rate_hz))
+    loop.start()
+    while out.status().commands_sent == 0 and loop.running:
+        time.sleep(0.01)
+    print("CONNECTED", flush=True)
+    loop.wait(seconds + 5.0)
+    out.close()
+
+
+class ClientProcess:
+    """`run_demo_client` in a child process (stdout to a pipe: its CONNECTED line)."""
+
+    def __init__(self, endpoint: str) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"from app.remote.testing import run_demo_client; run_demo_client({endpoint!r})"],
+            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def wait_connected(self, timeout_s: float = 30.0) -> None:
+        import selectors
+        sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if sel.select(max(0.0, deadline - time.monotonic())):
+                line = self.proc.stdout.readline()
+                if line.strip() == "CONNECTED":
+                    return
+                if not line:
+                    raise RuntimeError(f"client exited with code {self.proc.wait(5)} before connecting")
+        raise TimeoutError(f"client not commanding within {timeout_s} s")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)

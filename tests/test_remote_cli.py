@@ -1,0 +1,70 @@
+"""The remote command-line pieces without a server: key generation, usage errors, an absent server."""
+
+from __future__ import annotations
+
+import argparse
+import stat
+
+import pytest
+
+from app.remote.commands import add_connect_arguments, add_remote_parsers, dispatch, open_remote_output
+from app.remote.config import RemoteConfigError
+from app.remote.testing import free_port_pair
+
+
+def cli(argv):
+    p = argparse.ArgumentParser(prog="pico-teleop")
+    p.add_argument("--config")
+    sub = p.add_subparsers(dest="command")
+    add_remote_parsers(sub)
+    add_connect_arguments(sub.add_parser("run"))
+    args = p.parse_args(argv)
+    return args, dispatch(args, getattr(args, "run_config", None) or args.config)
+
+
+def test_generate_keys_writes_both_pairs_and_the_allowed_folder(tmp_path, capsys):
+    _, code = cli(["serve", "--generate-keys", str(tmp_path / "k")])
+    assert code == 0
+    k = tmp_path / "k"
+    for name in ("server.key", "server.key_secret", "client.key", "client.key_secret", "clients/client.key"):
+        assert (k / name).is_file(), name
+    assert stat.S_IMODE((k / "server.key_secret").stat().st_mode) == 0o600
+    assert "--curve-secret" in capsys.readouterr().out
+    _, again = cli(["serve", "--generate-keys", str(k)])
+    assert again == 2 and "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_network_bind_without_allow_remote(capsys):
+    _, code = cli(["serve", "--bind", "tcp://0.0.0.0:5560"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--bind" in err and "loopback" in err and "allow_remote" in err
+
+
+def test_serve_reports_a_missing_key_file(tmp_path, capsys):
+    port = free_port_pair()
+    clients = tmp_path / "clients"
+    clients.mkdir()
+    (clients / "a.key").write_text("")
+    _, code = cli(["serve", "--bind", f"tcp://127.0.0.1:{port}", "--curve-secret", str(tmp_path / "nope.key_secret"),
+                   "--curve-clients", str(clients)])
+    assert code == 2 and "nope.key_secret" in capsys.readouterr().err
+
+
+def test_probe_of_no_server_is_unhealthy_within_its_timeout(capsys):
+    port = free_port_pair()
+    _, code = cli(["probe", "--endpoint", f"tcp://127.0.0.1:{port}", "--count", "5", "--timeout", "0.5"])
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "UNHEALTHY" in out and "only 0 of 5 states arrived" in out and "no answer to the handshake" in out
+
+
+def test_run_connect_options(tmp_path):
+    args, code = cli(["run", "--connect", "tcp://127.0.0.1:1", "--server-key", "s.key"])
+    assert code is None  # `run` stays with the CLI
+    with pytest.raises(RemoteConfigError, match="--server-key and --client-key go together"):
+        open_remote_output(None, None, args)
+    args, _ = cli(["run", "--connect", "tcp://127.0.0.1:1"])
+    args.fast = True
+    with pytest.raises(RemoteConfigError, match="--fast"):
+        open_remote_output(None, None, args)
