@@ -1,0 +1,640 @@
+"""The operator's main window: 3D view, plots, status, raw input, controls, menus and shortcuts.
+
+The control loop runs in its own thread (`TeleopRunner`); this window only sends it commands and
+reads what it publishes, from a QTimer at display rate. Problems reach the operator as readable
+messages (and the log), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer, QUrl
+from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QPushButton, QScrollArea, QToolBar, QVBoxLayout, QWidget)
+
+from app import __version__
+from app.config import Config, ConfigError, load_config
+from app.control.engine import Command, CommandKind
+from app.gui import theme
+from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
+from app.gui.help import about, shortcuts_dialog
+from app.gui.icon import app_icon
+from app.gui.plot_buffers import COL
+from app.gui.plots import PlotsPanel
+from app.gui.raw_input import RawInputPanel
+from app.gui.settings import SettingsDialog
+from app.gui.settings_store import SettingsStore, diff
+from app.gui.status import StatusPanel
+from app.gui.teleop_runner import SOURCE_LABELS, RunnerError, TeleopRunner, generated_session_name
+from app.gui.viewport import SceneViewport
+from app.sessions.reader import SessionFormatError
+from app.sim.scene import SceneError
+from app.tracking.source import TrackingSourceError
+
+log = logging.getLogger(__name__)
+
+UI_RATE_HZ = 10.0
+"""Plots, HUD and raw-input refresh rate; the status panel refreshes at half of it. The 3D view
+has its own timer (up to 30 fps). Every refresh costs GIL time the control loop also needs."""
+
+VIEW_FPS_CHOICES = (30, 20, 10)
+"""3D view frame-rate caps offered in the View menu (the first is the default)."""
+
+OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, RunnerError, ConfigError, SceneError, OSError)
+"""Errors whose message is written for the operator: shown as they are."""
+
+
+class Banner(QLabel):
+    """A strip above the 3D view for things the operator must not miss (demo mode, faults)."""
+
+    STYLES = {"info": ("#2d4a63", "#d7e9f8"), "warn": ("#5c4713", "#fbe7b0"), "error": ("#6b2420", "#ffd9d5")}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWordWrap(True)
+        self.setContentsMargins(10, 6, 10, 6)
+        self.level = ""
+        self.hide()
+
+    def show_message(self, text: str, level: str = "info") -> None:
+        bg, fg = self.STYLES[level]
+        self.setStyleSheet(f"background: {bg}; color: {fg}; font-weight: 600; border-radius: 3px;")
+        self.setText(text)
+        self.level = level
+        self.setVisible(bool(text))
+
+    def clear(self) -> None:
+        self.level = ""
+        self.setText("")
+        self.hide()
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: str = "auto", replay_path: str | None = None,
+                 sessions_dir: Path | None = None, threaded_render: bool | None = None) -> None:
+        """`base_cfg`: defaults + --config; the operator's saved settings are laid over it."""
+        super().__init__()
+        self.base_cfg = base_cfg
+        self.store = store
+        self.sessions_dir = sessions_dir or _default_sessions_dir()
+        self.last_error = ""
+        self._ui_ticks = 0
+        self._rate = (0.0, 0, 0.0)  # (time, tick, Hz)
+        self._loop_end_reported = False
+        self.setWindowTitle("pico-teleop")
+        self.setWindowIcon(app_icon())
+        self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
+
+        settings_note = ""
+        try:
+            cfg = store.apply(base_cfg)
+        except ConfigError as exc:
+            cfg = base_cfg
+            settings_note = f"Your saved settings were not used: {exc}"
+            log.error("%s", settings_note)
+        self.runner = TeleopRunner(cfg)
+
+        central = QWidget()
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.banner = Banner()
+        lay.addWidget(self.banner)
+        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render)
+        lay.addWidget(self.viewport, 1)
+        self.setCentralWidget(central)
+
+        self.status_panel = StatusPanel()
+        self.plots = PlotsPanel(self.runner.buffers, cfg.loop.rate_hz)
+        self.plots.set_joint_ranges({a: h.joint_range_rad for a, h in self.runner.scene.arms.items()})
+        self.raw_panel = RawInputPanel()
+        self.raw_panel.set_button_map(cfg.buttons)
+        self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
+        self.status_dock = self._dock("Status", self.status_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        raw_scroll = QScrollArea()
+        raw_scroll.setWidget(self.raw_panel)
+        raw_scroll.setWidgetResizable(True)
+        raw_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.raw_dock = self._dock("Raw input", raw_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.plots_dock = self._dock("Plots", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.status_dock, self.raw_dock)
+        self.status_dock.raise_()
+
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self._build_statusbar()
+
+        self.qsettings = QSettings(str(store.folder / "window.ini"), QSettings.Format.IniFormat)
+        self._restore_layout()
+
+        # The renderer's setup holds the GIL for ~0.4 s: let it finish before the loop starts.
+        self.viewport.wait_ready()
+        if self.viewport.error:
+            self.show_error("3D view unavailable", self.viewport.error, modal=False)
+        self._start_source(source, replay_path, initial=True)
+        if settings_note:
+            self.banner.show_message(settings_note, "warn")
+
+        self._ui_timer = QTimer(self)
+        self._ui_timer.timeout.connect(self._on_ui_timer)
+        self._ui_timer.start(int(1000 / UI_RATE_HZ))
+
+    # ----- construction -----
+
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock_{title.lower().replace(' ', '_')}")
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _action(self, text: str, slot, shortcut: str | QKeySequence | None = None, tip: str = "",
+                checkable: bool = False, app_wide: bool = False) -> QAction:
+        a = QAction(text, self)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+            if app_wide:
+                a.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        if tip:
+            a.setToolTip(tip + (f" ({a.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})" if shortcut else ""))
+            a.setStatusTip(tip)
+        a.setCheckable(checkable)
+        if checkable:
+            a.toggled.connect(self._guard(slot))
+        else:
+            a.triggered.connect(self._guard(lambda checked=False: slot()))
+        self.addAction(a)  # shortcuts work while the menu bar is hidden or a dock has focus
+        return a
+
+    def _build_actions(self) -> None:
+        A = self._action
+        self.act_estop = A("E-STOP", self.estop, Qt.Key.Key_Space, "Emergency stop: both arms hold where they are",
+                           app_wide=True)
+        self.act_reset = A("Reset", self.reset, "Ctrl+R", "Leave the e-stop (the arms stay idle until engaged again)")
+        self.act_calibrate = A("Calibrate", self.calibrate, "C",
+                               "Recapture the operator's heading, as the A button does; arms are re-latched in place")
+        self.act_engage = {
+            arm: A(f"Engage {arm}", lambda on, arm=arm: self.set_engaged(arm, on), key,
+                   f"Engage the {arm} arm from the keyboard (acts like holding its grip)", checkable=True)
+            for arm, key in (("left", "1"), ("right", "2"))
+        }
+        self.act_mark = A("Mark event", self.mark, "M", "Put a mark into the session (and its recording)")
+        self.act_record = A("Record", self.toggle_recording, "F9",
+                            "Start recording to a generated file name in the sessions folder, or stop", checkable=True)
+        self.act_record_as = A("Record to file…", self.record_as, "Ctrl+F9", "Choose the recording's file name")
+        self.act_settings = A("Settings…", self.open_settings, QKeySequence.StandardKey.Preferences,
+                              "Scale, precision, filter, workspace boxes, button map")
+        if self.act_settings.shortcut().isEmpty():
+            self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
+        self.act_quit = A("Quit", self.close, "Ctrl+Q", "Stop the loop and the recording, and quit")
+        self.act_src_openvr = A(SOURCE_LABELS["openvr"], lambda: self.select_source("openvr"), "Ctrl+Shift+V",
+                                "Track the Pico controllers through SteamVR", checkable=False)
+        self.act_src_demo = A(SOURCE_LABELS["demo"], lambda: self.select_source("demo"), "Ctrl+Shift+D",
+                              "The built-in scripted operator (no headset needed)")
+        self.act_src_replay = A("Replay session file…", self.open_replay, "Ctrl+O", "Replay the inputs of a recorded session")
+        self.source_group = QActionGroup(self)
+        for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
+            a.setCheckable(True)
+            self.source_group.addAction(a)
+        self.act_pause_plots = A("Pause plots", self.plots.set_paused, "P", "Freeze the plots; the loop keeps running",
+                                 checkable=True)
+        self.plots.pausedChanged.connect(self.act_pause_plots.setChecked)
+        self.act_reset_view = A("Front view", self.viewport.reset_camera, "Home",
+                                "3D camera across the table, facing the robots (the default view)")
+        self.act_operator_view = A("Operator view", lambda: self.viewport.set_view("operator"), "End",
+                                   "3D camera over the robots' shoulders, where the operator stands")
+        self.act_top_view = A("Top view", lambda: self.viewport.set_view("top"), "T", "3D camera looking down on the table")
+        self.act_boxes = A("Show workspace boxes", self._show_boxes, "W", "Draw each arm's workspace box", checkable=True)
+        self.act_full_res = A("Full-resolution 3D view", self.viewport.set_full_resolution, None,
+                              "Render the 3D view at the window's size even on a software renderer (slower)",
+                              checkable=True)
+        self.act_shortcuts = A("Keyboard shortcuts", self.show_shortcuts, "F1", "All keyboard shortcuts")
+        self.act_about = A("About pico-teleop", self.show_about)
+        self.act_settings_folder = A("Open settings folder", self.open_settings_folder, None,
+                                     "Where settings.toml, window.ini and the log live")
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        for a in (self.act_record, self.act_record_as, None, self.act_src_replay, None, self.act_settings_folder, None,
+                  self.act_quit):
+            m.addSeparator() if a is None else m.addAction(a)
+        m = mb.addMenu("&Session")
+        for a in (self.act_estop, self.act_reset, None, self.act_calibrate, self.act_engage["left"],
+                  self.act_engage["right"], None, self.act_mark):
+            m.addSeparator() if a is None else m.addAction(a)
+        m = mb.addMenu("S&ource")
+        for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
+            m.addAction(a)
+        m = mb.addMenu("&View")
+        for dock in (self.status_dock, self.raw_dock, self.plots_dock):
+            m.addAction(dock.toggleViewAction())
+        m.addSeparator()
+        for a in (self.act_reset_view, self.act_operator_view, self.act_top_view, None, self.act_boxes, self.act_full_res):
+            if a is None:
+                m.addSeparator()
+                continue
+            m.addAction(a)
+        fps_menu = m.addMenu("3D frame rate")
+        fps_menu.setToolTipsVisible(True)
+        group = QActionGroup(self)
+        for fps in VIEW_FPS_CHOICES:
+            a = fps_menu.addAction(f"{fps} fps")
+            a.setCheckable(True)
+            a.setChecked(fps == VIEW_FPS_CHOICES[0])
+            a.setToolTip("Fewer frames leave more CPU to the control loop (the software renderer is costly)")
+            a.triggered.connect(lambda _=False, fps=fps: self.viewport.set_max_fps(fps))
+            group.addAction(a)
+        m.addSeparator()
+        m.addAction(self.act_pause_plots)
+        mb.addMenu("Se&ttings").addAction(self.act_settings)
+        m = mb.addMenu("&Help")
+        m.addAction(self.act_shortcuts)
+        m.addAction(self.act_about)
+
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Controls")
+        tb.setObjectName("toolbar_controls")
+        tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+        self.estop_button = QPushButton("E-STOP  (Space)")
+        self.estop_button.setToolTip(self.act_estop.toolTip())
+        self.estop_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.estop_button.setStyleSheet(
+            "QPushButton { background: #c62828; color: white; font-weight: 700; padding: 6px 18px;"
+            " border-radius: 4px; border: 1px solid #ff6b5e; } QPushButton:pressed { background: #8e1c1c; }")
+        self.estop_button.clicked.connect(self.act_estop.trigger)
+        tb.addWidget(self.estop_button)
+        tb.addSeparator()
+        for a in (self.act_reset, self.act_calibrate, self.act_engage["left"], self.act_engage["right"], self.act_mark):
+            tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(self.act_record)
+        tb.addSeparator()
+        for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
+            tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(self.act_settings)
+
+    def _build_statusbar(self) -> None:
+        sb = self.statusBar()
+        self.sb_render = QLabel()
+        self.sb_render.setToolTip("3D view frame rate (software: Mesa llvmpipe, reduced effects)")
+        self.sb_loop = QLabel()
+        self.sb_loop.setToolTip("Control-loop rate and 99th percentile of tick lateness over the last 2 s")
+        self.sb_record = QLabel()
+        for w in (self.sb_render, self.sb_loop, self.sb_record):
+            w.setContentsMargins(6, 0, 6, 0)
+            sb.addPermanentWidget(w)
+
+    def _restore_layout(self) -> None:
+        geometry = self.qsettings.value("geometry")
+        state = self.qsettings.value("windowState")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1600, 980)
+        if state is not None and self.restoreState(state):
+            return
+        self.resizeDocks([self.status_dock], [400], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.plots_dock], [390], Qt.Orientation.Vertical)
+
+    def save_layout(self) -> None:
+        self.qsettings.setValue("geometry", self.saveGeometry())
+        self.qsettings.setValue("windowState", self.saveState())
+        self.qsettings.sync()
+
+    # ----- errors -----
+
+    def _guard(self, fn):
+        """Wrap a slot: an exception becomes a readable message and a log entry."""
+        def slot(*args):
+            try:
+                return fn(*args)
+            except OPERATOR_ERRORS as exc:
+                self.show_error("pico-teleop", _describe(exc))
+            except Exception as exc:  # a bug: the operator gets one line, the log gets the traceback
+                log.exception("unexpected error in %s", getattr(fn, "__name__", "an action"))
+                self.show_error("Unexpected error", f"{type(exc).__name__}: {exc}\nDetails are in the log.")
+        return slot
+
+    def show_error(self, title: str, text: str, modal: bool = False) -> None:
+        self.last_error = text
+        log.error("%s: %s", title, text)
+        self.statusBar().showMessage(text.splitlines()[0], 15000)
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        if modal:
+            box.exec()
+        else:
+            box.open()
+
+    # ----- commands -----
+
+    def _send(self, command: Command) -> None:
+        self.runner.send(command)
+
+    def estop(self) -> None:
+        self._send(Command(CommandKind.ESTOP))
+        self._uncheck_engage()
+        self.statusBar().showMessage("E-STOP: the arms hold. Ctrl+R resets.", 10000)
+
+    def reset(self) -> None:
+        self._send(Command(CommandKind.RESET))
+        self._uncheck_engage()
+        self.statusBar().showMessage("Reset: the arms stay idle until engaged", 5000)
+
+    def calibrate(self) -> None:
+        self._send(Command(CommandKind.CALIBRATE))
+        self.statusBar().showMessage("Calibrated the operator heading", 5000)
+
+    def mark(self) -> None:
+        self._send(Command(CommandKind.MARK, label=f"gui-{time.strftime('%H%M%S')}"))
+        self.statusBar().showMessage("Mark added", 3000)
+
+    def set_engaged(self, arm: str, on: bool) -> None:
+        if self.runner.loop is not None:
+            self._send(Command(CommandKind.ENGAGE if on else CommandKind.RELEASE, arm=arm))
+
+    def _uncheck_engage(self) -> None:
+        # The engine drops keyboard engagement on e-stop/reset; keep the toggles in step without resending.
+        for a in self.act_engage.values():
+            a.blockSignals(True)
+            a.setChecked(False)
+            a.blockSignals(False)
+
+    # ----- recording -----
+
+    def toggle_recording(self, on: bool) -> None:
+        if on == self.runner.recording:
+            return
+        try:
+            if on:
+                self.start_recording(self.sessions_dir / generated_session_name())
+            else:
+                self.stop_recording()
+        finally:
+            self._sync_record_action()
+
+    def record_as(self) -> None:
+        if self.runner.recording:
+            raise RunnerError("already recording: stop the current recording first (F9)")
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        path, _ = QFileDialog.getSaveFileName(self, "Record session to", str(self.sessions_dir / generated_session_name()),
+                                              "Session CSV (*.csv)")
+        if path:
+            self.start_recording(Path(path))
+        self._sync_record_action()
+
+    def start_recording(self, path: Path) -> Path:
+        written = self.runner.start_recording(path)
+        self.statusBar().showMessage(f"Recording to {written}", 8000)
+        self._sync_record_action()
+        return written
+
+    def stop_recording(self) -> None:
+        st = self.runner.stop_recording()
+        msg = f"Recorded {st.rows_written} rows to {st.path}" + (f" ({st.dropped_rows} dropped)" if st.dropped_rows else "")
+        if st.error:
+            self.show_error("Recording failed", f"{msg}: {st.error}")
+        else:
+            self.statusBar().showMessage(msg, 10000)
+        self._sync_record_action()
+
+    def _sync_record_action(self) -> None:
+        self.act_record.blockSignals(True)
+        self.act_record.setChecked(self.runner.recording)
+        self.act_record.setText("Stop recording" if self.runner.recording else "Record")
+        self.act_record.blockSignals(False)
+
+    # ----- sources and settings -----
+
+    def _start_source(self, kind: str, replay_path: str | None = None, initial: bool = False,
+                      cfg: Config | None = None) -> None:
+        try:
+            note = self.runner.start(kind, replay_path, cfg)
+        except (TrackingSourceError, SessionFormatError, OSError) as exc:
+            if not initial or kind == "demo":
+                raise
+            # The operator asked for a source that is not there: say so and keep a working window.
+            note = f"{_describe(exc)} Running the built-in demo operator instead."
+            self.runner.start("demo")
+        self.viewport.set_mirror(self.runner.mirror)
+        self._show_boxes(self.act_boxes.isChecked())
+        self._loop_end_reported = False
+        self._rate = (0.0, 0, 0.0)
+        self._uncheck_engage()
+        self._sync_source_actions()
+        if note:
+            self.banner.show_message(note, "info")
+        elif self.banner.level != "warn":
+            self.banner.clear()
+        label = SOURCE_LABELS.get(self.runner.source_kind, self.runner.source_kind)
+        if self.runner.source_kind == "replay" and self.runner.replay_path:
+            label += f": {Path(self.runner.replay_path).name}"
+        self.setWindowTitle(f"pico-teleop — {label}")
+        self.statusBar().showMessage(f"Source: {label}", 5000)
+
+    def _sync_source_actions(self) -> None:
+        act = {"openvr": self.act_src_openvr, "demo": self.act_src_demo, "replay": self.act_src_replay}.get(self.runner.source_kind)
+        if act is not None:
+            act.setChecked(True)
+
+    def select_source(self, kind: str) -> None:
+        try:
+            self._start_source(kind)
+        finally:
+            self._sync_source_actions()
+
+    def open_replay(self) -> None:
+        try:
+            path, _ = QFileDialog.getOpenFileName(self, "Replay session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)")
+            if path:
+                self.replay_file(path)
+        finally:
+            self._sync_source_actions()
+
+    def replay_file(self, path: str | Path) -> None:
+        """Restart the loop on the inputs recorded in session file `path`."""
+        try:
+            self._start_source("replay", str(path))
+        finally:
+            self._sync_source_actions()
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.runner.cfg, self.base_cfg, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.config is not None:
+            self.apply_config(dialog.config)
+
+    def apply_config(self, cfg: Config) -> None:
+        """Save what differs from the defaults + --config, and restart the loop with `cfg`."""
+        if self.runner.recording:
+            raise RunnerError("stop the recording before changing settings")
+        overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
+        self.store.save(overrides)
+        self._start_source(self.runner.source_kind or "auto", self.runner.replay_path, cfg=cfg)
+        self.raw_panel.set_button_map(cfg.buttons)
+        self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
+
+    def _on_button_learned(self, role: str, bit: int) -> None:
+        from app.config import config_from_dict
+        slot = self._guard(lambda: self.apply_config(config_from_dict({"buttons": {role: bit}}, self.runner.cfg)))
+        slot()
+
+    def _show_boxes(self, on: bool) -> None:
+        self.viewport.set_workspace(self.runner.cfg if on else None)
+
+    def open_settings_folder(self) -> None:
+        self.store.folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.store.folder)))
+
+    # ----- help -----
+
+    def shortcut_rows(self) -> list[tuple[str, str]]:
+        """(key, action) of every action that has a shortcut, for the Help menu."""
+        return [(a.shortcut().toString(QKeySequence.SequenceFormat.NativeText), a.text().replace("&", ""))
+                for a in self.actions() if not a.shortcut().isEmpty()]
+
+    def show_shortcuts(self) -> None:
+        shortcuts_dialog(self, self.shortcut_rows()).open()
+
+    def show_about(self) -> None:
+        about(self, self.viewport.renderer_name, self.viewport.software, self.store.path)
+
+    # ----- display refresh -----
+
+    def loop_rate_hz(self) -> float:
+        snap = self.runner.latest()
+        if snap is None:
+            return 0.0
+        now = time.perf_counter()
+        t0, tick0, hz = self._rate
+        if t0 == 0.0:
+            self._rate = (now, snap.tick, 0.0)
+        elif now - t0 >= 1.0:
+            self._rate = (now, snap.tick, (snap.tick - tick0) / (now - t0))
+        return self._rate[2]
+
+    def _on_ui_timer(self) -> None:
+        try:
+            self._refresh()
+        except Exception:  # a display bug must not kill the timer (nor show a traceback)
+            log.exception("display refresh failed")
+
+    def _refresh(self) -> None:
+        self._ui_ticks += 1
+        runner = self.runner
+        snap = runner.latest()
+        rate = self.loop_rate_hz()
+        recent = runner.buffers.window(int(2 * runner.cfg.loop.rate_hz))
+        late = recent[:, COL["lateness_ms"]] if len(recent) else np.zeros(1)
+        hud = self.viewport.hud
+        hud.loop_rate_hz = rate
+        hud.lateness_p99_ms = float(np.nanpercentile(late, 99)) if np.isfinite(late).any() else 0.0
+        hud.lateness_max_ms = float(np.nanmax(late)) if np.isfinite(late).any() else 0.0
+        hud.source = SOURCE_LABELS.get(runner.source_kind, runner.source_kind)
+        hud.recording = runner.recording
+        if self.viewport.latency_ms:
+            self.plots.screen_latency_ms = float(np.median(self.viewport.latency_ms))
+        self.plots.refresh(snap)
+        if self._ui_ticks % 2 == 0:
+            self.status_panel.update_status(
+                snap, source_label=hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
+                loop_rate_hz=rate, running=runner.running, fatal=runner.fatal_error)
+            self._update_statusbar(rate, hud)
+        if snap is not None and self.raw_dock.isVisible() and not self.raw_dock.visibleRegion().isEmpty():
+            self.raw_panel.update_sample(snap.sample)
+        if snap is not None and snap.error and self.banner.level != "error":
+            self.banner.show_message(f"Fault, arms e-stopped: {snap.error}. Fix the cause, then Reset (Ctrl+R).", "error")
+        self._check_loop_end()
+
+    def _update_statusbar(self, rate: float, hud) -> None:
+        self.sb_loop.setText(f"loop {rate:.1f} Hz · p99 late {hud.lateness_p99_ms:.1f} ms")
+        st = self.runner.recorder_status()
+        self.sb_record.setText(f"● REC {st.rows_written}" if st is not None else "")
+        self.sb_record.setStyleSheet(f"color: {theme.ALERT};")
+        self.sb_render.setText(f"3D {self.viewport.fps():.0f} fps")
+
+    def _check_loop_end(self) -> None:
+        r = self.runner
+        if self._loop_end_reported or r.loop is None or r.running or not r.loop.wait(0):
+            return
+        self._loop_end_reported = True
+        if r.fatal_error:
+            self.banner.show_message(f"The control loop stopped: {r.fatal_error}. Choose a source to start again.", "error")
+        elif r.source_kind == "replay":
+            self.banner.show_message("Replay finished. Choose a source (Source menu) to continue.", "info")
+        if r.recording:
+            self.stop_recording()
+
+    # ----- shutdown -----
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self._ui_timer.stop()
+        try:
+            self.save_layout()
+        except Exception:
+            log.exception("saving the window layout failed")
+        try:
+            self.runner.stop()
+        finally:
+            self.viewport.close_renderer()
+        super().closeEvent(event)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, OSError) and not isinstance(exc, (TrackingSourceError,)):
+        name = getattr(exc, "filename", None)
+        text = f"{exc.strerror or exc}" + (f": {name}" if name else "")
+    return text or type(exc).__name__
+
+
+def _default_sessions_dir() -> Path:
+    docs = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(docs or Path.home()) / "pico-teleop" / "sessions"
+
+
+def run_gui(config_path: str | None) -> int:
+    """Open the main window (the `pico-teleop` command with no arguments); returns the exit code."""
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("pico-teleop")
+    app.setApplicationDisplayName("pico-teleop")
+    app.setApplicationVersion(__version__)
+    app.setWindowIcon(app_icon())
+    app.setDesktopFileName("pico-teleop")
+    theme.apply(app)
+    store = SettingsStore()
+    log_path = setup_logging(store.folder)
+    install_excepthook(app)
+    try:
+        base = load_config(config_path)
+    except ConfigError as exc:
+        print(f"pico-teleop: error: {exc}", file=sys.stderr)
+        QMessageBox.critical(None, "pico-teleop", f"The configuration cannot be used:\n{exc}")
+        return 2
+    try:
+        window = MainWindow(base, store)
+    except (SceneError, OSError, RuntimeError) as exc:
+        log.exception("the window could not start")
+        print(f"pico-teleop: error: {exc}", file=sys.stderr)
+        QMessageBox.critical(None, "pico-teleop", f"pico-teleop cannot start:\n{exc}"
+                             + (f"\n\nLog: {log_path}" if log_path else ""))
+        return 1
+    window.show()
+    close_on_signals(window)
+    freeze_long_lived_objects()
+    return app.exec()
+
+
+__all__ = ["MainWindow", "run_gui"]

@@ -1,0 +1,174 @@
+"""The status panel: teleop state, source, recording and streaming, and each device at a glance."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QAbstractScrollArea, QFormLayout, QGroupBox, QHeaderView, QLabel, QSizePolicy, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from app.control.snapshot import Snapshot
+from app.gui import theme
+from app.sessions.recorder import RecorderState, RecorderStatus
+from app.tracking.sample import TrackingResult
+
+DEVICES: tuple[tuple[str, str], ...] = (("head", "Headset"), ("left", "Left"), ("right", "Right"))
+ROWS: tuple[tuple[str, str], ...] = (
+    ("connected", "Connected"),
+    ("tracking", "Tracking"),
+    ("age", "Pose age"),
+    ("battery", "Battery"),
+    ("model", "Model"),
+    ("arm", "Arm"),
+    ("gripper", "Gripper cmd"),
+    ("limits", "Clamping"),
+)
+
+_TRACKING_NAMES = {int(r): r.name.replace("_", " ").lower() for r in TrackingResult}
+
+
+def _chip(text: str, colour: str) -> str:
+    return f'<span style="color:{colour}; font-weight:600">{text}</span>'
+
+
+class StatusPanel(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+
+        self.state_label = QLabel()
+        self.state_label.setToolTip("Teleop state: running, or e-stopped (arms hold; Reset with Ctrl+R)")
+        big = self.state_label.font()
+        big.setPointSizeF(big.pointSizeF() * 1.5)
+        big.setBold(True)
+        self.state_label.setFont(big)
+        layout.addWidget(self.state_label)
+
+        form = QFormLayout()
+        form.setHorizontalSpacing(12)
+        self.source_label = QLabel("-")
+        self.source_label.setToolTip("Where the controller poses come from (Source menu to change)")
+        self.recording_label = QLabel("off")
+        self.recording_label.setWordWrap(True)
+        self.streaming_label = QLabel(_chip("not available", theme.MUTED))
+        self.streaming_label.setToolTip("Streaming to a GR00T policy server is not part of this build yet")
+        self.loop_label = QLabel("-")
+        self.faults_label = QLabel("none")
+        self.faults_label.setWordWrap(True)
+        form.addRow("Source", self.source_label)
+        form.addRow("Recording", self.recording_label)
+        form.addRow("Streaming", self.streaming_label)
+        form.addRow("Loop", self.loop_label)
+        form.addRow("Safety", self.faults_label)
+        layout.addLayout(form)
+
+        box = QGroupBox("Devices")
+        box_layout = QVBoxLayout(box)
+        box_layout.setContentsMargins(4, 4, 4, 4)
+        self.table = QTableWidget(len(ROWS), len(DEVICES))
+        self.table.setHorizontalHeaderLabels([label for _, label in DEVICES])
+        self.table.setVerticalHeaderLabels([label for _, label in ROWS])
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.table.setAlternatingRowColors(True)
+        self.table.setToolTip("Per device: connection, OpenVR tracking result, pose age, battery (when OpenVR "
+                              "reports it), and for each controller its arm's teleop state and gripper command")
+        for r in range(len(ROWS)):
+            for c in range(len(DEVICES)):
+                self.table.setItem(r, c, QTableWidgetItem("-"))
+        self.table.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Maximum)
+        box_layout.addWidget(self.table)
+        layout.addWidget(box)
+        layout.addStretch(1)
+        self._cells: dict[tuple[str, str], str] = {}
+
+    def _set(self, row: str, device: str, text: str, colour: str | None = None) -> None:
+        key = (row, device)
+        if self._cells.get(key) == text:
+            return
+        self._cells[key] = text
+        r = [k for k, _ in ROWS].index(row)
+        c = [k for k, _ in DEVICES].index(device)
+        item = self.table.item(r, c)
+        item.setText(text)
+        item.setForeground(QBrush(QColor(colour or theme.TEXT)))
+
+    def update_status(self, snap: Snapshot | None, *, source_label: str, device_info: dict[str, dict[str, Any]] | None,
+                      recorder: RecorderStatus | None, loop_rate_hz: float, running: bool, fatal: str = "") -> None:
+        self.source_label.setText(source_label)
+        self._update_recording(recorder)
+        if fatal:
+            self.state_label.setText(_chip("LOOP STOPPED", theme.ALERT))
+            self.faults_label.setText(_chip(fatal, theme.ALERT))
+            return
+        if snap is None:
+            self.state_label.setText(_chip("STARTING" if running else "STOPPED", theme.MUTED))
+            return
+        if snap.teleop_state == "estopped":
+            self.state_label.setText(_chip("E-STOPPED", theme.ALERT))
+        elif not running:
+            self.state_label.setText(_chip("STOPPED", theme.MUTED))
+        else:
+            self.state_label.setText(_chip("RUNNING", theme.OK))
+        self.loop_label.setText(f"{loop_rate_hz:.1f} Hz, tick {snap.tick}, late {snap.timing.lateness_s * 1e3:.2f} ms, "
+                                f"{snap.timing.late_ticks} late ticks")
+        rejected = sum(n for _, n in snap.rejected)
+        clamps = sum(n for _, n in snap.clamp_counts)
+        safety = f"{rejected} rejected samples, {clamps} clamps"
+        self.faults_label.setText(_chip(f"fault: {snap.error}", theme.ALERT) + "<br>" + safety if snap.error else safety)
+        self._update_devices(snap, device_info or {})
+
+    def _update_recording(self, st: RecorderStatus | None) -> None:
+        if st is None:
+            self.recording_label.setText("off")
+        elif st.state is RecorderState.FAILED:
+            self.recording_label.setText(_chip(f"failed: {st.error}", theme.ALERT))
+        else:
+            dropped = f", {st.dropped_rows} dropped" if st.dropped_rows else ""
+            self.recording_label.setText(_chip("● REC", theme.ALERT) + f" {st.path.name}: {st.rows_written} rows{dropped}")
+            self.recording_label.setToolTip(str(st.path))
+
+    def _update_devices(self, snap: Snapshot, info: dict[str, dict[str, Any]]) -> None:
+        wall = snap.wall_time_s
+        host_clock = snap.source_name != "demo"
+        for device, _ in DEVICES:
+            pose = snap.sample.pose(device)
+            self._set("connected", device, "yes" if pose.connected else "no", theme.OK if pose.connected else theme.ALERT)
+            tr = _TRACKING_NAMES.get(pose.tracking_result, str(pose.tracking_result))
+            ok = pose.valid and pose.tracking_result == int(TrackingResult.RUNNING_OK)
+            self._set("tracking", device, tr if pose.valid else f"invalid ({tr})", theme.OK if ok else theme.WARN)
+            if not pose.valid:
+                self._set("age", device, "-")
+            elif host_clock:
+                self._set("age", device, f"{(wall - pose.read_time_s) * 1e3:.1f} ms")
+            else:
+                self._set("age", device, "0 (demo)")
+            d = info.get(device, {})
+            battery = d.get("battery_fraction")
+            if battery is None or not math.isfinite(battery):
+                self._set("battery", device, "not reported", theme.MUTED)
+            else:
+                self._set("battery", device, f"{battery * 100:.0f} %", theme.ALERT if battery < 0.15 else None)
+            self._set("model", device, d.get("model") or ("demo" if snap.source_name == "demo" else "-"), theme.MUTED)
+            if device == "head":
+                for row in ("arm", "gripper", "limits"):
+                    self._set(row, device, "")
+                continue
+            a = snap.arm(device)
+            colour = {"engaged": theme.OK, "holding": theme.WARN}.get(a.state, theme.MUTED)
+            state = a.state + (" · precision" if a.precision else "") + ("" if a.tracking_ok else " · lost")
+            self._set("arm", device, state, colour)
+            self._set("gripper", device, f"{a.gripper_cmd:.2f}")
+            flags = [n for n, on in (("workspace", a.workspace_clamped), ("joint limit", a.joint_limit_clamped),
+                                     ("velocity", a.velocity_clamped)) if on]
+            self._set("limits", device, ", ".join(flags) or "none", theme.WARN if flags else theme.MUTED)
+

@@ -1,0 +1,459 @@
+"""The live 3D view: the scene rendered offscreen by MuJoCo, shown in a plain widget, with overlays.
+
+A QTimer asks for at most `max_fps` frames a second. On Linux a render thread owns the EGL
+context and does the work (MuJoCo releases the GIL while it rasterizes, so neither the GUI nor
+the control loop waits for it); elsewhere (GLFW/WGL contexts belong to the GUI thread) the
+timer renders inline. Each frame poses the renderer's own MjData from the `SceneMirror` (never
+the loop's data) and draws each arm's target frame, coloured by its teleop state. Text overlays
+(loop rate, lateness, e-stop, tracking loss) are painted by Qt over the image.
+
+Mouse: left drag orbits, right drag pans, middle drag or wheel zooms (Shift: the horizontal
+variants), as in MuJoCo's own viewer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QImage, QMouseEvent, QPainter, QWheelEvent
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from app.config import ARMS, Config
+from app.control.snapshot import Snapshot
+from app.gui.scene_mirror import SceneMirror
+from app.gui.scene_renderer import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
+
+log = logging.getLogger(__name__)
+
+STATE_RGBA = {
+    "engaged": (0.25, 0.9, 0.35, 0.45),
+    "holding": (1.0, 0.65, 0.05, 0.55),
+    "idle": (0.75, 0.78, 0.82, 0.35),
+    "estopped": (0.95, 0.2, 0.15, 0.6),
+}
+"""Colour of an arm's target sphere by teleop state."""
+
+RASTERIZER_NICE = 10
+"""Niceness given to Mesa's llvmpipe rasterizer threads (Linux): on a machine short of CPUs the
+software renderer gives way to the control loop. Only they are reniced: they never hold the GIL,
+whereas a starved thread holding it would stall the loop (priority inversion)."""
+
+SOFTWARE_MAX_PIXELS = 640 * 480
+"""On a software renderer the image is rendered at most this large and scaled up to the widget."""
+
+
+@dataclass
+class Hud:
+    """What the text overlay shows besides the frame's own snapshot; set by the main window."""
+
+    loop_rate_hz: float = 0.0
+    lateness_p99_ms: float = 0.0
+    lateness_max_ms: float = 0.0
+    source: str = ""
+    recording: bool = False
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    image: QImage
+    snap: Snapshot | None
+    published_s: float
+    render_ms: float
+
+
+def markers_for(snap: Snapshot | None, boxes: tuple[BoxMarker, ...]) -> tuple:
+    if snap is None:
+        return boxes
+    out: list = list(boxes)
+    estopped = snap.teleop_state == "estopped"
+    for name in ARMS:
+        a = snap.arm(name)
+        rgba = STATE_RGBA.get("estopped" if estopped else a.state, STATE_RGBA["idle"])
+        out.append(FrameMarker(a.target_pos_m, a.target_quat_wxyz, rgba, label=name))
+    return tuple(out)
+
+
+def _lower_rasterizer_priority() -> int:
+    """Renice this process's llvmpipe threads; returns how many were found."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "setpriority"):
+        return 0
+    count = 0
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if not f.read().startswith("llvmpipe"):
+                    continue
+            os.setpriority(os.PRIO_PROCESS, int(tid), RASTERIZER_NICE)  # raising niceness needs no privilege
+            count += 1
+        except (OSError, ValueError) as exc:
+            log.info("cannot lower rasterizer thread %s's priority: %s", tid, exc)
+    return count
+
+
+class _RenderJob:
+    """The render thread's state: the renderer, pending camera moves, the frame request flag."""
+
+    def __init__(self, model: mujoco.MjModel) -> None:
+        self.model = model
+        self.renderer: SceneRenderer | None = None
+        self.error = ""
+        self.ready = threading.Event()
+        self.wake = threading.Event()
+        self.stop = False
+        self.busy = False
+        self.lock = threading.Lock()
+        self.moves: list[tuple[int, float, float]] = []
+        self.view: str | None = None
+        self.size = (640, 480)
+        self.max_pixels = 0
+        self.mirror: SceneMirror | None = None
+        self.boxes: tuple[BoxMarker, ...] = ()
+        self.qpos = np.zeros(model.nq)
+
+    def open(self) -> None:
+        try:
+            self.renderer = SceneRenderer(self.model)
+        except Exception as exc:  # no GL at all: the rest of the window still works
+            self.error = str(exc)
+            log.error("3D view unavailable: %s", exc)
+        finally:
+            self.ready.set()
+
+    def render_once(self) -> _Frame | None:
+        r = self.renderer
+        if r is None:
+            return None
+        with self.lock:
+            moves, self.moves = self.moves, []
+            view, self.view = self.view, None
+            width, height = self.size
+            mirror, boxes = self.mirror, self.boxes
+        if view is not None:
+            r.set_view(view)
+        for action, dx, dy in moves:
+            r.move_camera(action, dx, dy)
+        if self.max_pixels and width * height > self.max_pixels:
+            k = (self.max_pixels / (width * height)) ** 0.5
+            width, height = int(width * k), int(height * k)
+        snap, published = (None, 0.0)
+        if mirror is not None:
+            if self.qpos.shape[0] != mirror.nq:
+                self.qpos = np.zeros(mirror.nq)
+            snap, published = mirror.read(self.qpos)
+            if snap is not None:
+                r.set_qpos(self.qpos)
+        t0 = time.perf_counter()
+        rgb = r.render(width, height, markers_for(snap, boxes))
+        h, w = rgb.shape[:2]
+        image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
+        return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3)
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
+            self.renderer = None
+
+
+class SceneViewport(QWidget):
+    frameReady = Signal(object)
+    """Emitted (in the GUI thread, queued from the render thread) with each new `_Frame`."""
+
+    def __init__(self, model: mujoco.MjModel, parent: QWidget | None = None, *, max_fps: float = 30.0,
+                 threaded: bool | None = None) -> None:
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(320, 240)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setToolTip("3D view: left drag orbits, right drag pans, wheel zooms (Shift: horizontal variants). "
+                        "View > Reset view (Home) restores the camera.")
+        self.hud = Hud()
+        self._full_res = False
+        self.threaded = sys.platform.startswith("linux") if threaded is None else threaded
+        self._job = _RenderJob(model)
+        self._frame: _Frame | None = None
+        self._frame_painted = True
+        self._mouse_button = Qt.MouseButton.NoButton
+        self._mouse_pos = QPointF()
+        self.frames = 0
+        self.requests = 0
+        self.skipped = 0
+        self._fps_times: deque[float] = deque(maxlen=60)
+        self.latency_ms: deque[float] = deque(maxlen=120)
+        """Snapshot published -> frame painted, per painted frame."""
+        self.render_ms: deque[float] = deque(maxlen=120)
+        self.frameReady.connect(self._on_frame)
+        self._thread: threading.Thread | None = None
+        if self.threaded:
+            self._thread = threading.Thread(target=self._run, name="scene-render", daemon=True)
+            self._thread.start()
+        else:
+            self._job.open()
+            if self._job.renderer is not None and self._job.renderer.software:
+                _lower_rasterizer_priority()
+        self._timer = QTimer(self)
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.timeout.connect(self.request_frame)
+        self.set_max_fps(max_fps)
+
+    # ----- public -----
+
+    def wait_ready(self, timeout_s: float = 10.0) -> bool:
+        """Block until the renderer exists (or failed): its setup holds the GIL for ~0.4 s, better
+        done before the control loop starts."""
+        return self._job.ready.wait(timeout_s)
+
+    @property
+    def error(self) -> str:
+        """Why the 3D view is unavailable ('' when it works)."""
+        return self._job.error
+
+    @property
+    def renderer_name(self) -> str:
+        r = self._job.renderer
+        return r.gl_renderer if r is not None else ""
+
+    @property
+    def software(self) -> bool:
+        r = self._job.renderer
+        return bool(r is not None and r.software)
+
+    def set_mirror(self, mirror: SceneMirror | None) -> None:
+        with self._job.lock:
+            self._job.mirror = mirror
+
+    def set_workspace(self, cfg: Config | None) -> None:
+        """Draw each arm's workspace box (None hides them)."""
+        boxes: tuple[BoxMarker, ...] = ()
+        if cfg is not None:
+            boxes = tuple(BoxMarker(cfg.arms.arm(a).workspace_min_m, cfg.arms.arm(a).workspace_max_m,
+                                    (0.45, 0.75, 1.0, 0.35)) for a in ARMS)
+        with self._job.lock:
+            self._job.boxes = boxes
+
+    def set_full_resolution(self, on: bool) -> None:
+        """Render at the widget's full size even on a software renderer (slower)."""
+        self._full_res = on
+
+    def set_max_fps(self, fps: float) -> None:
+        self._timer.start(max(1, int(round(1000.0 / max(1.0, min(fps, 60.0))))))
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def pause(self) -> None:
+        self._timer.stop()
+
+    def set_view(self, view: str = DEFAULT_VIEW) -> None:
+        """Put the camera at a named view (`scene_renderer.CAMERA_VIEWS`)."""
+        if view not in CAMERA_VIEWS:
+            raise KeyError(f"unknown camera view {view!r}; known: {', '.join(CAMERA_VIEWS)}")
+        with self._job.lock:
+            self._job.view = view
+
+    def reset_camera(self) -> None:
+        self.set_view(DEFAULT_VIEW)
+
+    def fps(self) -> float:
+        t = self._fps_times
+        if len(t) < 2 or t[-1] == t[0]:
+            return 0.0
+        return (len(t) - 1) / (t[-1] - t[0])
+
+    def last_image(self) -> QImage | None:
+        return self._frame.image if self._frame is not None else None
+
+    def close_renderer(self) -> None:
+        self._timer.stop()
+        if self._thread is not None:
+            self._job.stop = True
+            self._job.wake.set()
+            self._thread.join(5.0)
+            self._thread = None
+        else:
+            self._job.close()
+
+    # ----- rendering -----
+
+    def request_frame(self) -> None:
+        if self._job.renderer is None or not self.isVisible():
+            return
+        with self._job.lock:
+            self._job.size = (max(1, self.width()), max(1, self.height()))
+            self._job.max_pixels = SOFTWARE_MAX_PIXELS if (self.software and not self._full_res) else 0
+        self.requests += 1
+        if not self.threaded:
+            self._render_inline()
+            return
+        if self._job.busy:
+            self.skipped += 1
+            return
+        self._job.busy = True
+        self._job.wake.set()
+
+    def _render_inline(self) -> None:
+        try:
+            frame = self._job.render_once()
+        except Exception as exc:
+            self._fail(exc)
+            return
+        if frame is not None:
+            self._on_frame(frame)
+
+    def _run(self) -> None:
+        job = self._job
+        job.open()
+        if job.renderer is not None and job.renderer.software:
+            _lower_rasterizer_priority()
+        try:
+            while True:
+                job.wake.wait()
+                job.wake.clear()
+                if job.stop:
+                    break
+                try:
+                    frame = job.render_once()
+                except Exception as exc:
+                    job.busy = False
+                    log.exception("3D view render failed")
+                    job.error = f"render failed: {type(exc).__name__}: {exc}"
+                    break
+                job.busy = False
+                if frame is not None:
+                    self.frameReady.emit(frame)
+        finally:
+            job.close()
+
+    def _fail(self, exc: Exception) -> None:
+        log.exception("3D view render failed")
+        self._job.error = f"render failed: {type(exc).__name__}: {exc}"
+        self._timer.stop()
+        self.update()
+
+    def _on_frame(self, frame: _Frame) -> None:
+        self._frame = frame
+        self._frame_painted = False
+        self.frames += 1
+        self.render_ms.append(frame.render_ms)
+        self.update()
+
+    # ----- painting -----
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        p = QPainter(self)
+        rect = QRectF(self.rect())
+        p.fillRect(rect, QColor("#15181c"))
+        frame = self._frame
+        if frame is not None:
+            p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+            p.drawImage(rect, frame.image)
+            if not self._frame_painted:
+                self._frame_painted = True
+                now = time.perf_counter()
+                self._fps_times.append(now)
+                if frame.published_s > 0:
+                    self.latency_ms.append((now - frame.published_s) * 1e3)
+        self._paint_hud(p, frame.snap if frame is not None else None)
+        p.end()
+
+    def _paint_hud(self, p: QPainter, snap: Snapshot | None) -> None:
+        font = QFont(self.font())
+        font.setPointSizeF(9.5)
+        p.setFont(font)
+        if self.error:
+            self._banner(p, f"3D view unavailable: {self.error}", QColor("#e5534b"), top=self.height() / 2 - 20)
+            return
+        h = self.hud
+        lines = [f"loop {h.loop_rate_hz:6.1f} Hz   late p99 {h.lateness_p99_ms:5.2f} ms   max {h.lateness_max_ms:5.2f} ms",
+                 f"view {self.fps():4.1f} fps" + (f"   source: {h.source}" if h.source else "")]
+        if snap is not None:
+            lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
+                                    for n in ARMS))
+        lines += h.lines
+        fm = p.fontMetrics()
+        width = max(fm.horizontalAdvance(s) for s in lines) + 16
+        box = QRectF(8, 8, width, fm.height() * len(lines) + 10)
+        p.fillRect(box, QColor(0, 0, 0, 150))
+        p.setPen(QColor("#e6e9ed"))
+        for i, s in enumerate(lines):
+            p.drawText(QPointF(box.left() + 8, box.top() + 5 + fm.ascent() + i * fm.height()), s)
+        if h.recording:
+            p.setBrush(QColor("#e5534b"))
+            p.setPen(Qt.PenStyle.NoPen)
+            p.drawEllipse(QPointF(self.width() - 60, 20), 6, 6)
+            p.setPen(QColor("#e6e9ed"))
+            p.drawText(QPointF(self.width() - 50, 25), "REC")
+        if snap is None:
+            return
+        top = self.height() - 44
+        if snap.teleop_state == "estopped":
+            self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top, big=True)
+            top -= 44
+        lost = [n for n in ARMS if not snap.arm(n).tracking_ok]
+        if lost:
+            self._banner(p, "TRACKING LOST: " + ", ".join(f"{n} controller" for n in lost),
+                         QColor(215, 140, 0, 220), top=top)
+
+    def _banner(self, p: QPainter, text: str, colour: QColor, top: float, big: bool = False) -> None:
+        font = QFont(self.font())
+        font.setPointSizeF(13 if big else 11)
+        font.setBold(True)
+        p.setFont(font)
+        fm = p.fontMetrics()
+        w = fm.horizontalAdvance(text) + 28
+        box = QRectF((self.width() - w) / 2, top, w, fm.height() + 12)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(colour)
+        p.drawRoundedRect(box, 6, 6)
+        p.setPen(QColor("#ffffff"))
+        p.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
+
+    # ----- mouse -----
+
+    def mousePressEvent(self, e: QMouseEvent) -> None:  # noqa: N802
+        self._mouse_button = e.button()
+        self._mouse_pos = e.position()
+
+    def mouseReleaseEvent(self, e: QMouseEvent) -> None:  # noqa: N802
+        self._mouse_button = Qt.MouseButton.NoButton
+
+    def mouseMoveEvent(self, e: QMouseEvent) -> None:  # noqa: N802
+        pos = e.position()
+        dx, dy = pos.x() - self._mouse_pos.x(), pos.y() - self._mouse_pos.y()
+        self._mouse_pos = pos
+        shift = bool(e.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        buttons = e.buttons()
+        M = mujoco.mjtMouse
+        if buttons & Qt.MouseButton.LeftButton:
+            action = M.mjMOUSE_ROTATE_H if shift else M.mjMOUSE_ROTATE_V
+        elif buttons & Qt.MouseButton.RightButton:
+            action = M.mjMOUSE_MOVE_H if shift else M.mjMOUSE_MOVE_V
+        elif buttons & Qt.MouseButton.MiddleButton:
+            action = M.mjMOUSE_ZOOM
+        else:
+            return
+        self.move_camera(action, dx / max(1, self.height()), dy / max(1, self.height()))
+
+    def wheelEvent(self, e: QWheelEvent) -> None:  # noqa: N802
+        steps = e.angleDelta().y() / 120.0
+        self.move_camera(mujoco.mjtMouse.mjMOUSE_ZOOM, 0.0, -0.05 * steps)
+
+    def move_camera(self, action: mujoco.mjtMouse, reldx: float, reldy: float) -> None:
+        """Queue a MuJoCo camera motion; the render thread applies it before its next frame."""
+        with self._job.lock:
+            self._job.moves.append((int(action), float(reldx), float(reldy)))
+        if not self.threaded:
+            self.update()

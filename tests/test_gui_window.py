@@ -1,0 +1,260 @@
+"""The main window, offscreen (pytest-qt): the demo runs, controls change state, settings persist.
+
+One window is shared by the module (building one costs a scene load and a GL context); tests
+that change its source or settings put the demo back. Shortcuts are pressed as an operator would.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import Qt  # noqa: E402
+
+from app.config import Config  # noqa: E402
+from app.control.engine import Command, CommandKind  # noqa: E402
+from app.gui import theme  # noqa: E402
+from app.gui.main_window import MainWindow  # noqa: E402
+from app.gui.plot_buffers import COL  # noqa: E402
+from app.gui.raw_input import RawInputPanel  # noqa: E402
+from app.gui.settings import SettingsDialog  # noqa: E402
+from app.gui.settings_store import SettingsStore  # noqa: E402
+from app.tracking.sample import ControllerButtons, TrackingSample  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("gui")
+
+
+@pytest.fixture(scope="module")
+def window(qapp, folder):
+    theme.apply(qapp)
+    w = MainWindow(Config(), SettingsStore(folder / "config"), sessions_dir=folder / "sessions")
+    w.show()
+    w.activateWindow()
+    yield w
+    w.close()
+
+
+def _events(window: MainWindow) -> list[str]:
+    seen: list[str] = []
+    window.runner.loop.subscribe(lambda snap: seen.extend(snap.events))
+    return seen
+
+
+def _cmd(kind: CommandKind, arm: str | None = None) -> str:
+    """The event the engine records for a command (its own format)."""
+    return Command(kind, arm).as_event()
+
+
+def _key(qtbot, window, key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
+    qtbot.keyClick(window, key, modifier)
+
+
+def _engaged_both(window) -> bool:
+    s = window.runner.latest()
+    return s is not None and s.left.engaged and s.right.engaged
+
+
+def test_demo_runs_visibly_with_a_banner_saying_so(window, qtbot):
+    assert window.runner.source_kind == "demo"  # no SteamVR on this machine
+    assert not window.banner.isHidden() and "demo operator" in window.banner.text()
+    qtbot.waitUntil(lambda: _engaged_both(window), timeout=8000)
+    start = window.runner.latest()
+    qtbot.wait(600)
+    now = window.runner.latest()
+    for arm in ("left", "right"):  # both arms follow the demo operator's hands
+        assert np.linalg.norm(np.subtract(now.arm(arm).tcp_pos_m, start.arm(arm).tcp_pos_m)) > 0.005
+    qtbot.waitUntil(lambda: window.viewport.frames >= 3, timeout=5000)
+    img = window.viewport.last_image()
+    assert img is not None and not img.isNull() and img.width() > 100
+    pixels = np.frombuffer(img.constBits(), dtype=np.uint8, count=img.sizeInBytes())
+    assert pixels.std() > 10  # a picture, not a blank
+    assert window.viewport.error == ""
+    assert window.status_panel.state_label.text().find("RUNNING") >= 0
+
+
+def test_plots_receive_data_and_pause_freezes_them(window, qtbot):
+    qtbot.waitUntil(lambda: window.runner.buffers.count > 200, timeout=5000)
+    plots = window.plots
+    plots.tabs.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: plots.refreshes > 3, timeout=3000)
+    plots.refresh(window.runner.latest())
+    name, curve = plots.tab_series[0][0].curves[1]  # left arm, achieved x
+    assert name == "left_tcp_x_m"
+    x, y = curve.getData()
+    assert len(x) > 50 and x[-1] == pytest.approx(0.0) and x[0] < -0.5
+    latest = window.runner.buffers.window(1)[0, COL[name]]
+    assert abs(y[-1] - latest) < 0.01
+    plots.tabs.setCurrentIndex(2)  # loop timing and latency budget
+    plots.refresh(window.runner.latest())
+    widths = plots.budget_bars.opts["width"]
+    assert len(widths) == 7 and widths[3] > 0 and widths[4] > 0  # IK and physics cost something
+    plots.tabs.setCurrentIndex(0)
+
+    _key(qtbot, window, Qt.Key.Key_P)
+    assert plots.paused and window.act_pause_plots.isChecked()
+    frozen = curve.getData()[0].copy(), plots.refreshes
+    ticks = window.runner.buffers.count
+    qtbot.wait(400)
+    assert window.runner.buffers.count > ticks + 40  # the loop keeps running
+    assert plots.refreshes == frozen[1]
+    _key(qtbot, window, Qt.Key.Key_P)
+    qtbot.waitUntil(lambda: plots.refreshes > frozen[1], timeout=2000)
+
+
+def test_space_estops_and_the_arms_hold_until_reset(window, qtbot):
+    qtbot.waitUntil(lambda: _engaged_both(window), timeout=15000)
+    window.plots.pause_button.setFocus()  # Space must not merely "click" a focused button
+    _key(qtbot, window.plots.pause_button, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)
+    assert not window.plots.paused
+    held = window.runner.latest()
+    qtbot.wait(300)  # the servos settle onto the last command
+    settled = window.runner.latest()
+    qtbot.wait(400)
+    later = window.runner.latest()
+    assert later.tick > settled.tick + 40
+    for arm in ("left", "right"):
+        assert later.arm(arm).q_cmd_rad == held.arm(arm).q_cmd_rad  # the commands are frozen
+        assert later.arm(arm).state == "idle"
+        assert np.linalg.norm(np.subtract(later.arm(arm).tcp_pos_m, settled.arm(arm).tcp_pos_m)) < 0.001
+    window._refresh()
+    window._refresh()
+    assert "E-STOPPED" in window.status_panel.state_label.text()
+
+    _key(qtbot, window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=2000)
+
+
+def test_keyboard_commands_reach_the_loop(window, qtbot):
+    seen = _events(window)
+    _key(qtbot, window, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: _cmd(CommandKind.ENGAGE, "left") in seen, timeout=2000)
+    assert window.act_engage["left"].isChecked()
+    _key(qtbot, window, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: _cmd(CommandKind.RELEASE, "left") in seen, timeout=2000)
+    _key(qtbot, window, Qt.Key.Key_2)
+    qtbot.waitUntil(lambda: _cmd(CommandKind.ENGAGE, "right") in seen, timeout=2000)
+    _key(qtbot, window, Qt.Key.Key_C)
+    qtbot.waitUntil(lambda: _cmd(CommandKind.CALIBRATE) in seen, timeout=2000)
+    _key(qtbot, window, Qt.Key.Key_M)
+    qtbot.waitUntil(lambda: any(e.startswith(_cmd(CommandKind.MARK) + ":gui") for e in seen), timeout=2000)
+    _key(qtbot, window, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)
+    assert not window.act_engage["right"].isChecked()  # e-stop drops keyboard engagement
+    _key(qtbot, window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=2000)
+    keys = dict(window.shortcut_rows())
+    assert keys["Space"] == "E-STOP" and keys["F9"] == "Record" and keys["1"] == "Engage left"
+
+
+def test_recording_starts_and_stops_from_the_keyboard_then_replays(window, qtbot, folder):
+    _key(qtbot, window, Qt.Key.Key_F9)
+    assert window.runner.recording and window.act_record.isChecked()
+    path = window.runner.recorder_status().path
+    assert path.parent == folder / "sessions" and path.name.startswith("session-")
+    qtbot.wait(700)
+    _key(qtbot, window, Qt.Key.Key_F9)
+    assert not window.runner.recording and not window.act_record.isChecked()
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    assert len(rows) > 80  # header + ~0.7 s at 200 Hz
+    assert path.with_name(path.name + ".json").exists()
+
+    window.replay_file(path)
+    assert window.runner.source_kind == "replay" and window.act_src_replay.isChecked()
+    qtbot.waitUntil(lambda: "Replay finished" in window.banner.text(), timeout=5000)
+    window.select_source("demo")
+    assert window.runner.running and window.runner.source_kind == "demo"
+
+
+def test_bad_sources_give_messages_and_the_demo_keeps_running(window, qtbot, folder):
+    junk = folder / "junk.csv"
+    junk.write_text("this is not a session\n1,2,3\n", encoding="utf-8")
+    window._guard(window.replay_file)(junk)
+    assert "junk.csv" in window.last_error and "Traceback" not in window.last_error
+    assert window.runner.source_kind == "demo" and window.runner.running
+    assert window.act_src_demo.isChecked()
+    window._guard(window.select_source)("openvr")
+    assert "SteamVR" in window.last_error
+    assert window.runner.source_kind == "demo" and window.runner.running
+
+
+def test_settings_are_validated_applied_and_persist(window, qtbot, folder):
+    dialog = SettingsDialog(window.runner.cfg, window.base_cfg, window)
+    dialog.field(("mapping", "scale")).setText("9")
+    assert dialog.validate() is None
+    assert "mapping.scale" in dialog.error_label.text() and "0.05..5" in dialog.error_label.text()
+    dialog.field(("filter", "pos_beta")).setText("abc")
+    dialog.field(("mapping", "scale")).setText("0.5")
+    assert dialog.validate() is None and "expected a number" in dialog.error_label.text()
+    dialog.field(("filter", "pos_beta")).setText("3.0")
+    dialog.field(("arms", "left", "workspace_max_m")).edits[2].setText("0.7")
+    dialog.field(("buttons", "grip_bit")).setText("5")
+    cfg = dialog.validate()
+    assert cfg is not None and cfg.mapping.scale == 0.5
+    window.apply_config(cfg)
+    assert window.runner.cfg.mapping.scale == 0.5 and window.runner.running
+    assert window.raw_panel.buttons.grip_bit == 5
+    text = (folder / "config" / "settings.toml").read_text(encoding="utf-8")
+    assert "scale = 0.5" in text and "pos_beta = 3.0" in text and "grip_bit = 5" in text
+    assert "precision_factor" not in text  # only what the operator changed
+    reloaded = SettingsStore(folder / "config").apply(Config())
+    assert reloaded.mapping.scale == 0.5 and reloaded.arms.left.workspace_max_m[2] == 0.7
+
+    dialog.load(window.base_cfg)  # Restore defaults
+    window.apply_config(dialog.validate())
+    assert SettingsStore(folder / "config").load() == {}
+
+
+def test_window_layout_persists(window, qtbot, folder):
+    size = window.size()
+    window.resize(780, 770)  # within the offscreen screen (800 x 800), which restoreGeometry respects
+    window.plots_dock.hide()
+    window.save_layout()
+    again = MainWindow(Config(), SettingsStore(folder / "config"), source="demo", sessions_dir=folder / "sessions")
+    try:
+        assert again.plots_dock.isHidden() and not again.status_dock.isHidden()
+        assert (again.width(), again.height()) == (window.width(), window.height())
+        assert window.width() < 1000  # the restored size is the saved one, not the default 1600 x 980
+    finally:
+        again.close()
+        window.plots_dock.show()
+        window.resize(size)
+
+
+def test_raw_input_shows_bits_and_learns_the_button_map(qtbot):
+    panel = RawInputPanel()
+    qtbot.addWidget(panel)
+    learned: list[tuple[str, int]] = []
+    panel.buttonMapLearned.connect(lambda role, bit: learned.append((role, bit)))
+    held = TrackingSample(left_buttons=ControllerButtons(raw_pressed_bits=1 << 2, grip=True, trigger=0.25))
+    panel.update_sample(held)
+    box = panel.boxes["left"]
+    assert "0x0000000000000004" in box.bits_label.text() and "2 Grip" in box.bits_label.text()
+    assert "grip" in box.buttons_label.text() and "trigger 0.25" in box.axes_label.text()
+    panel.role_combo.setCurrentIndex(panel.role_combo.findData("a_bit"))
+    panel.learn_button.setChecked(True)
+    panel.update_sample(held)  # already held: not a press
+    panel.update_sample(TrackingSample(right_buttons=ControllerButtons(raw_pressed_bits=(1 << 2) | (1 << 34))))
+    assert learned == [("a_bit", 34)] and not panel.learn_button.isChecked()
+
+
+def test_closing_stops_the_loop_and_the_recording(qapp, folder):
+    w = MainWindow(Config(), SettingsStore(folder / "config2"), source="demo", sessions_dir=folder / "s2")
+    w.show()
+    w.start_recording(folder / "s2" / "closing.csv")
+    loop = w.runner.loop
+    t0 = time.perf_counter()
+    w.close()
+    assert time.perf_counter() - t0 < 5.0
+    assert not loop.running and not w.runner.recording
+    assert (folder / "s2" / "closing.csv.json").exists()
