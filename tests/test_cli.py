@@ -216,3 +216,15 @@ def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):
     assert code == EXIT_USAGE and "--stream-endpoint" in err and "loopback" in err
     code, _, err = run(capsys, "run", "--seconds", "1", "--stream-endpoint", "tcp://127.0.0.1:5556")
     assert code == EXIT_USAGE and "go with --stream" in err
+
+
+def test_parsing_the_command_line_loads_no_mujoco():
+    """The GUI and the self-check choose MuJoCo's GL backend after parsing: parsing must not
+    import MuJoCo (it fixes the backend at import). The packages' lazy exports still resolve."""
+    import subprocess
+    import sys
+    probe = ("import sys, app.cli as c; c.build_parser().parse_args(['run']); "
+             "from app.control import Snapshot; from app.sessions import read_session; "
+             "print('mujoco' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,11 +1,22 @@
-"""The control pipeline: safety gate, IK, teleop state machine, the tick engine and its loop."""
+"""The control pipeline: safety gate, IK, teleop state machine, the tick engine and its loop.
 
-from app.control.engine import Command, CommandKind, TeleopEngine
-from app.control.loop import ControlLoop
-from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
-from app.control.teleop_state import ArmState, IllegalTransition, TeleopState
+Names are loaded on first use, so importing one light module of this package (the snapshot,
+say) does not load MuJoCo.
+"""
 
-__all__ = [
-    "ArmSnapshot", "ArmState", "Command", "CommandKind", "ControlLoop", "IllegalTransition", "Snapshot",
-    "TeleopEngine", "TeleopState", "TimingSnapshot",
-]
+import importlib
+
+_EXPORTS = {
+    "ArmSnapshot": "app.control.snapshot", "Snapshot": "app.control.snapshot", "TimingSnapshot": "app.control.snapshot",
+    "ArmState": "app.control.teleop_state", "IllegalTransition": "app.control.teleop_state",
+    "TeleopState": "app.control.teleop_state",
+    "Command": "app.control.engine", "CommandKind": "app.control.engine", "TeleopEngine": "app.control.engine",
+    "ControlLoop": "app.control.loop",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'app.control' has no attribute {name!r}")
