@@ -16,6 +16,7 @@ each cube back and forth between its start and its place marker.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,20 +148,23 @@ class DemoOperator(SourceBase):
         t = t_total - cycle * CYCLE_S if self.repeat else min(t_total, CYCLE_S)
         plans = self._plans_swapped if cycle % 2 else self._plans
         body_yaw = self._body_yaw(cycle, t)
+        # Device time is the script's time; the read time is the host clock, like a real source's,
+        # so pose age means the same thing whatever the source.
+        read_time = time.perf_counter()
         poses: dict[str, DevicePose] = {}
         buttons: dict[str, ControllerButtons] = {}
         for i, (arm, plan) in enumerate(plans.items()):
             pos = _interp(plan["hand"], t) + self._tremor(t_total, 1.3 * i + 0.4)  # type: ignore[arg-type]
             yaw = float(_interp(plan["yaw"], t)[0])  # type: ignore[arg-type]
             pos_vr, quat_vr = self._to_vr(pos, _yaw_quat(yaw), body_yaw)
-            poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_total, t_total)
+            poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
             trig = float(_interp(plan["trigger"], t)[0])  # type: ignore[arg-type]
             buttons[arm] = ControllerButtons(trigger=trig, grip=self._grip(t), a=self._a_pressed(arm, t))
         head_pos = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_total), math.sin(0.5 * t_total), 0.3 * math.sin(1.1 * t_total)])
         pitch = math.radians(12.0) + 0.03 * math.sin(0.4 * t_total)
         head_q = np.array([math.cos(pitch / 2), 0.0, math.sin(pitch / 2), 0.0])
         hp, hq = self._to_vr(head_pos, head_q, body_yaw)
-        head = DevicePose(hp, hq, True, True, int(TrackingResult.RUNNING_OK), t_total, t_total)
+        head = DevicePose(hp, hq, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
         return TrackingSample(left=poses.get("left", DevicePose()), right=poses.get("right", DevicePose()), head=head,
                               left_buttons=buttons.get("left", ControllerButtons()),
                               right_buttons=buttons.get("right", ControllerButtons()), sample_time_s=t_total)
