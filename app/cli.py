@@ -345,6 +345,15 @@ def _print_summary(r: dict) -> None:
     print("\n".join(lines))
 
 
+def _no_display_reason() -> str:
+    """Why the GUI cannot open here ('' when it can): Qt would abort on Linux with no display."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return ""
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return ""
+    return "no display (DISPLAY and WAYLAND_DISPLAY are unset)"
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("PICO_TELEOP_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
@@ -355,10 +364,13 @@ def main(argv: list[str] | None = None) -> int:
             from app.selfcheck import run_self_check
             return run_self_check(config_path)
         if args.command is None:
+            why_headless = _no_display_reason()
             try:
                 from app.gui.main_window import run_gui
             except ImportError:
-                print("pico-teleop: the GUI is not installed; running headless (see `pico-teleop run --help`)", file=sys.stderr)
+                why_headless = why_headless or "the GUI is not installed"
+            if why_headless:
+                print(f"pico-teleop: {why_headless}; running headless (see `pico-teleop run --help`)", file=sys.stderr)
                 args = parser.parse_args(["run"] + (["--config", config_path] if config_path else []))
                 return cmd_run(args, config_path)
             return run_gui(config_path)

@@ -18,6 +18,8 @@ from bench.common import Report, machine_description  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="short runs (under a minute), for CI")
+    p.add_argument("--loop-seconds", type=float, default=None,
+                   help="length of each loop-timing run (default 5 s quick, 600 s full)")
     p.add_argument("--out", default=None, help="Markdown file to write (default docs/benchmarks.md; '-' for none)")
     args = p.parse_args(argv)
     from bench import ik_vs_mink, pipeline
@@ -28,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"benchmarks ({'quick' if q else 'full'}) on {machine_description()}", flush=True)
     pipeline.tick_cost(report, 1000 if q else 8000)
     ik_vs_mink.ik_vs_mink(report, 1.0 if q else 4.0)
-    pipeline.loop_timing(report, 5.0 if q else 60.0, with_recorder=False)
-    pipeline.loop_timing(report, 5.0 if q else 60.0, with_recorder=True)
+    loop_s = args.loop_seconds or (5.0 if q else 600.0)
+    pipeline.loop_timing(report, loop_s, with_recorder=False)
+    pipeline.loop_timing(report, loop_s, with_recorder=True)
     for extra in _optional_sections():
         extra(report, q)
     pipeline.latency(report, 2.0 if q else 20.0)
@@ -37,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline.recorder_throughput(report, 4000 if q else 40000)
     pipeline.memory(report, 60.0 if q else 600.0)
     elapsed = time.perf_counter() - started
-    cmd = "python -m bench" + (" --quick" if q else "")
+    cmd = "python -m bench" + (" --quick" if q else "") + (f" --loop-seconds {args.loop_seconds:g}" if args.loop_seconds else "")
     text = "\n".join([
         "# Benchmarks", "",
         f"Measured {datetime.date.today().isoformat()} with `{cmd}` ({elapsed:.0f} s) on: {machine_description()}.",

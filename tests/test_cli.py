@@ -228,3 +228,19 @@ def test_parsing_the_command_line_loads_no_mujoco():
              "print('mujoco' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_no_display_falls_back_to_the_headless_run():
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the fallback is for Linux without a display")
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "no display" in first and "running headless" in first
