@@ -139,9 +139,8 @@ def test_rotation_error_is_the_exact_rotation_vector(angle_deg):
     axis /= np.linalg.norm(axis)
     delta = Q.from_axis_angle(axis, math.radians(angle_deg))
     target = Q.multiply(delta, quat0)  # world-frame rotation from the TCP to the target
-    R_t = Q.to_matrix(target)[None]
     ik.tcp_pose(HOME)  # kinematics at HOME in ik.data
-    _, rot_err = ik._multi._errors(np.zeros((1, 3)), R_t)
+    _, rot_err = ik._multi._errors(np.zeros((1, 3)), target[None])
     rv = ik._multi._e[0, 3:] / CFG.ik.rot_weight_m_per_rad
     assert rot_err[0] == pytest.approx(math.radians(angle_deg), abs=1e-7)
     if angle_deg < 179.0:

@@ -1,7 +1,8 @@
 """Damped-least-squares inverse kinematics for several arms at once, on its own kinematic MjData.
 
 Each call starts from the arms' last joint commands (warm start) and runs a few
-Levenberg-Marquardt iterations, all arms together (one kinematics pass, batched 6x6 solves):
+Levenberg-Marquardt iterations, all arms together (one kinematics pass per iteration, then a
+6x6 Cholesky solve per arm):
 
     e  = [p_target - p_tcp ; w * log(q_target * q_tcp^-1)]        (world frame, w in m/rad)
     λ² = damping_min + damping_error_gain * |e|²                   (error-adaptive damping)
@@ -58,15 +59,21 @@ class MultiArmIK:
         self._inv_vmax = 1.0 / np.asarray(max_joint_vel_rad_s, dtype=float)
         self._qadr = np.concatenate([np.asarray(a.qpos_adr) for a in self.arms])
         self._sites = np.array([a.tcp_site_id for a in self.arms])
-        dadr = np.stack([np.asarray(a.dof_adr) for a in self.arms])
-        self._jac_index = (np.arange(n)[:, None, None], np.arange(3)[None, :, None], dadr[:, None, :])
         self._jacp = np.zeros((n, 3, model.nv))
         self._jacr = np.zeros((n, 3, model.nv))
         self._J = np.zeros((n, 6, 7))
         self._e = np.zeros((n, 6))
-        self._eye6 = np.eye(6)
-        self._R_target = np.zeros((n, 3, 3))
-        self._mat9 = np.zeros(9)
+        self._A = np.zeros((n, 6, 6))
+        self._y = np.zeros((n, 6))
+        self._r = np.zeros((n, 6))
+        self._dq = np.zeros((n, 7))
+        self._cur = np.zeros(4)
+        self._rv_local = np.zeros(3)
+        self._rv = np.zeros(3)
+        self._pos_err = np.zeros(n)
+        self._rot_err = np.zeros(n)
+        self._sites_list = [int(a.tcp_site_id) for a in self.arms]
+        self._dadr = [np.asarray(a.dof_adr) for a in self.arms]
 
     def tcp_pose(self, q_rad: np.ndarray, arm: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics of one arm: TCP position and w,x,y,z orientation (world frame)."""
@@ -77,83 +84,76 @@ class MultiArmIK:
         mujoco.mju_mat2Quat(quat, self.data.site_xmat[site])
         return self.data.site_xpos[site].copy(), quat
 
-    def _errors(self, target_pos: np.ndarray, R_target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _errors(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fill self._e at the current kinematics; return position and rotation errors (n,).
 
-        The rotation error is log(R_target R_tcpᵀ) as a world-frame rotation vector, for all arms
-        in a handful of array operations.
+        The rotation error is log(q_target q_tcp⁻¹) as a world-frame rotation vector: MuJoCo's
+        mju_subQuat gives it in the TCP frame (shortest way round), one rotation takes it to the world.
         """
         d = self.data
-        e = self._e
-        e[:, :3] = target_pos - d.site_xpos[self._sites]
-        R_err = R_target @ d.site_xmat[self._sites].reshape(-1, 3, 3).transpose(0, 2, 1)
-        vee = np.stack([R_err[:, 2, 1] - R_err[:, 1, 2], R_err[:, 0, 2] - R_err[:, 2, 0],
-                        R_err[:, 1, 0] - R_err[:, 0, 1]], axis=1)
-        vee_norm = np.sqrt(np.einsum("ij,ij->i", vee, vee))
-        # atan2 keeps small angles exact (arccos of the trace would not): sin = |vee| / 2.
-        angle = np.arctan2(0.5 * vee_norm, (np.trace(R_err, axis1=1, axis2=2) - 1.0) * 0.5)
-        # rotvec = axis * angle = vee * angle / |vee|  (-> vee / 2 as the angle -> 0)
-        scale = np.where(vee_norm > 1e-12, angle / np.maximum(vee_norm, 1e-300), 0.5)
-        rv = vee * scale[:, None]
-        for i in np.flatnonzero(angle > 3.0):  # near pi the antisymmetric part loses the axis
-            rv[i] = self._rotvec_near_pi(R_err[i], angle[i])
-        e[:, 3:] = self.cfg.rot_weight_m_per_rad * rv
-        return np.sqrt(np.einsum("ij,ij->i", e[:, :3], e[:, :3])), angle
-
-    @staticmethod
-    def _rotvec_near_pi(R: np.ndarray, angle: float) -> np.ndarray:
-        q = np.empty(4)
-        mujoco.mju_mat2Quat(q, R.ravel())
-        if q[0] < 0.0:
-            q = -q
-        v = np.empty(3)
-        mujoco.mju_quat2Vel(v, q, 1.0)
-        return v
+        e, cur, local, world = self._e, self._cur, self._rv_local, self._rv
+        w = self.cfg.rot_weight_m_per_rad
+        pos_err, rot_err = self._pos_err, self._rot_err
+        for i in range(self.n):
+            site = self._sites_list[i]
+            ei = e[i]
+            np.subtract(target_pos[i], d.site_xpos[site], out=ei[:3])
+            mujoco.mju_mat2Quat(cur, d.site_xmat[site])
+            mujoco.mju_subQuat(local, target_quat[i], cur)
+            mujoco.mju_rotVecQuat(world, local, cur)
+            np.multiply(world, w, out=ei[3:])
+            pos_err[i] = math.sqrt(ei[0] * ei[0] + ei[1] * ei[1] + ei[2] * ei[2])
+            rot_err[i] = math.sqrt(local[0] * local[0] + local[1] * local[1] + local[2] * local[2])
+        return pos_err.copy(), rot_err.copy()
 
     def solve_all(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
                   dt_s: float) -> list[IKResult]:
-        """q_start (n,7), targets (n,3) and (n,4) in the world frame; one result per arm."""
+        """q_start (n,7), targets (n,3) and (n,4) in the world frame; one result per arm.
+
+        Each step is a handful of MuJoCo C calls per arm (6x6 Cholesky included): small numpy
+        operations cost more in call overhead than in arithmetic at this size.
+        """
         cfg = self.cfg
         model, data = self.model, self.data
         n = self.n
         q_start = np.asarray(q_start_rad, dtype=float).reshape(n, 7)
         target_pos = np.asarray(target_pos_m, dtype=float).reshape(n, 3)
-        target_quat = np.asarray(target_quat_wxyz, dtype=float).reshape(n, 4)
+        target_quat = np.ascontiguousarray(target_quat_wxyz, dtype=float).reshape(n, 4)
         q = q_start.copy()
-        R_target = self._R_target
-        for i in range(n):
-            mujoco.mju_quat2Mat(self._mat9, target_quat[i])
-            R_target[i] = self._mat9.reshape(3, 3)
-        J, e = self._J, self._e
+        J, e, A, y, r, dq = self._J, self._e, self._A, self._y, self._r, self._dq
         w = cfg.rot_weight_m_per_rad
         damping = np.full(n, cfg.damping_min)
-        iterations = np.zeros(n, dtype=int)
+        iterations = [0] * n
         fresh = False
         pos_err = rot_err = np.zeros(n)
         for _ in range(cfg.max_iterations):
             data.qpos[self._qadr] = q.ravel()
             mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._errors(target_pos, R_target)
-            active = (pos_err >= cfg.pos_tol_m) | (rot_err >= cfg.rot_tol_rad)
+            pos_err, rot_err = self._errors(target_pos, target_quat)
             fresh = True
-            if not active.any():
+            active = [i for i in range(n) if pos_err[i] >= cfg.pos_tol_m or rot_err[i] >= cfg.rot_tol_rad]
+            if not active:
                 break
-            iterations += active
             mujoco.mj_comPos(model, data)
-            for i in range(n):
-                if active[i]:
-                    mujoco.mj_jacSite(model, data, self._jacp[i], self._jacr[i], self._sites[i])
-            J[:, :3] = self._jacp[self._jac_index]
-            J[:, 3:] = w * self._jacr[self._jac_index]
-            damping = cfg.damping_min + cfg.damping_error_gain * np.einsum("ij,ij->i", e, e)
-            JT = J.transpose(0, 2, 1)
-            A = J @ JT + damping[:, None, None] * self._eye6
-            z = cfg.posture_gain * (self.home_q - q)
-            r = e - (J @ z[:, :, None])[:, :, 0]
-            y = np.linalg.solve(A, r[:, :, None])
-            dq = z + (JT @ y)[:, :, 0]
-            dq[~active] = 0.0
-            q += dq
+            for i in active:
+                iterations[i] += 1
+                Ji, Ai, yi, ri, dqi, ei = J[i], A[i], y[i], r[i], dq[i], e[i]
+                mujoco.mj_jacSite(model, data, self._jacp[i], self._jacr[i], self._sites_list[i])
+                np.take(self._jacp[i], self._dadr[i], axis=1, out=Ji[:3])
+                np.take(self._jacr[i], self._dadr[i], axis=1, out=Ji[3:])
+                Ji[3:] *= w
+                lam = cfg.damping_min + cfg.damping_error_gain * float(ei @ ei)
+                damping[i] = lam
+                # Δq = z + Jᵀ (J Jᵀ + λ² I)⁻¹ (e - J z),  z = k (q_home - q)
+                z = cfg.posture_gain * (self.home_q[i] - q[i])
+                mujoco.mju_mulMatMatT(Ai, Ji, Ji)
+                Ai.flat[::7] += lam
+                mujoco.mju_mulMatVec(ri, Ji, z)
+                np.subtract(ei, ri, out=ri)
+                mujoco.mju_cholFactor(Ai, 0.0)
+                mujoco.mju_cholSolve(yi, Ai, ri)
+                mujoco.mju_mulMatTVec(dqi, Ji, yi)
+                q[i] += dqi + z
             np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
             fresh = False
 
@@ -166,8 +166,8 @@ class MultiArmIK:
         if not fresh:
             data.qpos[self._qadr] = q.ravel()
             mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._errors(target_pos, R_target)
-        return [IKResult(q[i].copy(), int(iterations[i]), float(pos_err[i]), float(rot_err[i]), float(damping[i]),
+            pos_err, rot_err = self._errors(target_pos, target_quat)
+        return [IKResult(q[i].copy(), iterations[i], float(pos_err[i]), float(rot_err[i]), float(damping[i]),
                          bool(velocity_clamped[i]), bool(at_limit[i])) for i in range(n)]
 
 
