@@ -88,6 +88,12 @@ class _LineSource:
         self.move_s = move_s
         self.rest = np.array([0.3, 0.2, 1.2])
 
+    def motion_s(self) -> float:
+        """How long the hand moves (whole periods of the sine)."""
+        omega = self.v / self.amp
+        periods = max(1, round(self.move_s * omega / (2 * math.pi)))
+        return periods * 2 * math.pi / omega
+
     def pos(self, t: float) -> float:
         """Hand offset along +Y: a sine whose peak speed is the set speed, for whole periods."""
         omega = self.v / self.amp
@@ -115,14 +121,15 @@ def fidelity(report: Report, speeds=(0.1, 0.5, 1.0)) -> None:
         src = _LineSource(v_tcp / cfg.mapping.scale, amplitude_m=0.15 / cfg.mapping.scale, move_s=3.0)
         eng = build_engine(cfg, scene)
         dyn, steady = [], []
-        n = int(5.0 / cfg.loop.period_s)
+        end_s = 0.5 + src.motion_s()
+        n = int((end_s + 2.0) / cfg.loop.period_s)
         for k in range(n):
             t = k * cfg.loop.period_s
             s = eng.tick(src.read(t), t)
             err = np.linalg.norm(np.subtract(s.left.target_pos_m, s.left.tcp_pos_m)) * 1e3
-            if 1.0 < t < 3.5:
+            if 1.0 < t < end_s:
                 dyn.append(err)
-            elif t > 4.5:
+            elif t > end_s + 1.0:
                 steady.append(err)
         report.add("fidelity", f"TCP error at {v_tcp:.1f} m/s: moving (RMS / p95 / max)",
                    f"{math.sqrt(np.mean(np.square(dyn))):.2f} / {np.percentile(dyn, 95):.2f} / {max(dyn):.2f} mm")
