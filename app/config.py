@@ -476,7 +476,9 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _coerce(key: str, tp: Any, value: Any) -> Any:
+def coerce_value(key: str, tp: Any, value: Any) -> Any:
+    """A TOML value as the annotated type `tp` (numbers, bools, strings, tuples, nested dataclasses);
+    ConfigError naming `key`, what was expected and what was found otherwise."""
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
         _require(isinstance(value, dict), key, "a table", value)
@@ -485,9 +487,9 @@ def _coerce(key: str, tp: Any, value: Any) -> Any:
         _require(isinstance(value, list), key, "an array", value)
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(f"{key}[{i}]", args[0], v) for i, v in enumerate(value))
+            return tuple(coerce_value(f"{key}[{i}]", args[0], v) for i, v in enumerate(value))
         _require(len(value) == len(args), key, f"an array of {len(args)} values", value)
-        return tuple(_coerce(f"{key}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
+        return tuple(coerce_value(f"{key}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
     if tp is float:
         _require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value)
         return float(value)
@@ -522,7 +524,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str, base: Any) -> Any:
                     current = tp(**{}) if _all_defaults(tp) else None
                 kwargs[name] = _build(tp, data[name], key, current)
             else:
-                kwargs[name] = _coerce(key, tp, data[name])
+                kwargs[name] = coerce_value(key, tp, data[name])
         elif current is not None:
             kwargs[name] = current
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.config import PANDA_MAX_JOINT_VEL_RAD_S, is_loopback_endpoint
+from app.config import PANDA_MAX_JOINT_VEL_RAD_S, ConfigError, coerce_value, is_loopback_endpoint
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STATE_PORT = 5560
@@ -201,29 +201,6 @@ class RemoteConfig:
 # ---- TOML --------------------------------------------------------------------------------------
 
 
-def _coerce(key: str, tp: Any, value: Any) -> Any:
-    if typing.get_origin(tp) is tuple:
-        _require(isinstance(value, list), key, "an array", value)
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(f"{key}[{i}]", args[0], v) for i, v in enumerate(value))
-        _require(len(value) == len(args), key, f"an array of {len(args)} values", value)
-        return tuple(_coerce(f"{key}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
-    if tp is float:
-        _require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value)
-        return float(value)
-    if tp is int:
-        _require(isinstance(value, int) and not isinstance(value, bool), key, "an integer", value)
-        return value
-    if tp is bool:
-        _require(isinstance(value, bool), key, "true or false", value)
-        return value
-    if tp is str:
-        _require(isinstance(value, str), key, "a string", value)
-        return value
-    raise RemoteConfigError(f"setting '{key}': unsupported type {tp}")
-
-
 def _overlay(obj: Any, data: dict[str, Any], prefix: str) -> Any:
     hints = typing.get_type_hints(type(obj))
     names = [f.name for f in dataclasses.fields(obj)]
@@ -236,7 +213,10 @@ def _overlay(obj: Any, data: dict[str, Any], prefix: str) -> Any:
             _require(isinstance(value, dict), f"{prefix}.{key}", "a table", value)
             changes[key] = _overlay(getattr(obj, key), value, f"{prefix}.{key}")
         else:
-            changes[key] = _coerce(f"{prefix}.{key}", tp, value)
+            try:
+                changes[key] = coerce_value(f"{prefix}.{key}", tp, value)
+            except ConfigError as exc:
+                raise RemoteConfigError(str(exc).replace("config key", "setting", 1)) from None
     try:
         return dataclasses.replace(obj, **changes)
     except TypeError as exc:
