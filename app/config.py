@@ -133,7 +133,7 @@ class SafetyConfig:
 
 @dataclass(frozen=True)
 class IKConfig:
-    max_iterations: int = 2
+    max_iterations: int = 1
     """Damped-least-squares iterations per tick and arm (warm-started from the last command)."""
     pos_tol_m: float = 2e-5
     """Stop iterating once the position error is below this..."""
