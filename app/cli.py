@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="PATH", help="TOML file overriding any subset of the defaults")
     p.add_argument("--self-check", action="store_true",
                    help="load the scene, simulate 2 s, render one frame offscreen, print each step; exit 0 or 1")
+    p.add_argument("--connect", metavar="ENDPOINT", dest="gui_connect",
+                   help="open the GUI on a simulation server (`pico-teleop serve`) at tcp://HOST:PORT instead of "
+                        "simulating locally")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
     run.add_argument("--source", choices=["auto", "demo", "openvr", "replay"], default="auto",
@@ -363,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.self_check:
             from app.selfcheck import run_self_check
             return run_self_check(config_path)
+        if args.gui_connect and args.command is not None:
+            raise UsageError(f"--connect before a command opens the GUI; for `{args.command}` put it after: "
+                             f"`pico-teleop {args.command} --connect ENDPOINT`")
         if args.command is None:
             why_headless = _no_display_reason()
             try:
@@ -371,9 +377,11 @@ def main(argv: list[str] | None = None) -> int:
                 why_headless = why_headless or "the GUI is not installed"
             if why_headless:
                 print(f"pico-teleop: {why_headless}; running headless (see `pico-teleop run --help`)", file=sys.stderr)
-                args = parser.parse_args(["run"] + (["--config", config_path] if config_path else []))
+                connect = args.gui_connect
+                args = parser.parse_args(["run"] + (["--config", config_path] if config_path else [])
+                                         + (["--connect", connect] if connect else []))
                 return cmd_run(args, config_path)
-            return run_gui(config_path)
+            return run_gui(config_path, connect=args.gui_connect) if args.gui_connect else run_gui(config_path)
         if args.command == "analyze":
             from app.sessions.analyze_command import main_analyze
             return main_analyze(args)

@@ -11,6 +11,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer, QUrl
@@ -21,7 +22,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
 from app import __version__
 from app.config import Config, ConfigError, load_config
 from app.control.engine import Command, CommandKind
-from app.gui import theme
+from app.gui import remote_view, theme
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.help import about, shortcuts_dialog
 from app.gui.icon import app_icon
@@ -31,11 +32,17 @@ from app.gui.raw_input import RawInputPanel
 from app.gui.settings import SettingsDialog
 from app.gui.settings_store import SettingsStore, diff
 from app.gui.status import StatusPanel
+from app.gui.stream_panel import StreamPanel
+from app.gui.stream_panel import status_text as stream_status_text
+from app.gui.timeline import SessionReview, TimelineBar
 from app.gui.teleop_runner import SOURCE_LABELS, RunnerError, TeleopRunner, generated_session_name
 from app.gui.viewport import SceneViewport
 from app.sessions.reader import SessionFormatError
 from app.sim.scene import SceneError
 from app.tracking.source import TrackingSourceError
+
+if TYPE_CHECKING:
+    from app.remote.config import ClientConfig
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +84,10 @@ class Banner(QLabel):
 
 class MainWindow(QMainWindow):
     def __init__(self, base_cfg: Config, store: SettingsStore, *, source: str = "auto", replay_path: str | None = None,
-                 sessions_dir: Path | None = None, threaded_render: bool | None = None) -> None:
-        """`base_cfg`: defaults + --config; the operator's saved settings are laid over it."""
+                 sessions_dir: Path | None = None, threaded_render: bool | None = None,
+                 remote: "ClientConfig | None" = None) -> None:
+        """`base_cfg`: defaults + --config; the operator's saved settings are laid over it.
+        `remote`: drive a simulation server instead of simulating locally (`pico-teleop --connect`)."""
         super().__init__()
         self.base_cfg = base_cfg
         self.store = store
@@ -98,7 +107,7 @@ class MainWindow(QMainWindow):
             cfg = base_cfg
             settings_note = f"Your saved settings were not used: {exc}"
             log.error("%s", settings_note)
-        self.runner = TeleopRunner(cfg)
+        self.runner = TeleopRunner(cfg, remote=remote)
 
         central = QWidget()
         lay = QVBoxLayout(central)
@@ -108,6 +117,11 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.banner)
         self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render)
         lay.addWidget(self.viewport, 1)
+        self.timeline = TimelineBar()
+        self.timeline.close_button.clicked.connect(self._guard(lambda checked=False: self.close_review()))
+        self.timeline.hide()
+        lay.addWidget(self.timeline)
+        self.review: SessionReview | None = None
         self.setCentralWidget(central)
 
         self.status_panel = StatusPanel()
@@ -123,7 +137,10 @@ class MainWindow(QMainWindow):
         raw_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self.raw_dock = self._dock("Raw input", raw_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         self.plots_dock = self._dock("Plots", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.stream_panel = StreamPanel(self.runner)
+        self.stream_dock = self._dock("Humanoid stream", self.stream_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self.tabifyDockWidget(self.status_dock, self.raw_dock)
+        self.tabifyDockWidget(self.status_dock, self.stream_dock)
         self.status_dock.raise_()
 
         self._build_actions()
@@ -201,6 +218,8 @@ class MainWindow(QMainWindow):
         self.act_src_demo = A(SOURCE_LABELS["demo"], lambda: self.select_source("demo"), "Ctrl+Shift+D",
                               "The built-in scripted operator (no headset needed)")
         self.act_src_replay = A("Replay session file…", self.open_replay, "Ctrl+O", "Replay the inputs of a recorded session")
+        self.act_review = A("Review session file…", self.open_review, "Ctrl+Shift+O",
+                            "Show a recorded session as it was (robot state and plots) along a timeline; no simulation")
         self.source_group = QActionGroup(self)
         for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
             a.setCheckable(True)
@@ -225,7 +244,8 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         mb = self.menuBar()
         m = mb.addMenu("&File")
-        for a in (self.act_record, self.act_record_as, None, self.act_src_replay, None, self.act_settings_folder, None,
+        for a in (self.act_record, self.act_record_as, None, self.act_src_replay, self.act_review, None,
+                  self.act_settings_folder, None,
                   self.act_quit):
             m.addSeparator() if a is None else m.addAction(a)
         m = mb.addMenu("&Session")
@@ -235,8 +255,10 @@ class MainWindow(QMainWindow):
         m = mb.addMenu("S&ource")
         for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
             m.addAction(a)
+        m.addSeparator()
+        m.addAction(self.act_review)
         m = mb.addMenu("&View")
-        for dock in (self.status_dock, self.raw_dock, self.plots_dock):
+        for dock in (self.status_dock, self.raw_dock, self.stream_dock, self.plots_dock):
             m.addAction(dock.toggleViewAction())
         m.addSeparator()
         for a in (self.act_reset_view, self.act_operator_view, self.act_top_view, None, self.act_boxes, self.act_full_res):
@@ -345,7 +367,11 @@ class MainWindow(QMainWindow):
         self.runner.send(command)
 
     def estop(self) -> None:
-        self._send(Command(CommandKind.ESTOP))
+        try:
+            self.stream_panel.estop()  # first: the humanoid must stop even if the loop is gone
+        finally:
+            if self.review is None:  # reviewing a session, no loop runs: nothing to stop
+                self._send(Command(CommandKind.ESTOP))
         self._uncheck_engage()
         self.statusBar().showMessage("E-STOP: the arms hold. Ctrl+R resets.", 10000)
 
@@ -421,6 +447,7 @@ class MainWindow(QMainWindow):
 
     def _start_source(self, kind: str, replay_path: str | None = None, initial: bool = False,
                       cfg: Config | None = None) -> None:
+        self._leave_review()
         try:
             note = self.runner.start(kind, replay_path, cfg)
         except (TrackingSourceError, SessionFormatError, OSError) as exc:
@@ -442,6 +469,8 @@ class MainWindow(QMainWindow):
         label = SOURCE_LABELS.get(self.runner.source_kind, self.runner.source_kind)
         if self.runner.source_kind == "replay" and self.runner.replay_path:
             label += f": {Path(self.runner.replay_path).name}"
+        if self.runner.remote is not None:
+            label += f" → server {self.runner.remote.endpoints.state}"
         self.setWindowTitle(f"pico-teleop — {label}")
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
@@ -463,6 +492,43 @@ class MainWindow(QMainWindow):
                 self.replay_file(path)
         finally:
             self._sync_source_actions()
+
+    def open_review(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)")
+        if path:
+            self.review_file(path)
+
+    def review_file(self, path: str | Path) -> None:
+        """Stop the loop and show session file `path` along a timeline (display only)."""
+        if self.runner.recording:
+            raise RunnerError("stop the recording before reviewing a session")
+        runner = self.runner
+        review = SessionReview(path, runner.scene, runner.buffers, runner.mirror,
+                               window_rows=int(self.plots.window_s * runner.cfg.loop.rate_hz))
+        self._review_return = runner.source_kind or "demo", runner.replay_path
+        runner.stop()
+        self.review = review
+        self.viewport.set_mirror(runner.mirror)
+        self.timeline.set_review(review)
+        self.timeline.show()
+        self._uncheck_engage()
+        for a in self.source_group.actions():
+            a.setChecked(False)
+        self.banner.show_message(f"Reviewing {review.path.name} ({review.n_rows} ticks, {review.duration_s:.1f} s): "
+                                 "recorded state, no simulation. Choose a source to go live again.", "info")
+        self.setWindowTitle(f"pico-teleop — review: {review.path.name}")
+
+    def close_review(self) -> None:
+        """Leave review mode and restart the source that ran before it."""
+        kind, path = getattr(self, "_review_return", ("demo", None))
+        self._start_source(kind, path if kind == "replay" else None)
+
+    def _leave_review(self) -> None:
+        if self.review is None:
+            return
+        self.timeline.set_review(None)
+        self.timeline.hide()
+        self.review = None
 
     def replay_file(self, path: str | Path) -> None:
         """Restart the loop on the inputs recorded in session file `path`."""
@@ -542,12 +608,22 @@ class MainWindow(QMainWindow):
         hud.loop_rate_hz = rate
         hud.lateness_p99_ms = float(np.nanpercentile(late, 99)) if np.isfinite(late).any() else 0.0
         hud.lateness_max_ms = float(np.nanmax(late)) if np.isfinite(late).any() else 0.0
-        hud.source = SOURCE_LABELS.get(runner.source_kind, runner.source_kind)
+        hud.source = ("session review" if self.review is not None
+                      else SOURCE_LABELS.get(runner.source_kind, runner.source_kind))
         hud.recording = runner.recording
         if self.viewport.latency_ms:
             self.plots.screen_latency_ms = float(np.median(self.viewport.latency_ms))
         self.plots.refresh(snap)
+        remote = runner.remote_status()
+        if remote is not None:
+            seq = runner.remote_seq()
+            hud.lines = remote_view.overlay_lines(remote, seq)
+            hud.alert = remote_view.alert_text(remote)
+            self.viewport.update()  # no new frames arrive while the server is silent; the banner must still show
         if self._ui_ticks % 2 == 0:
+            self.status_panel.update_streaming(*stream_status_text(self.stream_panel.status()))
+            self.status_panel.update_remote(remote_view.status_text(remote, seq) if remote is not None else None,
+                                            ok=remote is not None and not hud.alert)
             self.status_panel.update_status(
                 snap, source_label=hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
                 loop_rate_hz=rate, running=runner.running, fatal=runner.fatal_error)
@@ -586,6 +662,10 @@ class MainWindow(QMainWindow):
         except Exception:
             log.exception("saving the window layout failed")
         try:
+            self.stream_panel.close_stream()
+        except Exception:
+            log.exception("closing the humanoid stream failed")
+        try:
             self.runner.stop()
         finally:
             self.viewport.close_renderer()
@@ -605,8 +685,10 @@ def _default_sessions_dir() -> Path:
     return Path(docs or Path.home()) / "pico-teleop" / "sessions"
 
 
-def run_gui(config_path: str | None) -> int:
-    """Open the main window (the `pico-teleop` command with no arguments); returns the exit code."""
+def run_gui(config_path: str | None, connect: str | None = None) -> int:
+    """Open the main window (the `pico-teleop` command with no arguments); returns the exit code.
+
+    `connect`: a simulation server's state endpoint (`pico-teleop --connect tcp://HOST:PORT`)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("pico-teleop")
     app.setApplicationDisplayName("pico-teleop")
@@ -623,8 +705,17 @@ def run_gui(config_path: str | None) -> int:
         print(f"pico-teleop: error: {exc}", file=sys.stderr)
         QMessageBox.critical(None, "pico-teleop", f"The configuration cannot be used:\n{exc}")
         return 2
+    remote = None
+    if connect:
+        from app.remote.config import ClientConfig, Endpoints, RemoteConfigError
+        try:
+            remote = ClientConfig(endpoints=Endpoints.parse(connect))
+        except RemoteConfigError as exc:
+            print(f"pico-teleop: error: {exc}", file=sys.stderr)
+            QMessageBox.critical(None, "pico-teleop", f"--connect cannot be used:\n{exc}")
+            return 2
     try:
-        window = MainWindow(base, store)
+        window = MainWindow(base, store, remote=remote)
     except (SceneError, OSError, RuntimeError) as exc:
         log.exception("the window could not start")
         print(f"pico-teleop: error: {exc}", file=sys.stderr)

@@ -109,3 +109,16 @@ class PlotBuffers:
             if start >= 0:
                 return self._rows[start:end].copy()
             return np.concatenate((self._rows[start:], self._rows[:end]))
+
+    def load(self, rows: np.ndarray) -> None:
+        """Replace the history with `rows` (oldest first; the newest `capacity` are kept), e.g. a
+        recorded session's rows up to a review cursor. Call while no loop feeds the buffers."""
+        rows = np.asarray(rows, dtype=float)
+        if rows.ndim != 2 or rows.shape[1] != len(COLUMNS):
+            raise ValueError(f"rows: expected shape (n, {len(COLUMNS)}), got {rows.shape}")
+        rows = rows[-self.capacity:]
+        with self._lock:
+            self._rows.fill(np.nan)
+            self._rows[:len(rows)] = rows
+            self._n = len(rows)
+            self._prev_wall_s = math.nan

@@ -42,6 +42,14 @@ class SceneMirror:
 
         return on_snapshot
 
+    def show(self, qpos: np.ndarray) -> None:
+        """Put a pose in the mirror without a loop (session review: display only, no snapshot)."""
+        with self._lock:
+            np.copyto(self._qpos, qpos)
+            self._snap = None
+            self._published_s = time.perf_counter()
+            self.copies += 1
+
     def read(self, out: np.ndarray) -> tuple[Snapshot | None, float]:
         """Copy the latest pose into `out`; returns its snapshot and when it was published
         (`time.perf_counter()`), or (None, 0.0) before the first tick."""

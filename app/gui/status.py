@@ -54,14 +54,23 @@ class StatusPanel(QWidget):
         self.source_label.setToolTip("Where the controller poses come from (Source menu to change)")
         self.recording_label = QLabel("off")
         self.recording_label.setWordWrap(True)
-        self.streaming_label = QLabel(_chip("not available", theme.MUTED))
-        self.streaming_label.setToolTip("Streaming to a GR00T policy server is not part of this build yet")
+        self.streaming_label = QLabel(_chip("off", theme.MUTED))
+        self.streaming_label.setWordWrap(True)
+        self.streaming_label.setToolTip("The humanoid stream (GR00T-WholeBodyControl over ZMQ): controls in the "
+                                        "Humanoid stream panel")
         self.loop_label = QLabel("-")
         self.faults_label = QLabel("none")
         self.faults_label.setWordWrap(True)
         form.addRow("Source", self.source_label)
         form.addRow("Recording", self.recording_label)
         form.addRow("Streaming", self.streaming_label)
+        self.remote_label = QLabel("-")
+        self.remote_label.setWordWrap(True)
+        self.remote_label.setToolTip("The simulation server driven with --connect: its state, sequence, sim time, "
+                                     "how old its newest state is, and why it is not connected")
+        form.addRow("Server", self.remote_label)
+        form.setRowVisible(self.remote_label, False)
+        self._form = form
         form.addRow("Loop", self.loop_label)
         form.addRow("Safety", self.faults_label)
         layout.addLayout(form)
@@ -90,6 +99,15 @@ class StatusPanel(QWidget):
         layout.addWidget(box)
         layout.addStretch(1)
         self._cells: dict[tuple[str, str], str] = {}
+
+    def update_streaming(self, text: str, colour: str) -> None:
+        self.streaming_label.setText(_chip(text, colour))
+
+    def update_remote(self, text: str | None, ok: bool = True) -> None:
+        """The simulation server row: hidden for a local simulation (`text` None)."""
+        self._form.setRowVisible(self.remote_label, text is not None)
+        if text is not None:
+            self.remote_label.setText(_chip(text, theme.OK if ok else theme.ALERT))
 
     def _set(self, row: str, device: str, text: str, colour: str | None = None) -> None:
         key = (row, device)

@@ -13,7 +13,7 @@ import logging
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.config import Config
 from app.control.engine import Command
@@ -26,6 +26,11 @@ from app.runtime import Scene, build_engine, load_scene, make_source, session_si
 from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
 from app.sessions.run_summary import RunSummary
 from app.tracking.source import TrackingSource
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.remote.config import ClientConfig
+    from app.streaming.publisher import StreamPublisher
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +46,15 @@ def generated_session_name(now: datetime | None = None) -> str:
 
 
 class TeleopRunner:
-    def __init__(self, cfg: Config, scene: Scene | None = None, buffers: PlotBuffers | None = None) -> None:
+    def __init__(self, cfg: Config, scene: Scene | None = None, buffers: PlotBuffers | None = None,
+                 remote: "ClientConfig | None" = None) -> None:
+        """`remote`: drive a simulation server (`pico-teleop serve`) instead of a local simulation;
+        every pipeline start opens a new connection (`connect_remote`), every stop closes it."""
         self.cfg = cfg
+        self.remote = remote
+        self.output = None
+        self.publisher = None
+        """The humanoid stream (`StreamPublisher`), once the operator opened it; subscribed to every loop."""
         self.scene = scene if scene is not None else load_scene(cfg)
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.mirror = SceneMirror(self.scene.model.nq)
@@ -78,15 +90,26 @@ class TeleopRunner:
         self.cfg, self.scene = cfg, scene
         if scene.model.nq != self.mirror.nq:
             self.mirror = SceneMirror(scene.model.nq)
-        engine = build_engine(cfg, scene, source)
+        output = None
+        if self.remote is not None:
+            # The old pipeline's connection is closed first: one client per server at a time.
+            from app.remote.client import RemoteConnectError, connect_remote
+            try:
+                output = connect_remote(scene, self.remote)
+            except RemoteConnectError as exc:
+                source.close()
+                raise RunnerError(f"cannot connect to the simulation server {self.remote.endpoints.state}: {exc}") from None
+        engine = build_engine(cfg, scene, source, output=output)
         loop = ControlLoop(engine, source, cfg.loop)
         # The demo operator computes its poses inside the tick, on loop time rather than the host clock.
         self.buffers.clear(host_clock_poses=source.name != "demo")
         self.mirror.clear()
         loop.subscribe(self.buffers.on_snapshot)
         loop.subscribe(self.mirror.subscriber(engine.sim.data.qpos))
+        if self.publisher is not None:
+            loop.subscribe(self.publisher.submit)
         self.source, self.source_kind, self.replay_path = source, source.name, replay_path
-        self.engine, self.loop, self.note = engine, loop, note
+        self.engine, self.loop, self.note, self.output = engine, loop, note, output
         self.started_s = time.perf_counter()
         loop.start()
         log.info("teleop started: source %s, %g Hz%s", source.name, cfg.loop.rate_hz, f" ({note})" if note else "")
@@ -100,11 +123,17 @@ class TeleopRunner:
     def stop(self) -> None:
         if self.recording:
             self.stop_recording()
-        loop, source = self.loop, self.source
+        loop, source, output = self.loop, self.source, self.output
         self.loop = None
         self.source = None
+        self.output = None
         if loop is not None:
             loop.stop()
+        if output is not None:
+            try:
+                output.close()
+            except Exception:
+                log.exception("closing the remote output failed")
         if source is not None:
             try:
                 source.close()
@@ -131,6 +160,44 @@ class TeleopRunner:
 
     def stats(self) -> TimingStats | None:
         return self.loop.stats() if self.loop is not None else None
+
+    # ----- humanoid stream -----
+
+    def open_stream(self, stream_cfg) -> "StreamPublisher":
+        """Open the humanoid stream publisher (binds its socket; IDLE, nothing sent) and feed it every tick.
+        OSError when the endpoint cannot be bound."""
+        from app.streaming.publisher import StreamPublisher
+        if self.publisher is not None:
+            raise RunnerError(f"the humanoid stream is already open on {self.publisher.endpoint}")
+        pub = StreamPublisher(stream_cfg).open()
+        self.publisher = pub
+        if self.loop is not None:
+            latest = self.loop.latest()
+            if latest is not None:  # so that a Calibrate/Start right after opening has a snapshot to use
+                pub.submit(latest)
+            self.loop.subscribe(pub.submit)
+        log.info("humanoid stream opened on %s (%s)", pub.endpoint, stream_cfg.mode)
+        return pub
+
+    def close_stream(self) -> None:
+        """Close the publisher (it sends the stop command first when streaming)."""
+        pub, self.publisher = self.publisher, None
+        if pub is None:
+            return
+        if self.loop is not None:
+            self.loop.unsubscribe(pub.submit)
+        pub.close()
+
+    def remote_status(self) -> "RemoteStatus | None":
+        """The simulation server connection's status (any thread), None when simulating locally."""
+        out = self.output
+        return out.status() if out is not None else None
+
+    def remote_seq(self) -> int | None:
+        """Sequence number of the newest server state applied (a reference read: safe from any thread)."""
+        out = self.output
+        state = out.latest_state() if out is not None else None
+        return state.seq if state is not None else None
 
     def device_info(self) -> dict[str, dict[str, Any]] | None:
         """OpenVR's per-device model and battery (None for sources without devices)."""

@@ -61,6 +61,8 @@ class Hud:
     source: str = ""
     recording: bool = False
     lines: list[str] = field(default_factory=list)
+    alert: str = ""
+    """A condition the view must shout about (e.g. the simulation server is STALE): a red banner."""
 
 
 @dataclass(frozen=True)
@@ -396,9 +398,12 @@ class SceneViewport(QWidget):
             p.drawEllipse(QPointF(self.width() - 60, 20), 6, 6)
             p.setPen(QColor("#e6e9ed"))
             p.drawText(QPointF(self.width() - 50, 25), "REC")
+        top = self.height() - 44
+        if h.alert:
+            self._banner(p, h.alert, QColor(200, 40, 30, 220), top=top, big=True)
+            top -= 44
         if snap is None:
             return
-        top = self.height() - 44
         if snap.teleop_state == "estopped":
             self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top, big=True)
             top -= 44

@@ -1,0 +1,257 @@
+"""The humanoid stream dock: mode, endpoint, Calibrate / Start / Stop, status and a G1 preview.
+
+The `StreamPublisher` is opened the first time the operator asks for streaming (Calibrate or
+Start), never when the window opens: binding a socket that a robot deploy connects to is the
+operator's decision. `TeleopRunner` subscribes it to every loop it starts. A start refused
+because the operator's pose is far from the robot's asks for confirmation (showing the distance);
+other refusals are shown as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton,
+                               QVBoxLayout, QWidget)
+
+from app.config import MODES, ConfigError, StreamConfig
+from app.gui import theme
+from app.gui.humanoid_preview import PreviewThread
+from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
+from app.streaming.threepoint import CalibrationError
+
+log = logging.getLogger(__name__)
+
+PREVIEW_FPS = 10.0
+"""Humanoid preview frame rate cap (and the panel's status refresh rate): display only."""
+
+
+def status_text(st: StreamStatus | None) -> tuple[str, str]:
+    """(text, colour) of the stream's state for the panel and the status panel's Streaming row."""
+    if st is None:
+        return "off (opens when you calibrate or start)", theme.MUTED
+    colour = {StreamState.STREAMING: theme.OK, StreamState.STOPPED: theme.WARN}.get(st.state, theme.MUTED)
+    text = (f"{st.state.value.upper()} {st.mode} on {st.endpoint}: {st.messages_sent} sent, {st.dropped} dropped, "
+            f"{st.subscribers} subscriber(s){', calibrated' if st.calibrated else ', not calibrated'}")
+    if st.held_devices:
+        text += f", holding {', '.join(st.held_devices)}"
+    if st.last_error:
+        text += f"; last error: {st.last_error}"
+        colour = theme.ALERT if st.state is not StreamState.STREAMING else colour
+    return text, colour
+
+
+class StreamPanel(QWidget):
+    def __init__(self, runner, parent: QWidget | None = None, *, preview: bool = True) -> None:
+        """`runner`: the window's `TeleopRunner` (its `cfg.stream` gives the defaults; it owns the publisher)."""
+        super().__init__(parent)
+        self.runner = runner
+        self.confirm: Callable[[str], bool] = self._ask
+        """Asks the operator to confirm a far start (replaced in tests)."""
+        self.inform: Callable[[str], None] = self._tell
+        """Shows a refusal or an error (replaced in tests)."""
+        self.last_message = ""
+        cfg = runner.cfg.stream
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        form = QFormLayout()
+        self.mode_box = QComboBox()
+        self.mode_box.addItems(list(MODES))
+        self.mode_box.setCurrentText(cfg.mode)
+        self.mode_box.setToolTip("planner-vr3pt: the zmq_manager deploy (planner + VR 3-point); "
+                                 "pose-v1: the plain zmq deploy (retargeted joint frames)")
+        self.endpoint_edit = QLineEdit(cfg.endpoint)
+        self.endpoint_edit.setToolTip("Where the stream's PUB socket binds; the deploy connects to it")
+        form.addRow("Mode", self.mode_box)
+        form.addRow("Endpoint", self.endpoint_edit)
+        layout.addLayout(form)
+        row = QHBoxLayout()
+        self.calibrate_button = QPushButton("Calibrate")
+        self.calibrate_button.setToolTip("Stand like the robot, then map your wrists onto its wrists")
+        self.start_button = QPushButton("Start")
+        self.start_button.setToolTip("Start streaming to the humanoid (asks first if your pose is far from the robot's)")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop streaming and send the stop command")
+        for b in (self.calibrate_button, self.start_button, self.stop_button):
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Space stays the E-stop
+            row.addWidget(b)
+        layout.addLayout(row)
+        self.calibrate_button.clicked.connect(lambda: self._guarded(self.calibrate))
+        self.start_button.clicked.connect(lambda: self._guarded(self.start))
+        self.stop_button.clicked.connect(lambda: self._guarded(self.stop))
+        self.status_label = QLabel()
+        self.status_label.setWordWrap(True)
+        layout.addWidget(self.status_label)
+        self.preview_label = QLabel("preview starts with the stream")
+        self.preview_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.preview_label.setMinimumSize(240, 240)
+        layout.addWidget(self.preview_label, 1)
+        self.preview_frames = 0
+        self._preview_enabled = preview
+        self._preview: PreviewThread | None = None
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self._on_timer)
+        self._timer.start(int(1000 / PREVIEW_FPS))
+        self.refresh()
+
+    # ----- operator actions -----
+
+    @property
+    def publisher(self) -> StreamPublisher | None:
+        return self.runner.publisher
+
+    def stream_config(self) -> StreamConfig:
+        """The configuration's stream settings with the panel's mode and endpoint (ConfigError if bad)."""
+        return dataclasses.replace(self.runner.cfg.stream, mode=self.mode_box.currentText(),
+                                   endpoint=self.endpoint_edit.text().strip())
+
+    def ensure_open(self) -> StreamPublisher:
+        """The open publisher for the panel's settings, opening (or reopening, when they changed) it."""
+        cfg = self.stream_config()
+        pub = self.publisher
+        if pub is not None and (pub.cfg.mode != cfg.mode or pub.cfg.endpoint != cfg.endpoint):
+            self.runner.close_stream()
+            pub = None
+        if pub is None:
+            pub = self.runner.open_stream(cfg)
+            if self._preview is None and self._preview_enabled:
+                self._preview = PreviewThread(self._preview_pose)
+        return pub
+
+    def calibrate(self) -> None:
+        self.ensure_open().calibrate()
+        self._say("Humanoid 3-point calibrated")
+
+    def start(self) -> None:
+        pub = self.ensure_open()
+        try:
+            pub.start_streaming()
+        except StartRefused as exc:
+            dist = _far_distance(pub)
+            if dist is None:
+                raise
+            if not self.confirm(f"Your pose is far from the robot's: {dist.describe()}.\n\nStart streaming anyway?"):
+                self._say("Start cancelled")
+                return
+            pub.start_streaming(confirm_large=True)
+        self.refresh()
+
+    def stop(self) -> None:
+        pub = self.publisher
+        if pub is None:
+            raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
+        pub.stop_streaming()
+        self.refresh()
+
+    def estop(self) -> None:
+        """The window's E-stop: stop the stream too (a no-op unless streaming)."""
+        pub = self.publisher
+        if pub is not None:
+            pub.estop()
+
+    def close_stream(self) -> None:
+        """Close the preview and the publisher (window exit)."""
+        self._timer.stop()
+        if self._preview is not None:
+            self._preview.close()
+            self._preview = None
+        self.runner.close_stream()
+
+    # ----- display -----
+
+    def status(self) -> StreamStatus | None:
+        pub = self.publisher
+        return pub.status() if pub is not None else None
+
+    def refresh(self) -> None:
+        st = self.status()
+        text, colour = status_text(st)
+        self.status_label.setText(f'<span style="color:{colour}; font-weight:600">{text}</span>')
+        streaming = st is not None and st.state is StreamState.STREAMING
+        self.mode_box.setEnabled(not streaming)
+        self.endpoint_edit.setEnabled(not streaming)
+        self.start_button.setEnabled(not streaming)
+        self.stop_button.setEnabled(streaming)
+
+    def _on_timer(self) -> None:
+        try:
+            self.refresh()
+            p = self._preview
+            if p is None or not self.isVisible():
+                return
+            img = p.take()
+            if img is not None:
+                self._show_image(img)
+            elif p.error:
+                self.preview_label.setText(p.error)
+            p.request()
+        except Exception:  # a display bug must not kill the timer
+            log.exception("stream panel refresh failed")
+
+    def _show_image(self, img: np.ndarray) -> None:
+        img = np.ascontiguousarray(img)
+        h, w, _ = img.shape
+        qimg = QImage(img.data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
+        pix = QPixmap.fromImage(qimg).scaled(self.preview_label.size(), Qt.AspectRatioMode.KeepAspectRatio,
+                                             Qt.TransformationMode.SmoothTransformation)
+        self.preview_label.setPixmap(pix)
+        self.preview_frames += 1
+
+    def _preview_pose(self):
+        """Preview thread: the newest streamed joints (pose-v1; standing pose otherwise) and 3-point."""
+        pub = self.publisher
+        if pub is None:
+            return None, None
+        tp = pub.last_threepoint
+        return pub.last_q_mujoco_rad, (tp if tp.calibrated else None)
+
+    # ----- messages -----
+
+    def _guarded(self, fn) -> None:
+        try:
+            fn()
+        except (StartRefused, StreamStateError, CalibrationError, ConfigError, OSError) as exc:
+            self.inform(str(exc))
+        except Exception as exc:
+            log.exception("humanoid stream action failed")
+            self.inform(f"{type(exc).__name__}: {exc}")
+        self.refresh()
+
+    def _say(self, text: str) -> None:
+        self.last_message = text
+        win = self.window()
+        if hasattr(win, "statusBar"):
+            win.statusBar().showMessage(text, 5000)
+
+    def _ask(self, text: str) -> bool:
+        answer = QMessageBox.question(self, "Start the humanoid stream?", text,
+                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                      QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _tell(self, text: str) -> None:
+        self.last_message = text
+        log.warning("humanoid stream: %s", text)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Humanoid stream", text, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+
+def _far_distance(pub: StreamPublisher):
+    """The pose distance when it is what refused the start, else None (another refusal)."""
+    try:
+        dist = pub.pose_distance()
+    except Exception:
+        return None
+    status = pub.status()
+    if not status.calibrated or status.held_devices or not dist.large:
+        return None
+    return dist
+
+
+__all__ = ["PREVIEW_FPS", "StreamPanel", "status_text"]

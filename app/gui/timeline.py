@@ -1,0 +1,210 @@
+"""Session review: a recorded session shown as it was, along a timeline the operator plays and scrubs.
+
+Display only: the recorded joints (`<arm>_q1_rad..q7_rad`) are put into the 3D view's model
+through the `SceneMirror` (no dynamics run, no loop), and the plot buffers are filled with the
+recorded rows of the plot window ending at the cursor. Re-simulating a session's inputs is the
+other option ("Replay session file", a tracking source).
+
+`SessionReview` (Qt-free) converts the session once into plot rows and scene poses; `seek`
+costs one block copy. `TimelineBar` is the play / pause / slider widget.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
+
+from app.config import ARMS
+from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
+from app.gui.scene_mirror import SceneMirror
+from app.runtime import Scene
+from app.sessions.reader import Session, SessionFormatError, read_session
+
+PLAY_FPS = 30.0
+"""Timeline advance rate while playing (display only)."""
+
+_RAD_TO_DEG = 180.0 / np.pi
+
+
+def _col(session: Session, name: str) -> np.ndarray:
+    arr = session.data.get(name)
+    if arr is None:
+        return np.full(session.n_rows, np.nan)
+    return np.asarray(arr, dtype=float)
+
+
+def _quat(session: Session, arm: str, which: str) -> np.ndarray:
+    return np.stack([_col(session, f"{arm}_{which}_{s}") for s in ("qw", "qx", "qy", "qz")], axis=1)
+
+
+def session_plot_rows(session: Session) -> np.ndarray:
+    """One `PlotBuffers` row per recorded tick, (n, len(COLUMNS)); what was not recorded is nan."""
+    n = session.n_rows
+    rows = np.full((n, len(COLUMNS)), np.nan)
+    t = _col(session, "t_s")
+    rows[:, COL["t_s"]] = t
+    if n > 1:
+        rows[1:, COL["period_ms"]] = np.diff(t) * 1e3  # nominal: the recording has no wall clock per tick
+    for name in ("lateness_ms", "compute_ms"):
+        rows[:, COL[name]] = _col(session, name)
+    for arm in ARMS:
+        target = np.stack([_col(session, f"{arm}_target_{a}_m") for a in "xyz"], axis=1)
+        tcp = np.stack([_col(session, f"{arm}_tcp_{a}_m") for a in "xyz"], axis=1)
+        for i, a in enumerate("xyz"):
+            rows[:, COL[f"{arm}_target_{a}_m"]] = target[:, i]
+            rows[:, COL[f"{arm}_tcp_{a}_m"]] = tcp[:, i]
+        rows[:, COL[f"{arm}_pos_err_mm"]] = np.linalg.norm(target - tcp, axis=1) * 1e3
+        dot = np.abs(np.sum(_quat(session, arm, "target") * _quat(session, arm, "tcp"), axis=1))
+        rows[:, COL[f"{arm}_rot_err_deg"]] = 2.0 * np.arccos(np.minimum(1.0, dot)) * _RAD_TO_DEG
+        rows[:, COL[f"{arm}_ik_iterations"]] = _col(session, f"{arm}_ik_iterations")
+        rows[:, COL[f"{arm}_ik_pos_err_mm"]] = _col(session, f"{arm}_ik_pos_err_m") * 1e3
+        rows[:, COL[f"{arm}_ik_rot_err_deg"]] = _col(session, f"{arm}_ik_rot_err_rad") * _RAD_TO_DEG
+    return rows
+
+
+def session_qpos(session: Session, scene: Scene) -> np.ndarray:
+    """The scene's qpos per recorded tick, (n, nq): the home pose with each arm's recorded joints.
+    SessionFormatError when the session has no joint columns (not a recording of this program)."""
+    qpos = np.tile(scene.home_qpos, (session.n_rows, 1))
+    for arm, h in scene.arms.items():
+        adr = np.asarray(h.qpos_adr)
+        names = [f"{arm}_q{i}_rad" for i in range(1, len(adr) + 1)]
+        missing = [c for c in names if c not in session.data]
+        if missing:
+            raise SessionFormatError(f"{session.path}: no recorded joints to review (missing {', '.join(missing[:3])}"
+                                     f"{'...' if len(missing) > 3 else ''})")
+        qpos[:, adr] = np.stack([_col(session, c) for c in names], axis=1)
+    return qpos
+
+
+class SessionReview:
+    """A session loaded for review; `seek` shows one of its ticks in the mirror and the plot buffers."""
+
+    def __init__(self, path: str | Path, scene: Scene, buffers: PlotBuffers, mirror: SceneMirror,
+                 window_rows: int) -> None:
+        """`window_rows`: how many rows up to the cursor the plots show (their time window)."""
+        self.session = read_session(path)
+        if self.session.n_rows == 0:
+            raise SessionFormatError(f"{path}: the session has no rows")
+        if mirror.nq != scene.model.nq:
+            raise ValueError(f"mirror of size {mirror.nq} does not fit the scene's {scene.model.nq} qpos")
+        self.path = Path(path)
+        self.rows = session_plot_rows(self.session)
+        self.qpos = session_qpos(self.session, scene)
+        self.t_s = self.rows[:, COL["t_s"]]
+        self.buffers = buffers
+        self.mirror = mirror
+        self.window_rows = max(2, int(window_rows))
+        self.index = -1
+
+    @property
+    def n_rows(self) -> int:
+        return self.session.n_rows
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.t_s[-1] - self.t_s[0])
+
+    def index_at(self, t_s: float) -> int:
+        """The last row recorded at or before `t_s` (the first row before the session starts)."""
+        return int(np.clip(np.searchsorted(self.t_s, t_s, side="right") - 1, 0, self.n_rows - 1))
+
+    def seek(self, index: int) -> int:
+        i = int(np.clip(index, 0, self.n_rows - 1))
+        self.index = i
+        self.mirror.show(self.qpos[i])
+        self.buffers.load(self.rows[max(0, i + 1 - self.window_rows): i + 1])
+        return i
+
+
+class TimelineBar(QWidget):
+    """Play / pause, a slider over the session's rows, and the cursor's time."""
+
+    indexChanged = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(6, 2, 6, 2)
+        self.play_button = QPushButton("Play")
+        self.play_button.setCheckable(True)
+        self.play_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Space stays the E-stop
+        self.play_button.setToolTip("Play the recorded session from the cursor, or pause")
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setToolTip("Scrub through the recorded session")
+        self.time_label = QLabel("-")
+        self.close_button = QPushButton("Close review")
+        self.close_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        lay.addWidget(self.play_button)
+        lay.addWidget(self.slider, 1)
+        lay.addWidget(self.time_label)
+        lay.addWidget(self.close_button)
+        self.review: SessionReview | None = None
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self._advance)
+        self._play_from: tuple[float, float] = (0.0, 0.0)  # (wall time, session time) when play began
+        self.play_button.toggled.connect(self.set_playing)
+        self.slider.valueChanged.connect(self._on_slider)
+
+    def set_review(self, review: SessionReview | None) -> None:
+        self.set_playing(False)
+        self.review = review
+        if review is None:
+            return
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, review.n_rows - 1)
+        self.slider.setValue(0)
+        self.slider.blockSignals(False)
+        self._on_slider(0)
+
+    @property
+    def playing(self) -> bool:
+        return self._timer.isActive()
+
+    def set_playing(self, on: bool) -> None:
+        if self.play_button.isChecked() != on:
+            self.play_button.setChecked(on)  # re-enters through toggled
+            return
+        self.play_button.setText("Pause" if on else "Play")
+        if not on or self.review is None:
+            self._timer.stop()
+            return
+        r = self.review
+        if r.index >= r.n_rows - 1:
+            self.slider.setValue(0)
+        self._play_from = (time.perf_counter(), float(r.t_s[max(r.index, 0)]))
+        self._timer.start(int(1000 / PLAY_FPS))
+
+    def seek_time(self, t_s: float) -> int:
+        """Move the cursor to the row recorded at `t_s`; returns its index."""
+        if self.review is None:
+            return -1
+        i = self.review.index_at(t_s)
+        self.slider.setValue(i)
+        return self.review.index
+
+    def _on_slider(self, value: int) -> None:
+        r = self.review
+        if r is None:
+            return
+        i = r.seek(value)
+        self.time_label.setText(f"{r.t_s[i] - r.t_s[0]:7.2f} / {r.duration_s:.2f} s")
+        self.indexChanged.emit(i)
+
+    def _advance(self) -> None:
+        r = self.review
+        if r is None:
+            self.set_playing(False)
+            return
+        wall0, t0 = self._play_from
+        i = r.index_at(t0 + (time.perf_counter() - wall0))
+        self.slider.setValue(i)
+        if i >= r.n_rows - 1:
+            self.set_playing(False)
+
+
+__all__ = ["PLAY_FPS", "SessionReview", "TimelineBar", "session_plot_rows", "session_qpos"]

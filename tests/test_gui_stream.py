@@ -1,0 +1,127 @@
+"""The humanoid stream dock, offscreen: opened only on demand, a far start asks first, messages
+reach a SUB socket, Stop and the E-stop stop it, the preview draws the G1."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import zmq
+
+pytest.importorskip("pytestqt")
+
+from app.config import Config  # noqa: E402
+from app.gui import theme  # noqa: E402
+from app.gui.main_window import MainWindow  # noqa: E402
+from app.gui.settings_store import SettingsStore  # noqa: E402
+from app.remote.testing import free_port_pair  # noqa: E402
+from app.streaming.publisher import StreamState  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def window(qapp, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gui_stream")
+    theme.apply(qapp)
+    w = MainWindow(Config(), SettingsStore(folder / "config"), source="demo", sessions_dir=folder / "sessions")
+    w.show()
+    w.stream_dock.raise_()
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def sub():
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.SUB)
+    sock.setsockopt(zmq.SUBSCRIBE, b"")
+    sock.setsockopt(zmq.LINGER, 0)
+    yield sock
+    sock.close()
+    ctx.term()
+
+
+def _drain(sock, timeout_ms: int = 50) -> int:
+    n = 0
+    while sock.poll(timeout_ms):
+        sock.recv(zmq.NOBLOCK)
+        n += 1
+        timeout_ms = 0
+    return n
+
+
+def test_publisher_is_not_opened_until_asked(window):
+    assert window.runner.publisher is None and window.stream_panel.status() is None
+    assert "off" in window.status_panel.streaming_label.text()
+    assert "not available" not in window.status_panel.streaming_label.text()
+
+
+def test_stream_starts_after_confirmation_sends_and_stops(window, qtbot, sub):
+    panel = window.stream_panel
+    questions: list[str] = []
+    messages: list[str] = []
+    panel.confirm = lambda text: questions.append(text) or True
+    panel.inform = messages.append
+    port = free_port_pair()
+    panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
+    qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=8000)
+
+    panel.start_button.click()  # not calibrated yet: refused, with the reason, not a question
+    assert messages and "calibrat" in messages[-1] and not questions
+    pub = window.runner.publisher
+    assert pub is not None and pub.status().state is StreamState.IDLE
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    qtbot.waitUntil(lambda: pub.status().subscribers >= 1, timeout=5000)
+
+    panel.calibrate_button.click()
+    assert pub.status().calibrated, messages
+    assert pub.endpoint == f"tcp://127.0.0.1:{port}"
+    far = pub.pose_distance().large
+    panel.start_button.click()
+    assert pub.status().state is StreamState.STREAMING, messages
+    if far:  # the question shows the distance
+        assert questions and pub.pose_distance().describe().split(" is ")[0] in questions[-1]
+    got = 0
+    deadline = time.monotonic() + 5
+    while got < 20 and time.monotonic() < deadline:
+        got += _drain(sub)
+        qtbot.wait(20)
+    assert got >= 20
+    sent = pub.status().messages_sent
+    qtbot.wait(200)
+    assert pub.status().messages_sent > sent
+    qtbot.waitUntil(lambda: "STREAMING" in window.status_panel.streaming_label.text(), timeout=3000)
+    assert "STREAMING" in panel.status_label.text() and not panel.start_button.isEnabled()
+
+    panel.stop_button.click()
+    assert pub.status().state is StreamState.STOPPED
+    qtbot.waitUntil(lambda: "STOPPED" in window.status_panel.streaming_label.text(), timeout=3000)
+
+    preview = panel._preview
+    assert preview is not None and preview.ready.wait(20)
+    if preview.error.startswith("preview unavailable"):
+        pytest.skip(f"no offscreen OpenGL: {preview.error}")
+    qtbot.waitUntil(lambda: panel.preview_frames >= 1, timeout=10000)
+    assert not panel.preview_label.pixmap().isNull()
+
+
+def test_cancelled_far_start_and_estop(window, qtbot):
+    panel = window.stream_panel
+    pub = window.runner.publisher
+    assert pub is not None
+    panel.confirm = lambda text: False
+    panel.inform = lambda text: None
+    panel.calibrate_button.click()
+    if pub.pose_distance().large:
+        panel.start_button.click()
+        assert pub.status().state is StreamState.STOPPED  # the operator said no
+    panel.confirm = lambda text: True
+    panel.start_button.click()
+    assert pub.status().state is StreamState.STREAMING
+    window.estop()
+    assert pub.status().state is StreamState.STOPPED
+    window.reset()
+
+
+def test_closing_the_stream_releases_the_publisher(window):
+    window.stream_panel.runner.close_stream()
+    assert window.runner.publisher is None
