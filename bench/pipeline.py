@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import tempfile
-import threading
 import time
 from pathlib import Path
 

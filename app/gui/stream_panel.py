@@ -131,7 +131,7 @@ class StreamPanel(QWidget):
         pub = self.ensure_open()
         try:
             pub.start_streaming()
-        except StartRefused as exc:
+        except StartRefused:
             dist = _far_distance(pub)
             if dist is None:
                 raise
