@@ -292,7 +292,7 @@ class TeleopEngine:
             self._output_events = []
         t_phys = time.perf_counter()
         stages.append(("physics", t_phys - t_ik))
-        snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, events, stages, t0, overruns, late_ticks)
+        snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, events, stages, t0, t_phys, overruns, late_ticks)
         self.tick_index += 1
         return snap
 
@@ -381,8 +381,9 @@ class TeleopEngine:
                 self._pulse(arm.name, "joint_limit")
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float,
-                  events: list[str], stages: list[tuple[str, float]], t0: float,
+                  events: list[str], stages: list[tuple[str, float]], t0: float, t_start: float,
                   overruns: int, late_ticks: int) -> Snapshot:
+        """`t0` is when the tick began, `t_start` when this snapshot stage began (perf_counter)."""
         arm_snaps = {}
         for arm in self.arms.values():
             reading = self.sim.read(arm.name)
@@ -400,7 +401,7 @@ class TeleopEngine:
             )
         rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.gate.rejections.items()))
         t_snap = time.perf_counter()
-        stages.append(("snapshot", t_snap - stages_end(stages, t0)))
+        stages.append(("snapshot", t_snap - t_start))
         timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=t_snap - t0,
                                 overruns=overruns, late_ticks=late_ticks, stage_s=tuple(stages))
         return Snapshot(
@@ -410,8 +411,3 @@ class TeleopEngine:
             rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items())), events=tuple(events),
             error=self._error,
         )
-
-
-def stages_end(stages: list[tuple[str, float]], t0: float) -> float:
-    """Absolute time at which the recorded stages (after 'input') ended."""
-    return t0 + sum(s for name, s in stages if name != "input")
