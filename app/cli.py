@@ -14,9 +14,9 @@ import math
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from app import __version__
 
@@ -89,66 +89,6 @@ def _load_config(path: str | None):
         raise UsageError(str(exc)) from None
 
 
-def _stream_config(cfg, args):
-    import dataclasses
-    from app.config import ConfigError
-    changes = {"mode": args.stream}
-    if args.stream_endpoint:
-        changes["endpoint"] = args.stream_endpoint
-    if args.stream_allow_remote:
-        changes["allow_remote"] = True
-    try:
-        return dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **changes))
-    except ConfigError as exc:
-        raise UsageError(str(exc).replace("config key 'stream.endpoint'", "--stream-endpoint")) from None
-
-
-class _StreamStarter:
-    """Headless `--stream`: calibrate the humanoid 3-point once the operator is tracked, then start.
-
-    Refusals (tracking lost, operator far from the robot's pose) are printed once each and
-    retried; the operator fixes the cause (or presses A to recalibrate) and streaming begins.
-    """
-
-    def __init__(self, streamer) -> None:
-        self.streamer = streamer
-        self.refusals: list[str] = []
-        self._started = False
-
-    def poll(self, snap) -> None:
-        from app.streaming.publisher import StartRefused, StreamState
-        from app.streaming.threepoint import CalibrationError
-        if self._started or snap is None:
-            return
-        if self.streamer.status().state is StreamState.STREAMING:
-            self._started = True
-            return
-        try:
-            if not self.streamer.status().calibrated:
-                self.streamer.calibrate()
-            self.streamer.start_streaming()
-            self._started = True
-            print(f"pico-teleop: streaming to the humanoid on {self.streamer.endpoint}", file=sys.stderr)
-        except (StartRefused, CalibrationError) as exc:
-            text = str(exc)
-            if text not in self.refusals:
-                self.refusals.append(text)
-                print(f"pico-teleop: stream not started yet: {text}", file=sys.stderr)
-
-
-def _replay_config(session, config_path: str | None, cfg):
-    """A replay runs with the configuration recorded in the session's sidecar, unless --config
-    is given: the same inputs through the same settings reproduce the run."""
-    from app.config import ConfigError, config_from_dict
-    recorded = (session.sidecar or {}).get("config")
-    if config_path or not isinstance(recorded, dict):
-        return cfg
-    try:
-        return config_from_dict(recorded)
-    except ConfigError as exc:
-        raise UsageError(f"{session.path}: the configuration in its sidecar is not usable ({exc}); pass --config") from None
-
-
 def _session_path(record: str) -> Path:
     """`--record DIR/` (or an existing folder) gets a fresh time-stamped file name inside it."""
     p = Path(record)
@@ -166,157 +106,196 @@ def _status_line(snap, stats_rate: float) -> str:
             f"L[{arm(snap.left)}]  R[{arm(snap.right)}]  {snap.teleop_state}")
 
 
-def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
-    from app.control.loop import ControlLoop
-    from app.runtime import build_engine, load_scene, make_source, session_sidecar
-    from app.sessions.run_summary import RunSummary
-    from app.sim.scene import SceneError
-    from app.tracking.source import TrackingSourceError
+def _read_replay(path: str):
+    from app.sessions.reader import SessionFormatError, read_session
+    try:
+        return read_session(path)
+    except SessionFormatError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read replay file {path}: {exc.strerror or exc}") from None
 
+
+def _check_run_args(args: argparse.Namespace) -> str:
+    """The source kind the run's options ask for; UsageError for options that do not go together."""
     if args.replay and args.source not in ("replay", "auto"):
         raise UsageError(f"--replay is only used with --source replay (got --source {args.source})")
     source_kind = "replay" if args.replay and args.source == "auto" else args.source
     if source_kind == "replay" and not args.replay:
         raise UsageError("--source replay needs --replay PATH")
-    cfg = _load_config(config_path)
-    if args.replay:
-        from app.sessions.reader import SessionFormatError, read_session
-        try:
-            session = read_session(args.replay)
-        except SessionFormatError as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            raise UsageError(f"cannot read replay file {args.replay}: {exc.strerror or exc}") from None
-        cfg = _replay_config(session, config_path, cfg)
+    if (args.stream_endpoint or args.stream_allow_remote) and not args.stream:
+        raise UsageError("--stream-endpoint and --stream-allow-remote go with --stream MODE")
+    if getattr(args, "connect", None) and args.fast:
+        raise UsageError("--fast cannot drive a remote server: it runs in real time")
+    return source_kind
+
+
+def _remote_config(args: argparse.Namespace):
+    """The simulation-server client settings of `run --connect` (None without it)."""
+    if not getattr(args, "connect", None):
+        return None
+    from app.remote.commands import client_config
+    from app.remote.config import RemoteConfigError
+    from app.remote.keys import KeyFileError
     try:
-        scene = load_scene(cfg)
+        return client_config(args, args.connect)
+    except (RemoteConfigError, KeyFileError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+class TerminationSignals:
+    """Ctrl-C and SIGTERM end a run cleanly (recording closed with its sidecar complete, summary
+    printed): the handler only asks `stop` to happen; the main thread does the closing."""
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        self._stop = stop
+        self.received: str = ""
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> "TerminationSignals":
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[sig] = signal.signal(sig, self._on_signal)
+            except ValueError:  # not the main thread (embedded use): the caller stops the run itself
+                pass
+        return self
+
+    def _on_signal(self, signum, frame) -> None:
+        self.received = signal.Signals(signum).name
+        self._stop()
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
+    from app.config import ConfigError
+    from app.pipeline import Pipeline, PipelineError, RecordingError, StartOptions
+    from app.sessions.run_summary import RunSummary
+    from app.sim.scene import SceneError
+    from app.tracking.source import TrackingSourceError
+
+    source_kind = _check_run_args(args)
+    cfg = _load_config(config_path)
+    session = _read_replay(args.replay) if source_kind == "replay" else None
+    explicit_cfg = cfg if (session is None or config_path) else None
+    remote = _remote_config(args)
+    try:
+        pipe = Pipeline(cfg, remote=remote)
     except SceneError as exc:
         raise UsageError(str(exc)) from None
+    max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
+    options = StartOptions(paced=not args.fast, max_ticks=max_ticks, block_recorder_when_full=args.fast)
+    if args.record:
+        args.record = str(_session_path(args.record))
     try:
-        if source_kind == "replay":
-            from app.tracking.replay_source import ReplaySource
-            source, note = ReplaySource(session), ""
-        else:
-            source, note = make_source(source_kind, cfg, scene)
-        source.start()
+        note = pipe.start(source_kind, args.replay, explicit_cfg, options, session=session, record_path=args.record)
+    except ConfigError as exc:
+        raise UsageError(f"{args.replay}: the configuration in its sidecar is not usable ({exc}); pass --config") from None
+    except SceneError as exc:
+        raise UsageError(str(exc)) from None
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    except PipelineError as exc:
+        print(f"pico-teleop: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except TrackingSourceError as exc:
         print(f"pico-teleop: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     if note:
         print(f"pico-teleop: {note}", file=sys.stderr)
-    if args.stream_endpoint or args.stream_allow_remote:
-        if not args.stream:
-            raise UsageError("--stream-endpoint and --stream-allow-remote go with --stream MODE")
-    if args.stream:
-        cfg = _stream_config(cfg, args)
-    paced = not args.fast
-    max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
-    output = None
-    if getattr(args, "connect", None):
-        from app.remote.client import RemoteConnectError
-        from app.remote.commands import open_remote_output
-        from app.remote.config import RemoteConfigError
-        try:
-            output = open_remote_output(cfg, scene, args)
-        except RemoteConfigError as exc:
-            source.close()
-            raise UsageError(str(exc)) from None
-        except RemoteConnectError as exc:
-            source.close()
-            print(f"pico-teleop: {exc}", file=sys.stderr)
-            return EXIT_FAILURE
-    engine = build_engine(cfg, scene, source, output=output)
-    loop = ControlLoop(engine, source, cfg.loop, paced=paced, max_ticks=max_ticks)
     summary = RunSummary()
-    loop.subscribe(summary.add)
-    recorder = None
-    if args.record:
-        args.record = str(_session_path(args.record))
-        from app.sessions.recorder import Recorder
-        recorder = Recorder(args.record, session_sidecar(cfg, scene, source.name, engine), block_when_full=not paced)
-        recorder.start()
-        status = recorder.status()
-        if status.error:
-            source.close()
-            raise UsageError(f"cannot record to {args.record}: {status.error}")
-        loop.subscribe(recorder.submit)
-
-    streamer = None
-    if args.stream:
-        from app.streaming.publisher import StreamPublisher
-        try:
-            streamer = StreamPublisher(cfg.stream).open()
-        except OSError as exc:
-            source.close()
-            raise UsageError(str(exc)) from None
-        loop.subscribe(streamer.submit)
-        if cfg.stream.allow_remote:
-            print(f"pico-teleop: WARNING: the humanoid stream binds {streamer.endpoint}, reachable from the network "
-                  "(the protocol has no authentication)", file=sys.stderr)
-
-    print(f"pico-teleop {__version__}: source {source.name}, {cfg.loop.rate_hz:g} Hz, scene {scene.path.name}"
-          + (f", recording to {args.record}" if recorder else "") + (", fast" if not paced else "")
-          + (f", streaming {cfg.stream.mode} on {streamer.endpoint}" if streamer else ""), file=sys.stderr)
-    stream_starter = _StreamStarter(streamer) if streamer else None
-    stop_requested = threading.Event()
-
-    def _on_signal(signum, frame):  # Ctrl-C ends the run cleanly: recording closed, summary printed
-        stop_requested.set()
-        loop.stop(timeout_s=0)
-
-    old_handler = signal.signal(signal.SIGINT, _on_signal)
-    started = time.perf_counter()
-    loop.start()
-    tty = sys.stderr.isatty()
-    last_print = 0.0
+    pipe.subscribe(summary.add)
     try:
-        while not loop.wait(0.25):
-            now = time.perf_counter()
-            snap = loop.latest()
-            if stream_starter is not None:
-                stream_starter.poll(snap)
-            if args.quiet or snap is None:
-                continue
-            remote = f"  {output.status().text()}" if output is not None else ""
-            if tty:
-                rate = loop.timer.ticks / max(now - started, 1e-9)
-                print("\r" + _status_line(snap, rate) + remote, end="", file=sys.stderr, flush=True)
-            elif now - last_print >= 5.0:
-                last_print = now
-                rate = loop.timer.ticks / max(now - started, 1e-9)
-                print(_status_line(snap, rate) + remote, file=sys.stderr, flush=True)
-    finally:
-        loop.stop()
-        signal.signal(signal.SIGINT, old_handler)
-        source.close()
-        if streamer is not None:
-            streamer.close()
-        if output is not None:
-            output.close()
-    if tty and not args.quiet:
-        print(file=sys.stderr)
-    stats = loop.stats()
-    result = summary.as_dict()
-    result["timing"] = {k: v for k, v in vars(stats).items()}
-    result["source"] = source.name
-    result["wall_s"] = time.perf_counter() - started
-    if loop.fatal_error:
-        result["fatal_error"] = loop.fatal_error
-    if output is not None:
-        result["remote"] = output.status().as_dict()
-    if streamer is not None:
-        st = streamer.status()
-        result["stream"] = {"mode": st.mode, "endpoint": streamer.endpoint, "state": st.state.value,
-                            "messages_sent": st.messages_sent, "dropped": st.dropped, "last_error": st.last_error,
-                            "refusals": stream_starter.refusals if stream_starter else []}
-    if recorder is not None:
-        rec = recorder.stop(summary=result)
-        result["recording"] = {"path": str(args.record), "rows": rec.rows_written, "dropped": rec.dropped_rows,
+        _start_run_extras(pipe, args)
+    except UsageError:
+        pipe.close()
+        raise
+    print(f"pico-teleop {__version__}: source {pipe.source_kind}, {pipe.cfg.loop.rate_hz:g} Hz, scene {pipe.scene.path.name}"
+          + (f", recording to {args.record}" if args.record else "") + (", fast" if args.fast else "")
+          + (f", streaming {pipe.publisher.cfg.mode} on {pipe.publisher.endpoint}" if pipe.publisher else ""),
+          file=sys.stderr)
+    started = time.perf_counter()
+    with TerminationSignals(lambda: pipe.loop.stop(timeout_s=0)) as signals:
+        _watch_run(pipe, args, started)
+    result = _run_result(pipe, summary, started)
+    if signals.received:
+        result["stopped_by"] = signals.received
+    if pipe.recording:
+        rec = pipe.stop_recording(extra_summary=result)
+        result["recording"] = {"path": str(rec.path), "rows": rec.rows_written, "dropped": rec.dropped_rows,
                                "state": rec.state.value, "error": rec.error}
+    pipe.close()
     _print_summary(result)
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(result, indent=2))
-    return EXIT_FAILURE if loop.fatal_error else EXIT_OK
+    return EXIT_FAILURE if result.get("fatal_error") else EXIT_OK
+
+
+def _start_run_extras(pipe, args: argparse.Namespace) -> None:
+    """`--stream` on a started pipeline; UsageError when it cannot start."""
+    import dataclasses
+    from app.config import ConfigError
+    if args.stream:
+        changes = {"mode": args.stream}
+        if args.stream_endpoint:
+            changes["endpoint"] = args.stream_endpoint
+        if args.stream_allow_remote:
+            changes["allow_remote"] = True
+        try:
+            stream_cfg = dataclasses.replace(pipe.cfg.stream, **changes)
+        except ConfigError as exc:
+            raise UsageError(str(exc).replace("config key 'stream.endpoint'", "--stream-endpoint")) from None
+        try:
+            pipe.stream_when_calibrated(stream_cfg)
+        except OSError as exc:
+            raise UsageError(str(exc)) from None
+        if stream_cfg.allow_remote:
+            print(f"pico-teleop: WARNING: the humanoid stream binds {pipe.publisher.endpoint}, reachable from the "
+                  "network (the protocol has no authentication)", file=sys.stderr)
+
+
+def _watch_run(pipe, args: argparse.Namespace, started: float) -> None:
+    """The main thread while the loop runs: the stream's auto-start and the live status line."""
+    tty = sys.stderr.isatty()
+    last_print = 0.0
+    while not pipe.wait(0.25):
+        pipe.poll()
+        snap = pipe.latest()
+        if args.quiet or snap is None:
+            continue
+        now = time.perf_counter()
+        remote = f"  {pipe.remote_status().text()}" if pipe.output is not None else ""
+        rate = pipe.loop.timer.ticks / max(now - started, 1e-9)
+        if tty:
+            print("\r" + _status_line(snap, rate) + remote, end="", file=sys.stderr, flush=True)
+        elif now - last_print >= 5.0:
+            last_print = now
+            print(_status_line(snap, rate) + remote, file=sys.stderr, flush=True)
+    if tty and not args.quiet:
+        print(file=sys.stderr)
+
+
+def _run_result(pipe, summary, started: float) -> dict:
+    """The end-of-run summary (printed, written with --summary-json, stored in the sidecar)."""
+    pipe.loop.stop()
+    result = summary.as_dict()
+    result["timing"] = dict(vars(pipe.stats()))
+    result["source"] = pipe.source_kind
+    result["wall_s"] = time.perf_counter() - started
+    if pipe.fatal_error:
+        result["fatal_error"] = pipe.fatal_error
+    if pipe.output is not None:
+        result["remote"] = pipe.remote_status().as_dict()
+    publisher, refusals = pipe.publisher, pipe.stream_refusals
+    if publisher is not None:
+        pipe.close_stream()  # sends the stop command when streaming
+        st = publisher.status()
+        result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
+                            "messages_sent": st.messages_sent, "dropped": st.dropped, "last_error": st.last_error,
+                            "refusals": refusals}
+    return result
 
 
 def _print_summary(r: dict) -> None:

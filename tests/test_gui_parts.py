@@ -13,7 +13,7 @@ import pytest
 from app.config import Config, ConfigError, config_from_dict
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
-from app.gui.scene_mirror import SceneMirror
+from app.sim.mirror import SceneMirror
 from app.gui.settings_store import SettingsStore, diff, merge, toml_dumps
 from app.tracking.sample import DevicePose, TrackingSample
 

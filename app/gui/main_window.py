@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
 
 from app import __version__
 from app.config import Config, ConfigError, load_config
+from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
 from app.control.engine import Command, CommandKind
 from app.gui import remote_view, theme
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
@@ -35,7 +36,7 @@ from app.gui.status import StatusPanel
 from app.gui.stream_panel import StreamPanel
 from app.gui.stream_panel import status_text as stream_status_text
 from app.gui.timeline import SessionReview, TimelineBar
-from app.gui.teleop_runner import SOURCE_LABELS, RunnerError, TeleopRunner, generated_session_name
+from app.gui.teleop_runner import TeleopRunner
 from app.gui.viewport import SceneViewport
 from app.sessions.reader import SessionFormatError
 from app.sim.scene import SceneError
@@ -53,7 +54,7 @@ has its own timer (up to 30 fps). Every refresh costs GIL time the control loop 
 VIEW_FPS_CHOICES = (30, 20, 10)
 """3D view frame-rate caps offered in the View menu (the first is the default)."""
 
-OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, RunnerError, ConfigError, SceneError, OSError)
+OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, ConfigError, SceneError, OSError)
 """Errors whose message is written for the operator: shown as they are."""
 
 
@@ -414,7 +415,7 @@ class MainWindow(QMainWindow):
 
     def record_as(self) -> None:
         if self.runner.recording:
-            raise RunnerError("already recording: stop the current recording first (F9)")
+            raise PipelineError("already recording: stop the current recording first (F9)")
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
         path, _ = QFileDialog.getSaveFileName(self, "Record session to", str(self.sessions_dir / generated_session_name()),
                                               "Session CSV (*.csv)")
@@ -501,7 +502,7 @@ class MainWindow(QMainWindow):
     def review_file(self, path: str | Path) -> None:
         """Stop the loop and show session file `path` along a timeline (display only)."""
         if self.runner.recording:
-            raise RunnerError("stop the recording before reviewing a session")
+            raise PipelineError("stop the recording before reviewing a session")
         runner = self.runner
         review = SessionReview(path, runner.scene, runner.buffers, runner.mirror,
                                window_rows=int(self.plots.window_s * runner.cfg.loop.rate_hz))
@@ -538,23 +539,26 @@ class MainWindow(QMainWindow):
             self._sync_source_actions()
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.runner.cfg, self.base_cfg, self)
+        dialog = SettingsDialog(self.runner.live_cfg, self.base_cfg, self)
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.config is not None:
             self.apply_config(dialog.config)
 
     def apply_config(self, cfg: Config) -> None:
         """Save what differs from the defaults + --config, and restart the loop with `cfg`."""
         if self.runner.recording:
-            raise RunnerError("stop the recording before changing settings")
+            raise PipelineError("stop the recording before changing settings")
         overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
         self.store.save(overrides)
-        self._start_source(self.runner.source_kind or "auto", self.runner.replay_path, cfg=cfg)
+        kind = self.runner.source_kind or "auto"
+        # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.
+        self._start_source(kind, self.runner.replay_path, cfg=None if kind == "replay" else cfg)
+        self.runner.live_cfg = cfg
         self.raw_panel.set_button_map(cfg.buttons)
         self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
 
     def _on_button_learned(self, role: str, bit: int) -> None:
         from app.config import config_from_dict
-        slot = self._guard(lambda: self.apply_config(config_from_dict({"buttons": {role: bit}}, self.runner.cfg)))
+        slot = self._guard(lambda: self.apply_config(config_from_dict({"buttons": {role: bit}}, self.runner.live_cfg)))
         slot()
 
     def _show_boxes(self, on: bool) -> None:

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
 from app.config import ARMS
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
-from app.gui.scene_mirror import SceneMirror
+from app.sim.mirror import SceneMirror
 from app.runtime import Scene
 from app.sessions.reader import Session, SessionFormatError, read_session
 

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.config import ARMS, Config
 from app.control.snapshot import Snapshot
-from app.gui.scene_mirror import SceneMirror
+from app.sim.mirror import SceneMirror
 from app.gui.scene_renderer import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
 
 log = logging.getLogger(__name__)

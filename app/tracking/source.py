@@ -9,7 +9,7 @@ runs deterministic and lets them run faster than real time.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from app.tracking.sample import TrackingSample
 
@@ -58,6 +58,10 @@ class TrackingSource(Protocol):
         """Ask the controller for a short vibration; sources without haptics ignore it."""
         ...
 
+    def device_info(self) -> "dict[str, dict[str, Any]] | None":
+        """Per-device model and battery (OpenVR); None for sources without devices."""
+        ...
+
     def __enter__(self) -> "TrackingSource": ...
 
     def __exit__(self, *exc: object) -> None: ...
@@ -102,6 +106,9 @@ class SourceBase:
         return False
 
     def pulse_haptic(self, controller: str, duration_us: int) -> None:
+        return None
+
+    def device_info(self) -> dict[str, dict[str, Any]] | None:
         return None
 
     def _open(self) -> None:

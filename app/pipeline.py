@@ -1,0 +1,412 @@
+"""One teleop session, Qt-free: scene, tracking source, output, engine, loop, recorder and stream.
+
+This is the only place that wires them together. The headless `pico-teleop run` drives one
+in its own process; the desktop application drives one inside the core process
+(`app.core`), and its tests drive one in-process. Inputs are the configuration and the
+session choices (source, replay file, local or remote output, pacing); outputs are the
+snapshots the loop publishes (`subscribe`, `latest`), the scene pose (`mirror`) and the
+status of each part.
+
+A replay runs with the configuration recorded in the session's sidecar (unless the caller
+passes one explicitly): the same inputs through the same settings reproduce the run, whichever
+front end asked for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from app.config import Config
+from app.control.engine import Command
+from app.control.loop import ControlLoop
+from app.control.snapshot import Snapshot
+from app.control.timing import TimingStats
+from app.runtime import Scene, build_engine, load_scene, make_source, session_sidecar
+from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
+from app.sessions.run_summary import RunSummary
+from app.sim.mirror import SceneMirror
+from app.tracking.source import TrackingSource
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.remote.config import ClientConfig
+    from app.sessions.reader import Session
+    from app.streaming.publisher import StreamPublisher
+
+log = logging.getLogger(__name__)
+
+SOURCE_LABELS = {"openvr": "OpenVR (SteamVR)", "demo": "Demo operator", "replay": "Session replay"}
+
+Subscriber = Callable[[Snapshot], None]
+
+
+class PipelineError(RuntimeError):
+    """An operation the operator asked for cannot be done now; the message says why."""
+
+
+class RecordingError(PipelineError):
+    """A recording cannot start (unwritable path, existing file); the message names the path."""
+
+
+def generated_session_name(now: datetime | None = None) -> str:
+    return f"session-{(now or datetime.now()):%Y%m%d-%H%M%S}.csv"
+
+
+def recorded_config(session: "Session", fallback: Config) -> Config:
+    """The configuration a session was recorded with (its sidecar), or `fallback` for a file
+    without one. `ConfigError` when the sidecar's configuration is not usable."""
+    from app.config import config_from_dict
+    recorded = (session.sidecar or {}).get("config")
+    if not isinstance(recorded, dict):
+        return fallback
+    return config_from_dict(recorded)
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """How a session's loop runs (the CLI's choices; the GUI takes the defaults)."""
+
+    paced: bool = True
+    """False: run as fast as the machine allows (demo or replay only)."""
+    max_ticks: int | None = None
+    """Stop by itself after this many ticks (None: until stopped or the replay ends)."""
+    block_recorder_when_full: bool = False
+    """An unpaced run waits for the recorder rather than dropping rows (nothing is real time there)."""
+
+
+class Pipeline:
+    def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None) -> None:
+        """`remote`: drive a simulation server (`pico-teleop serve`) instead of a local simulation;
+        every start opens a new connection, every stop closes it."""
+        self.cfg = cfg
+        """The configuration in force (a replay's is the one it was recorded with)."""
+        self.live_cfg = cfg
+        """The configuration live sources run with (the last one given explicitly)."""
+        self.remote = remote
+        self.scene = scene if scene is not None else load_scene(cfg)
+        self.mirror = SceneMirror(self.scene.model.nq)
+        """The physics pose of the newest tick, copied in the loop thread (for 3D views)."""
+        self.source: TrackingSource | None = None
+        self.source_kind = ""
+        self.replay_path: str | None = None
+        self.engine = None
+        self.loop: ControlLoop | None = None
+        self.output = None
+        self.publisher: "StreamPublisher | None" = None
+        """The humanoid stream, once opened; subscribed to every loop."""
+        self.note = ""
+        self.started_s = 0.0
+        self.options = StartOptions()
+        self._subscribers: list[Subscriber] = []
+        self._recorder: Recorder | None = None
+        self._summary: RunSummary | None = None
+        self._stream_autostart: StreamAutoStart | None = None
+
+    # ----- subscribers that outlive restarts -----
+
+    def subscribe(self, fn: Subscriber) -> None:
+        """Call `fn` in the loop thread with every snapshot of this and every later loop (quick, never blocking)."""
+        self._subscribers.append(fn)
+        if self.loop is not None:
+            self.loop.subscribe(fn)
+
+    def unsubscribe(self, fn: Subscriber) -> None:
+        self._subscribers = [f for f in self._subscribers if f != fn]
+        if self.loop is not None:
+            self.loop.unsubscribe(fn)
+
+    def _on_loop_created(self, loop: ControlLoop, source: TrackingSource) -> None:
+        """Hook for owners that reset per-loop state (plot history) before the loop starts."""
+
+    # ----- the session -----
+
+    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+              options: StartOptions | None = None, session: "Session | None" = None,
+              record_path: str | Path | None = None) -> str:
+        """(Re)start with source `kind` ('auto', 'demo', 'openvr', 'replay'); returns the note for
+        the operator ('' if none).
+
+        `cfg`: the configuration to use (default: the current one). For a replay with no explicit
+        `cfg`, the recorded configuration is used. The new source starts before the old session
+        stops, so on failure (SteamVR absent, unreadable session file: TrackingSourceError,
+        SessionFormatError, ConfigError, OSError) the running session carries on untouched.
+        `record_path`: record from the very first tick (PipelineError if it cannot; nothing runs then).
+        """
+        if self.recording:
+            raise PipelineError("stop the recording before changing the source or the settings")
+        options = options or StartOptions()
+        explicit = cfg is not None
+        if kind == "replay":
+            if session is None:
+                if not replay_path:
+                    raise PipelineError("a replay needs a session file")
+                from app.sessions.reader import read_session
+                session = read_session(replay_path)
+            if cfg is None:
+                cfg = recorded_config(session, self.live_cfg)
+        cfg = cfg if cfg is not None else self.live_cfg
+        scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
+        # OpenVR's connection is per process: the old one must be closed before a new one opens.
+        if kind in ("openvr", "auto") and self.source is not None and self.source.name == "openvr":
+            self.stop()
+        if kind == "replay":
+            from app.tracking.replay_source import ReplaySource
+            source, note = ReplaySource(session), ""
+        else:
+            source, note = make_source(kind, cfg, scene, replay_path)
+        source.start()
+        self.stop()
+        self.cfg, self.scene, self.options = cfg, scene, options
+        if explicit or kind != "replay":
+            self.live_cfg = cfg
+        if scene.model.nq != self.mirror.nq:
+            self.mirror = SceneMirror(scene.model.nq)
+        output = None
+        if self.remote is not None:
+            from app.remote.client import RemoteConnectError, connect_remote
+            try:
+                output = connect_remote(scene, self.remote)
+            except RemoteConnectError as exc:
+                source.close()
+                raise PipelineError(f"cannot connect to the simulation server {self.remote.endpoints.state}: {exc}") from None
+        engine = build_engine(cfg, scene, source, output=output)
+        loop = ControlLoop(engine, source, cfg.loop, paced=options.paced, max_ticks=options.max_ticks)
+        self.mirror.clear()
+        loop.subscribe(self.mirror.subscriber(engine.sim.data.qpos))
+        self._on_loop_created(loop, source)
+        for fn in self._subscribers:
+            loop.subscribe(fn)
+        if self.publisher is not None:
+            loop.subscribe(self.publisher.submit)
+        self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
+        self.replay_path = replay_path if kind == "replay" else None
+        self.engine, self.loop, self.note, self.output = engine, loop, note, output
+        self.started_s = time.perf_counter()
+        if record_path is not None:
+            try:
+                self.start_recording(record_path)
+            except RecordingError:
+                self.stop()
+                raise
+        loop.start()
+        log.info("teleop started: source %s, %g Hz%s", source.name, cfg.loop.rate_hz, f" ({note})" if note else "")
+        return note
+
+    def restart(self, cfg: Config) -> str:
+        """Same source, new configuration (a fresh loop from the home pose)."""
+        kind = self.source_kind or "auto"
+        self.live_cfg = cfg
+        return self.start(kind, self.replay_path if kind == "replay" else None, cfg)
+
+    def stop(self) -> None:
+        """End the loop, then close the recording, the output and the source (in that order)."""
+        loop, source, output = self.loop, self.source, self.output
+        if loop is not None:
+            loop.stop()
+        if self.recording:
+            self.stop_recording()
+        self.loop = None
+        self.source = None
+        self.output = None
+        if output is not None:
+            try:
+                output.close()
+            except Exception:
+                log.exception("closing the remote output failed")
+        if source is not None:
+            try:
+                source.close()
+            except Exception:
+                log.exception("closing tracking source %s failed", source.name)
+
+    def close(self) -> None:
+        """Stop the session and close the humanoid stream."""
+        self.stop()
+        self.close_stream()
+
+    @property
+    def running(self) -> bool:
+        return self.loop is not None and self.loop.running
+
+    @property
+    def finished(self) -> bool:
+        """The loop ended by itself (tick budget reached, replay finished, fatal error)."""
+        return self.loop is not None and not self.loop.running and self.loop.wait(0)
+
+    @property
+    def fatal_error(self) -> str:
+        return self.loop.fatal_error if self.loop is not None else ""
+
+    def send(self, command: Command) -> None:
+        if self.loop is None:
+            raise PipelineError("the control loop is not running")
+        self.loop.send(command)
+
+    def latest(self) -> Snapshot | None:
+        return self.loop.latest() if self.loop is not None else None
+
+    def stats(self) -> TimingStats | None:
+        return self.loop.stats() if self.loop is not None else None
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the loop ends by itself; True if it has."""
+        return self.loop.wait(timeout_s) if self.loop is not None else True
+
+    # ----- humanoid stream -----
+
+    def open_stream(self, stream_cfg) -> "StreamPublisher":
+        """Open the humanoid stream publisher (binds its socket; IDLE, nothing sent) and feed it every tick.
+        OSError when the endpoint cannot be bound."""
+        from app.streaming.publisher import StreamPublisher
+        if self.publisher is not None:
+            raise PipelineError(f"the humanoid stream is already open on {self.publisher.endpoint}")
+        pub = StreamPublisher(stream_cfg).open()
+        self.publisher = pub
+        if self.loop is not None:
+            latest = self.loop.latest()
+            if latest is not None:  # so that a Calibrate/Start right after opening has a snapshot to use
+                pub.submit(latest)
+            self.loop.subscribe(pub.submit)
+        log.info("humanoid stream opened on %s (%s)", pub.endpoint, stream_cfg.mode)
+        if stream_cfg.allow_remote:
+            log.warning("the humanoid stream binds %s, reachable from the network (the protocol has no "
+                        "authentication)", pub.endpoint)
+        return pub
+
+    def close_stream(self) -> None:
+        """Close the publisher (it sends the stop command first when streaming)."""
+        pub, self.publisher = self.publisher, None
+        self._stream_autostart = None
+        if pub is None:
+            return
+        if self.loop is not None:
+            self.loop.unsubscribe(pub.submit)
+        pub.close()
+
+    def stream_when_calibrated(self, stream_cfg) -> "StreamAutoStart":
+        """Open the stream now and start it as soon as the operator is tracked (`poll` retries);
+        the `--stream` option, which is the operator's go-ahead."""
+        pub = self.publisher if self.publisher is not None else self.open_stream(stream_cfg)
+        self._stream_autostart = StreamAutoStart(pub)
+        return self._stream_autostart
+
+    def poll(self) -> None:
+        """Periodic housekeeping from the owner's thread (a few Hz): the stream's auto-start."""
+        if self._stream_autostart is not None:
+            self._stream_autostart.poll(self.latest())
+
+    @property
+    def stream_refusals(self) -> list[str]:
+        return self._stream_autostart.refusals if self._stream_autostart is not None else []
+
+    # ----- remote output and devices -----
+
+    def remote_status(self) -> "RemoteStatus | None":
+        """The simulation server connection's status (any thread), None when simulating locally."""
+        out = self.output
+        return out.status() if out is not None else None
+
+    def remote_seq(self) -> int | None:
+        """Sequence number of the newest server state applied (a reference read: safe from any thread)."""
+        out = self.output
+        state = out.latest_state() if out is not None else None
+        return state.seq if state is not None else None
+
+    def device_info(self) -> dict[str, dict[str, Any]] | None:
+        """OpenVR's per-device model and battery (None for sources without devices)."""
+        source = self.source
+        return source.device_info() if source is not None else None
+
+    # ----- recording -----
+
+    @property
+    def recording(self) -> bool:
+        return self._recorder is not None
+
+    def recorder_status(self) -> RecorderStatus | None:
+        rec = self._recorder
+        return rec.status() if rec is not None else None
+
+    def start_recording(self, path: str | Path) -> Path:
+        """Record every tick to `path` (CSV + JSON sidecar). PipelineError when it cannot start.
+        The error's text is the recorder's own (it names the path)."""
+        if self.loop is None or self.engine is None or self.source is None:
+            raise PipelineError("nothing to record: the control loop is not running")
+        if self._recorder is not None:
+            raise PipelineError(f"already recording to {self._recorder.path}")
+        recorder = Recorder(path, session_sidecar(self.cfg, self.scene, self.source.name, self.engine),
+                            block_when_full=self.options.block_recorder_when_full)
+        recorder.start()
+        status = recorder.status()
+        if status.state is not RecorderState.RECORDING:
+            recorder.stop()
+            raise RecordingError(status.error or f"cannot record to {path}")
+        summary = RunSummary()
+        self.loop.subscribe(summary.add)
+        self.loop.subscribe(recorder.submit)
+        self._recorder, self._summary = recorder, summary
+        log.info("recording to %s", recorder.path)
+        return recorder.path
+
+    def stop_recording(self, extra_summary: dict | None = None) -> RecorderStatus:
+        """Close the recording, its sidecar completed with the run's summary (and `extra_summary`)."""
+        recorder, summary = self._recorder, self._summary
+        if recorder is None or summary is None:
+            raise PipelineError("not recording")
+        self._recorder = self._summary = None
+        if self.loop is not None:
+            self.loop.unsubscribe(recorder.submit)
+            self.loop.unsubscribe(summary.add)
+        result = summary.as_dict()
+        stats = self.stats()
+        if stats is not None:
+            result["timing"] = dict(vars(stats))
+        result["source"] = self.source_kind
+        result.update(extra_summary or {})
+        status = recorder.stop(summary=result)
+        log.info("recording stopped: %d rows to %s (%d dropped)", status.rows_written, status.path, status.dropped_rows)
+        return status
+
+
+class StreamAutoStart:
+    """`--stream`: calibrate the humanoid 3-point once the operator is tracked, then start.
+
+    Refusals (tracking lost, operator far from the robot's pose) are logged once each and
+    retried; the operator fixes the cause (or presses A to recalibrate) and streaming begins.
+    """
+
+    def __init__(self, streamer: "StreamPublisher", announce: Callable[[str], None] | None = None) -> None:
+        self.streamer = streamer
+        self.refusals: list[str] = []
+        self.started = False
+        self.announce = announce or (lambda text: print(f"pico-teleop: {text}", file=sys.stderr))
+
+    def poll(self, snap: Snapshot | None) -> None:
+        from app.streaming.publisher import StartRefused, StreamState
+        from app.streaming.threepoint import CalibrationError
+        if self.started or snap is None:
+            return
+        if self.streamer.status().state is StreamState.STREAMING:
+            self.started = True
+            return
+        try:
+            if not self.streamer.status().calibrated:
+                self.streamer.calibrate()
+            self.streamer.start_streaming()
+            self.started = True
+            self.announce(f"streaming to the humanoid on {self.streamer.endpoint}")
+        except (StartRefused, CalibrationError) as exc:
+            text = str(exc)
+            if text not in self.refusals:
+                self.refusals.append(text)
+                self.announce(f"stream not started yet: {text}")
+
+
+__all__ = ["Pipeline", "PipelineError", "RecordingError", "SOURCE_LABELS", "StartOptions", "StreamAutoStart", "generated_session_name",
+           "recorded_config"]
