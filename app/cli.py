@@ -51,6 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--connect", metavar="ENDPOINT", dest="gui_connect",
                    help="open the GUI on a simulation server (`pico-teleop serve`) at tcp://HOST:PORT instead of "
                         "simulating locally")
+    p.add_argument("--record", metavar="PATH", dest="gui_record",
+                   help="GUI: record from the first tick to this CSV (a folder ending in / gets a time-stamped name)")
+    p.add_argument("--stream", choices=["planner-vr3pt", "pose-v1"], dest="gui_stream",
+                   help="GUI: stream to the humanoid once the operator is calibrated, as `run --stream` does")
+    p.add_argument("--stream-endpoint", metavar="ENDPOINT", dest="gui_stream_endpoint",
+                   help="GUI: where the stream's PUB socket binds (default tcp://127.0.0.1:5556)")
+    p.add_argument("--stream-allow-remote", action="store_true", dest="gui_stream_allow_remote",
+                   help="GUI: allow binding a non-loopback interface (the protocol has no authentication)")
+    p.add_argument("--in-process", action="store_true",
+                   help="GUI: run the control loop inside the window's process (debugging; it then shares the GIL)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
     run.add_argument("--source", choices=["auto", "demo", "openvr", "replay"], default="auto",
@@ -75,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_remote_parsers(sub)
     from app.sessions.analyze_command import add_analyze_parser
     add_analyze_parser(sub)
+    core = sub.add_parser("core", help=argparse.SUPPRESS)  # started by the GUI: its control-loop process
+    core.add_argument("--config", metavar="PATH", dest="run_config")
+    core.add_argument("--state-dir", metavar="DIR")
+    core.add_argument("--connect", metavar="ENDPOINT")
     insp = sub.add_parser("inspect", help="check any GR00T ZMQ stream against the receiving side's rules")
     insp.add_argument("--endpoint", default="tcp://127.0.0.1:5556", help="publisher to connect to (default %(default)s)")
     insp.add_argument("--seconds", type=_positive_seconds, metavar="N", help="stop after N seconds (default: until Ctrl-C)")
@@ -298,6 +312,44 @@ def _run_result(pipe, summary, started: float) -> dict:
     return result
 
 
+def cmd_core(args: argparse.Namespace, config_path: str | None) -> int:
+    """The GUI's core process (hidden command): serve one pipeline to the GUI until told to stop."""
+    from app.core.server import serve_core
+    from app.sim.scene import SceneError
+    cfg = _load_config(config_path)
+    remote = None
+    if args.connect:
+        from app.remote.config import ClientConfig, Endpoints, RemoteConfigError
+        try:
+            remote = ClientConfig(endpoints=Endpoints.parse(args.connect))
+        except RemoteConfigError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        return serve_core(cfg, Path(args.state_dir) if args.state_dir else None, remote)
+    except SceneError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _gui_options(args: argparse.Namespace) -> dict:
+    """The GUI's --record / --stream options, checked as `run` checks them."""
+    if (args.gui_stream_endpoint or args.gui_stream_allow_remote) and not args.gui_stream:
+        raise UsageError("--stream-endpoint and --stream-allow-remote go with --stream MODE")
+    stream = None
+    if args.gui_stream:
+        stream = {"mode": args.gui_stream}
+        if args.gui_stream_endpoint:
+            stream["endpoint"] = args.gui_stream_endpoint
+        if args.gui_stream_allow_remote:
+            stream["allow_remote"] = True
+        from app.config import ConfigError, StreamConfig
+        try:
+            StreamConfig(**stream)
+        except ConfigError as exc:
+            raise UsageError(str(exc).replace("config key 'stream.endpoint'", "--stream-endpoint")) from None
+    record = _session_path(args.gui_record) if args.gui_record else None
+    return {"record_path": record, "stream": stream, "in_process": args.in_process}
+
+
 def _print_summary(r: dict) -> None:
     t = r["timing"]
     lines = [
@@ -356,11 +408,16 @@ def main(argv: list[str] | None = None) -> int:
                 why_headless = why_headless or "the GUI is not installed"
             if why_headless:
                 print(f"pico-teleop: {why_headless}; running headless (see `pico-teleop run --help`)", file=sys.stderr)
-                connect = args.gui_connect
                 args = parser.parse_args(["run"] + (["--config", config_path] if config_path else [])
-                                         + (["--connect", connect] if connect else []))
+                                         + (["--connect", args.gui_connect] if args.gui_connect else [])
+                                         + (["--record", args.gui_record] if args.gui_record else [])
+                                         + (["--stream", args.gui_stream] if args.gui_stream else [])
+                                         + (["--stream-endpoint", args.gui_stream_endpoint] if args.gui_stream_endpoint else [])
+                                         + (["--stream-allow-remote"] if args.gui_stream_allow_remote else []))
                 return cmd_run(args, config_path)
-            return run_gui(config_path, connect=args.gui_connect) if args.gui_connect else run_gui(config_path)
+            return run_gui(config_path, connect=args.gui_connect, **_gui_options(args))
+        if args.command == "core":
+            return cmd_core(args, config_path)
         if args.command == "analyze":
             from app.sessions.analyze_command import main_analyze
             return main_analyze(args)

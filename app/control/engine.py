@@ -177,7 +177,7 @@ class TeleopEngine:
             if cmd.kind is CommandKind.CALIBRATE:
                 self._calibrate(sample, events)
             elif cmd.kind is CommandKind.ESTOP:
-                self._estop(events, "operator")
+                self._estop(events, cmd.label or "operator")
             elif cmd.kind is CommandKind.RESET:
                 if self.teleop.estopped:
                     self.teleop.reset()

@@ -78,6 +78,12 @@ class ControlLoop:
     def running(self) -> bool:
         return self._thread is not None and not self._done.is_set()
 
+    @property
+    def thread_native_id(self) -> int | None:
+        """The OS id of the loop's thread (for scheduling requests); None before `start`."""
+        t = self._thread
+        return t.native_id if t is not None else None
+
     def stats(self) -> TimingStats:
         return self.timer.stats()
 

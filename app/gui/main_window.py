@@ -1,7 +1,8 @@
 """The operator's main window: 3D view, plots, status, raw input, controls, menus and shortcuts.
 
-The control loop runs in its own thread (`TeleopRunner`); this window only sends it commands and
-reads what it publishes, from a QTimer at display rate. Problems reach the operator as readable
+The control loop runs in the core process (`CoreClient`; in-process `TeleopRunner` for tests and
+`--in-process`): this window only sends it commands and reads what it publishes, from a QTimer at
+display rate, and tells it every 0.1 s that it is alive. Problems reach the operator as readable
 messages (and the log), never as a traceback.
 """
 
@@ -11,7 +12,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer, QUrl
@@ -36,6 +37,7 @@ from app.gui.status import StatusPanel
 from app.gui.stream_panel import StreamPanel
 from app.gui.stream_panel import status_text as stream_status_text
 from app.gui.timeline import SessionReview, TimelineBar
+from app.gui.core_client import HEARTBEAT_PERIOD_S
 from app.gui.teleop_runner import TeleopRunner
 from app.gui.viewport import SceneViewport
 from app.sessions.reader import SessionFormatError
@@ -86,9 +88,13 @@ class Banner(QLabel):
 class MainWindow(QMainWindow):
     def __init__(self, base_cfg: Config, store: SettingsStore, *, source: str = "auto", replay_path: str | None = None,
                  sessions_dir: Path | None = None, threaded_render: bool | None = None,
-                 remote: "ClientConfig | None" = None) -> None:
+                 remote: "ClientConfig | None" = None, runner_factory: Callable[[Config], Any] | None = None,
+                 record_path: Path | None = None) -> None:
         """`base_cfg`: defaults + --config; the operator's saved settings are laid over it.
-        `remote`: drive a simulation server instead of simulating locally (`pico-teleop --connect`)."""
+        `remote`: drive a simulation server instead of simulating locally (`pico-teleop --connect`).
+        `runner_factory`: makes the session backend from the configuration (default: an in-process
+        `TeleopRunner`; the application passes one that starts the core process).
+        `record_path`: record from the first tick (`pico-teleop --record`)."""
         super().__init__()
         self.base_cfg = base_cfg
         self.store = store
@@ -108,7 +114,9 @@ class MainWindow(QMainWindow):
             cfg = base_cfg
             settings_note = f"Your saved settings were not used: {exc}"
             log.error("%s", settings_note)
-        self.runner = TeleopRunner(cfg, remote=remote)
+        self.runner_factory = runner_factory or (lambda c: TeleopRunner(c, remote=remote))
+        self.runner = self.runner_factory(cfg)
+        self._core_reported = ""
 
         central = QWidget()
         lay = QVBoxLayout(central)
@@ -156,13 +164,20 @@ class MainWindow(QMainWindow):
         self.viewport.wait_ready()
         if self.viewport.error:
             self.show_error("3D view unavailable", self.viewport.error, modal=False)
-        self._start_source(source, replay_path, initial=True)
+        if self.runner.running:  # attached to a core that was already running: show it as it is
+            self._show_source(self.runner.note)
+        else:
+            self._start_source(source, replay_path, initial=True, record_path=record_path)
         if settings_note:
             self.banner.show_message(settings_note, "warn")
 
         self._ui_timer = QTimer(self)
         self._ui_timer.timeout.connect(self._on_ui_timer)
         self._ui_timer.start(int(1000 / UI_RATE_HZ))
+        # From the Qt thread on purpose: a hung window must look like a lost GUI to the core.
+        self._heartbeat_timer = QTimer(self)
+        self._heartbeat_timer.timeout.connect(lambda: self.runner.heartbeat())
+        self._heartbeat_timer.start(int(HEARTBEAT_PERIOD_S * 1000))
 
     # ----- construction -----
 
@@ -214,6 +229,8 @@ class MainWindow(QMainWindow):
         if self.act_settings.shortcut().isEmpty():
             self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
         self.act_quit = A("Quit", self.close, "Ctrl+Q", "Stop the loop and the recording, and quit")
+        self.act_restart_core = A("Restart core", self.restart_core, "Ctrl+Shift+R",
+                                  "Start a new core process (the control loop) after the old one ended")
         self.act_src_openvr = A(SOURCE_LABELS["openvr"], lambda: self.select_source("openvr"), "Ctrl+Shift+V",
                                 "Track the Pico controllers through SteamVR", checkable=False)
         self.act_src_demo = A(SOURCE_LABELS["demo"], lambda: self.select_source("demo"), "Ctrl+Shift+D",
@@ -251,7 +268,7 @@ class MainWindow(QMainWindow):
             m.addSeparator() if a is None else m.addAction(a)
         m = mb.addMenu("&Session")
         for a in (self.act_estop, self.act_reset, None, self.act_calibrate, self.act_engage["left"],
-                  self.act_engage["right"], None, self.act_mark):
+                  self.act_engage["right"], None, self.act_mark, None, self.act_restart_core):
             m.addSeparator() if a is None else m.addAction(a)
         m = mb.addMenu("S&ource")
         for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
@@ -390,7 +407,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Mark added", 3000)
 
     def set_engaged(self, arm: str, on: bool) -> None:
-        if self.runner.loop is not None:
+        if self.runner.running:
             self._send(Command(CommandKind.ENGAGE if on else CommandKind.RELEASE, arm=arm))
 
     def _uncheck_engage(self) -> None:
@@ -447,16 +464,19 @@ class MainWindow(QMainWindow):
     # ----- sources and settings -----
 
     def _start_source(self, kind: str, replay_path: str | None = None, initial: bool = False,
-                      cfg: Config | None = None) -> None:
+                      cfg: Config | None = None, record_path: Path | None = None) -> None:
         self._leave_review()
         try:
-            note = self.runner.start(kind, replay_path, cfg)
+            note = self.runner.start(kind, replay_path, cfg, record_path=record_path)
         except (TrackingSourceError, SessionFormatError, OSError) as exc:
             if not initial or kind == "demo":
                 raise
             # The operator asked for a source that is not there: say so and keep a working window.
             note = f"{_describe(exc)} Running the built-in demo operator instead."
-            self.runner.start("demo")
+            self.runner.start("demo", record_path=record_path)
+        self._show_source(note)
+
+    def _show_source(self, note: str) -> None:
         self.viewport.set_mirror(self.runner.mirror)
         self._show_boxes(self.act_boxes.isChecked())
         self._loop_end_reported = False
@@ -604,6 +624,7 @@ class MainWindow(QMainWindow):
     def _refresh(self) -> None:
         self._ui_ticks += 1
         runner = self.runner
+        runner.poll()
         snap = runner.latest()
         rate = self.loop_rate_hz()
         recent = runner.buffers.window(int(2 * runner.cfg.loop.rate_hz))
@@ -624,6 +645,11 @@ class MainWindow(QMainWindow):
             hud.lines = remote_view.overlay_lines(remote, seq)
             hud.alert = remote_view.alert_text(remote)
             self.viewport.update()  # no new frames arrive while the server is silent; the banner must still show
+        if self._check_core():
+            hud.alert = "CORE LOST: the view is frozen"
+            self.viewport.update()  # no new frames arrive from a dead core; the alert must still show
+        elif remote is None:
+            hud.alert = ""
         if self._ui_ticks % 2 == 0:
             self.status_panel.update_streaming(*stream_status_text(self.stream_panel.status()))
             self.status_panel.update_remote(remote_view.status_text(remote, seq) if remote is not None else None,
@@ -647,7 +673,7 @@ class MainWindow(QMainWindow):
 
     def _check_loop_end(self) -> None:
         r = self.runner
-        if self._loop_end_reported or r.loop is None or r.running or not r.loop.wait(0):
+        if self._loop_end_reported or not r.finished:
             return
         self._loop_end_reported = True
         if r.fatal_error:
@@ -657,10 +683,41 @@ class MainWindow(QMainWindow):
         if r.recording:
             self.stop_recording()
 
+    def _check_core(self) -> str:
+        """Say at once when the core process is gone (the data on screen is then not live)."""
+        problem = self.runner.core_problem()
+        if problem and problem != self._core_reported:
+            self.banner.show_message(f"The control loop is not running: {problem}. The view is frozen. "
+                                     "Session > Restart core (Ctrl+Shift+R) starts a new one.", "error")
+        elif not problem and self.runner.gui_lost and self.banner.level != "warn":
+            self.banner.show_message("Attached to a running core: the arms were held when its window went away. "
+                                     "Reset (Ctrl+R) to continue.", "warn")
+        self._core_reported = problem
+        return problem
+
+    def restart_core(self) -> None:
+        """Replace a dead (or any) core with a new one running the same source."""
+        old = self.runner
+        kind, path = old.source_kind or "demo", old.replay_path
+        try:
+            if old.core_problem():
+                old.disconnect()
+            else:
+                old.close()
+        except Exception:
+            log.exception("closing the old core failed")
+        self.runner = self.runner_factory(old.live_cfg)
+        self.stream_panel.runner = self.runner
+        self.plots.buffers = self.runner.buffers
+        self._core_reported = ""
+        self.banner.clear()
+        self._start_source(kind, path if kind == "replay" else None)
+
     # ----- shutdown -----
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self._ui_timer.stop()
+        self._heartbeat_timer.stop()
         try:
             self.save_layout()
         except Exception:
@@ -670,7 +727,9 @@ class MainWindow(QMainWindow):
         except Exception:
             log.exception("closing the humanoid stream failed")
         try:
-            self.runner.stop()
+            self.runner.close()  # the core completes the recording, then exits
+        except Exception:
+            log.exception("closing the session failed")
         finally:
             self.viewport.close_renderer()
         super().closeEvent(event)
@@ -689,10 +748,15 @@ def _default_sessions_dir() -> Path:
     return Path(docs or Path.home()) / "pico-teleop" / "sessions"
 
 
-def run_gui(config_path: str | None, connect: str | None = None) -> int:
+def run_gui(config_path: str | None, connect: str | None = None, record_path: Path | None = None,
+            stream: dict | None = None, in_process: bool = False) -> int:
     """Open the main window (the `pico-teleop` command with no arguments); returns the exit code.
 
-    `connect`: a simulation server's state endpoint (`pico-teleop --connect tcp://HOST:PORT`)."""
+    The control loop runs in a core process that this starts, or in one already running for this
+    user (a window that went away left it holding the arms), unless `in_process`.
+    `connect`: a simulation server's state endpoint (`pico-teleop --connect tcp://HOST:PORT`).
+    `record_path`: record from the first tick. `stream`: `[stream]` settings to start the humanoid
+    stream with once the operator is calibrated (`--stream MODE`)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("pico-teleop")
     app.setApplicationDisplayName("pico-teleop")
@@ -718,9 +782,13 @@ def run_gui(config_path: str | None, connect: str | None = None) -> int:
             print(f"pico-teleop: error: {exc}", file=sys.stderr)
             QMessageBox.critical(None, "pico-teleop", f"--connect cannot be used:\n{exc}")
             return 2
+    factory = None if in_process else _core_factory(config_path, store.folder, remote, connect)
     try:
-        window = MainWindow(base, store, remote=remote)
-    except (SceneError, OSError, RuntimeError) as exc:
+        window = MainWindow(base, store, remote=remote, runner_factory=factory, record_path=record_path)
+        if stream is not None:
+            import dataclasses
+            window.runner.stream_when_calibrated(dataclasses.replace(window.runner.cfg.stream, **stream))
+    except (SceneError, OSError, RuntimeError, ConfigError) as exc:
         log.exception("the window could not start")
         print(f"pico-teleop: error: {exc}", file=sys.stderr)
         QMessageBox.critical(None, "pico-teleop", f"pico-teleop cannot start:\n{exc}"
@@ -730,6 +798,27 @@ def run_gui(config_path: str | None, connect: str | None = None) -> int:
     close_on_signals(window)
     freeze_long_lived_objects()
     return app.exec()
+
+
+def _core_factory(config_path: str | None, state_dir: Path, remote, connect: str | None):
+    """Makes the window's backend: attach to this user's running core if there is one, else start one."""
+    from app.core.launcher import find_running_core
+    from app.gui.core_client import CoreClient
+
+    def make(cfg: Config):
+        found = find_running_core(state_dir)
+        if found is not None:
+            client = CoreClient(cfg, found, remote=remote)
+            try:
+                client.refresh_status()
+                log.info("attached to the running core %d", found.pid)
+                return client
+            except PipelineError as exc:
+                log.warning("the core %d in %s did not answer (%s); starting a new one", found.pid, state_dir, exc)
+                client.disconnect()
+        return CoreClient.launch(cfg, config_path, state_dir, remote=remote, connect=connect)
+
+    return make
 
 
 __all__ = ["MainWindow", "run_gui"]

@@ -21,6 +21,19 @@ class TeleopRunner(Pipeline):
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.subscribe(self.buffers.on_snapshot)
 
+    def heartbeat(self) -> None:
+        """Nothing to tell: the loop shares this process (the core client's heartbeat keeps its core holding on)."""
+
+    def core_problem(self) -> str:
+        """Always '' in-process: the loop cannot outlive or lose this window."""
+        return ""
+
+    gui_lost = False
+
+    def disconnect(self) -> None:
+        """Same as `close` in-process (there is no core to leave running)."""
+        self.close()
+
     def _on_loop_created(self, loop: ControlLoop, source: TrackingSource) -> None:
         # The demo operator computes its poses inside the tick, on loop time rather than the host clock.
         self.buffers.clear(host_clock_poses=source.name != "demo")

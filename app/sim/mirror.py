@@ -1,4 +1,4 @@
-"""The physics pose the 3D view draws, copied in the control thread once per tick.
+"""The physics pose 3D views draw, copied in the control thread once per tick.
 
 `engine.sim.data` belongs to the loop thread: reading `qpos` from another thread while the loop
 steps would race. The loop thread therefore copies it here (a preallocated buffer, a few
@@ -41,6 +41,14 @@ class SceneMirror:
                 self.copies += 1
 
         return on_snapshot
+
+    def publish(self, qpos: np.ndarray, snap: Snapshot) -> None:
+        """Put a pose and its snapshot in the mirror from outside the loop (a core process's update)."""
+        with self._lock:
+            np.copyto(self._qpos, qpos)
+            self._snap = snap
+            self._published_s = time.perf_counter()
+            self.copies += 1
 
     def show(self, qpos: np.ndarray) -> None:
         """Put a pose in the mirror without a loop (session review: display only, no snapshot)."""

@@ -1,0 +1,357 @@
+"""The core process: one `Pipeline` (the 200 Hz loop and everything it feeds), served to a GUI.
+
+Threads of the core, and what each may do:
+- the **control loop** (`ControlLoop`, real-time scheduling where permitted) only appends each
+  snapshot to a deque and sets an event: it never serialises, sends or waits for anyone;
+- the **sender** wakes on that event, pickles what accumulated and publishes it (non-blocking
+  PUB), and publishes a `CoreStatus` ten times a second;
+- the **main thread** answers the GUI's requests, watches its heartbeat (no heartbeat for
+  `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), closes a
+  recording whose replay ended, and exits on `shutdown`, SIGTERM/SIGINT or when no GUI came
+  back for `core.orphan_timeout_s` — always closing the recording first.
+
+`pico-teleop core` (hidden; the GUI starts it) runs `serve_core`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import zmq
+
+from app.config import Config
+from app.control.engine import Command, CommandKind
+from app.control.snapshot import Snapshot
+from app.core import wire
+from app.core.priority import make_thread_realtime, raise_process_priority
+from app.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+
+DISCOVERY_FILE = "core.json"
+"""In the GUI's settings folder while a core runs: its pid, endpoints and token (user-only)."""
+
+GUI_LOST_LABEL = "gui_lost"
+"""Label of the e-stop the core sends itself when the GUI's heartbeat stops."""
+
+STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "estop", "pose_distance"})
+"""Publisher methods the GUI may call through the `stream` request."""
+
+ONE_WAY_OPS = frozenset({"heartbeat", "command"})
+
+
+class CoreServer:
+    def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
+                 host: str = "127.0.0.1") -> None:
+        self.pipeline = pipeline
+        self.token = token
+        self.state_dir = state_dir
+        self.core_cfg = pipeline.cfg.core
+        self._ctx = zmq.Context()
+        self._pub = self._ctx.socket(zmq.PUB)
+        self._pub.linger = 0
+        self._pub.sndhwm = 2000
+        self._router = self._ctx.socket(zmq.ROUTER)
+        self._router.linger = 0
+        self._router.maxmsgsize = 16 << 20
+        self.updates_endpoint = f"tcp://{host}:{self._pub.bind_to_random_port(f'tcp://{host}')}"
+        self.requests_endpoint = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        self.priority = raise_process_priority(self.core_cfg.nice)
+        self._loop_priority = ""
+        self._pending: deque[Snapshot] = deque(maxlen=4000)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._status_seq = 0
+        self._last_heartbeat = 0.0
+        self._attached = False
+        self.gui_lost = False
+        self._lost_since = time.monotonic()
+        self._last_recording = None
+        self.requests_served = 0
+        self.bad_requests = 0
+        self._handlers: dict[str, Callable[..., Any]] = {
+            "heartbeat": self._heartbeat, "command": self._command, "status": self.status,
+            "start": self._start, "restart": self._restart, "stop": self._stop_session,
+            "start_recording": self._start_recording, "stop_recording": self._stop_recording,
+            "open_stream": self._open_stream, "close_stream": self.pipeline.close_stream,
+            "stream_when_calibrated": self._stream_when_calibrated, "stream": self._stream,
+            "set_live_cfg": self._set_live_cfg, "shutdown": self.stop,
+        }
+        pipeline.subscribe(self._on_snapshot)
+        self._sender = threading.Thread(target=self._send_updates, name="core-sender", daemon=True)
+
+    # ----- lifecycle -----
+
+    def info(self) -> dict:
+        return {"pid": os.getpid(), "updates": self.updates_endpoint, "requests": self.requests_endpoint}
+
+    def stop(self) -> None:
+        """End `serve` (any thread, signal handlers too)."""
+        self._stop.set()
+
+    def serve(self) -> None:
+        """Answer requests until `stop`; then close the session (recording completed) and the sockets."""
+        self._write_discovery()
+        self._sender.start()
+        poller = zmq.Poller()
+        poller.register(self._router, zmq.POLLIN)
+        last_housekeeping = 0.0
+        try:
+            while not self._stop.is_set():
+                if poller.poll(20):
+                    self._handle_requests()
+                now = time.monotonic()
+                self._watch_heartbeat(now)
+                if now - last_housekeeping >= 0.25:
+                    last_housekeeping = now
+                    self._housekeeping()
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        try:
+            if self.pipeline.recording:
+                self._last_recording = self.pipeline.stop_recording()
+            self.pipeline.close()
+        finally:
+            self._stop.set()
+            self._wake.set()
+            self._sender.join(2.0)
+            self._remove_discovery()
+            self._router.close(0)
+            self._pub.close(0)
+            self._ctx.term()
+
+    def _write_discovery(self) -> None:
+        if self.state_dir is None:
+            return
+        info = dict(self.info(), token=self.token.hex(), started=time.time())
+        path = self.state_dir / DISCOVERY_FILE
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(info, f)
+        except OSError as exc:
+            log.warning("cannot write %s (a new GUI will not find this core): %s", path, exc)
+
+    def _remove_discovery(self) -> None:
+        if self.state_dir is None:
+            return
+        path = self.state_dir / DISCOVERY_FILE
+        try:
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+
+    # ----- the loop's side: never blocks -----
+
+    def _on_snapshot(self, snap: Snapshot) -> None:
+        self._pending.append(snap)
+        self._wake.set()
+
+    def _send_updates(self) -> None:
+        period = 1.0 / wire.STATUS_RATE_HZ
+        next_status = time.monotonic()
+        qpos = np.zeros(self.pipeline.mirror.nq)
+        while not self._stop.is_set():
+            self._wake.wait(period)
+            self._wake.clear()
+            try:
+                batch = [self._pending.popleft() for _ in range(len(self._pending))]
+                if batch:
+                    mirror = self.pipeline.mirror
+                    if mirror.nq != qpos.shape[0]:
+                        qpos = np.zeros(mirror.nq)
+                    mirror.read(qpos)
+                    self._publish(wire.encode_update(wire.KIND_SNAPSHOTS, (batch, qpos)))
+                now = time.monotonic()
+                if now >= next_status:
+                    next_status = now + period
+                    self._publish(wire.encode_update(wire.KIND_STATUS, self.status()))
+            except Exception:
+                log.exception("publishing an update failed")
+                time.sleep(period)
+
+    def _publish(self, frames: list[bytes]) -> None:
+        try:
+            self._pub.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            pass  # a PUB socket drops for slow subscribers; this is the belt to its braces
+
+    def status(self) -> wire.CoreStatus:
+        p = self.pipeline
+        self._status_seq += 1
+        stream = None
+        pub = p.publisher
+        if pub is not None:
+            tp = pub.last_threepoint
+            stream = wire.StreamView(pub.cfg.mode, pub.endpoint, pub.status(), pub.last_q_mujoco_rad, tp)
+        loop = p.loop
+        timer = loop.timer if loop is not None else None
+        timing = wire.TimingCounts(timer.ticks, timer.late_ticks, timer.overruns,
+                                   getattr(timer, "skipped_ticks", 0)) if timer is not None else wire.TimingCounts()
+        return wire.CoreStatus(
+            pid=os.getpid(), seq=self._status_seq, running=p.running, finished=p.finished, fatal_error=p.fatal_error,
+            source_kind=p.source_kind, replay_path=p.replay_path, note=p.note, cfg=p.cfg, live_cfg=p.live_cfg,
+            recorder=p.recorder_status(), last_recording=self._last_recording, stream=stream,
+            remote=p.remote_status(), remote_seq=p.remote_seq(), device_info=p.device_info(), timing=timing,
+            priority=", ".join(x for x in (self.priority, self._loop_priority) if x), gui_lost=self.gui_lost)
+
+    # ----- requests -----
+
+    def _handle_requests(self) -> None:
+        for _ in range(100):
+            try:
+                frames = self._router.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            ident, body = frames[0], frames[1:]
+            try:
+                request_id, op, args = wire.decode_request(body, self.token)
+            except Exception as exc:
+                self.bad_requests += 1
+                log.warning("ignored a request from peer %s: %s", ident.hex()[:12], exc)
+                continue
+            handler = self._handlers.get(op)
+            try:
+                if handler is None:
+                    raise wire.CoreCallError(f"unknown request {op!r}")
+                value, ok = handler(*args), True
+            except Exception as exc:
+                value, ok = exc, False
+                if not isinstance(exc, (RuntimeError, ValueError, OSError)):
+                    log.exception("request %s failed", op)
+            # A request is a sign of life too; one that took long (a source start) must not look like silence.
+            self._last_heartbeat = time.monotonic()
+            self.requests_served += 1
+            if request_id > 0:
+                self._router.send_multipart([ident, *wire.encode_reply(request_id, ok, value)], zmq.NOBLOCK)
+
+    def _heartbeat(self) -> None:
+        if not self._attached or self.gui_lost:
+            log.info("GUI %s", "attached" if not self._attached else "back")
+        self._attached = True
+        self.gui_lost = False
+
+    def _watch_heartbeat(self, now: float) -> None:
+        if self._attached and not self.gui_lost and now - self._last_heartbeat > self.core_cfg.heartbeat_timeout_s:
+            self.gui_lost = True
+            self._lost_since = now
+            log.warning("GUI lost (no heartbeat for %.2f s): both arms held; recording continues",
+                        now - self._last_heartbeat)
+            if self.pipeline.loop is not None:
+                self.pipeline.send(Command(CommandKind.ESTOP, label=GUI_LOST_LABEL))
+        if (self.gui_lost or not self._attached) and now - max(self._lost_since, self._last_heartbeat) > self.core_cfg.orphan_timeout_s:
+            log.warning("no GUI for %.0f s: closing the session and exiting", self.core_cfg.orphan_timeout_s)
+            self.stop()
+
+    def _housekeeping(self) -> None:
+        p = self.pipeline
+        p.poll()
+        if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
+            self._last_recording = p.stop_recording()
+
+    def _command(self, command: Command) -> None:
+        if not isinstance(command, Command):
+            raise wire.CoreCallError(f"expected a Command, got {type(command).__name__}")
+        self.pipeline.send(command)
+
+    def _start(self, kind: str, replay_path: str | None, cfg: Config | None, record_path: str | None = None) -> str:
+        note = self.pipeline.start(kind, replay_path, cfg, record_path=record_path)
+        self._after_start()
+        return note
+
+    def _restart(self, cfg: Config) -> str:
+        note = self.pipeline.restart(cfg)
+        self._after_start()
+        return note
+
+    def _after_start(self) -> None:
+        loop = self.pipeline.loop
+        tid = loop.thread_native_id if loop is not None else None
+        if tid is not None:
+            self._loop_priority = make_thread_realtime(tid, self.pipeline.cfg.core.sched_fifo_priority)
+            log.info("core priority: %s; loop thread: %s", self.priority, self._loop_priority)
+
+    def _stop_session(self) -> None:
+        if self.pipeline.recording:
+            self._last_recording = self.pipeline.stop_recording()
+        self.pipeline.stop()
+
+    def _start_recording(self, path: str) -> Path:
+        return self.pipeline.start_recording(path)
+
+    def _stop_recording(self):
+        self._last_recording = self.pipeline.stop_recording()
+        return self._last_recording
+
+    def _open_stream(self, stream_cfg) -> None:
+        self.pipeline.open_stream(stream_cfg)
+
+    def _stream_when_calibrated(self, stream_cfg) -> None:
+        self.pipeline.stream_when_calibrated(stream_cfg)
+
+    def _stream(self, method: str, *args: Any) -> Any:
+        if method not in STREAM_METHODS:
+            raise wire.CoreCallError(f"unknown stream action {method!r}")
+        pub = self.pipeline.publisher
+        if pub is None:
+            raise wire.CoreCallError("the humanoid stream is not open")
+        return getattr(pub, method)(*args)
+
+    def _set_live_cfg(self, cfg: Config) -> None:
+        self.pipeline.live_cfg = cfg
+
+
+def _setup_core_logging(state_dir: Path | None) -> None:
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    for h in list(root.handlers):  # the CLI's console handler: the terminal only hears warnings
+        root.removeHandler(h)
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(logging.WARNING)
+    stderr.setFormatter(logging.Formatter("pico-teleop core: %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(stderr)
+    if state_dir is None:
+        return
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        handler = logging.handlers.RotatingFileHandler(state_dir / "pico-teleop-core.log", maxBytes=2_000_000,
+                                                       backupCount=2, encoding="utf-8")
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+
+
+def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
+    """The core process's main: announce the endpoints on stdout (one JSON line), then serve."""
+    _setup_core_logging(state_dir)
+    token_hex = os.environ.pop(wire.TOKEN_ENV_VAR, "")
+    token = bytes.fromhex(token_hex) if token_hex else secrets.token_bytes(16)
+    pipeline = Pipeline(cfg, remote=remote)
+    server = CoreServer(pipeline, token, state_dir)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: server.stop())
+    print(json.dumps(server.info()), flush=True)
+    log.info("core %d serving: updates %s, requests %s; %s", os.getpid(), server.updates_endpoint,
+             server.requests_endpoint, server.priority)
+    server.serve()
+    return 0
+
+
+__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "serve_core"]
