@@ -1,7 +1,8 @@
 """Control-loop timing with the whole GUI running (3D view, plots, status), offscreen, and the
 3D view's render rate. Prints figures; asserts nothing.
 
-    MUJOCO_GL=egl QT_QPA_PLATFORM=offscreen python bench/gui_load.py --seconds 30
+    MUJOCO_GL=egl QT_QPA_PLATFORM=offscreen python bench/gui_load.py --seconds 30   # loop in the core process
+    MUJOCO_GL=egl QT_QPA_PLATFORM=offscreen python bench/gui_load.py --in-process   # loop in the GUI's process
     MUJOCO_GL=egl python bench/gui_load.py --seconds 30 --headless     # same pipeline, no window
     python bench/gui_load.py --render-only                              # the renderer alone, 640x480
 
@@ -85,8 +86,10 @@ def measure_headless(cfg: Config, seconds: float, warmup: float) -> dict:
 
 
 def measure_gui(cfg: Config, seconds: float, warmup: float, tab: int = 0, view_fps: float | None = None,
-                without: tuple[str, ...] = ()) -> dict:
-    """The main window, as `run_gui` builds it, with the demo operator; figures after `warmup`."""
+                without: tuple[str, ...] = (), in_process: bool = False) -> dict:
+    """The main window, as `run_gui` builds it, with the demo operator; figures after `warmup`.
+    The loop runs in a core process (as in the application) unless `in_process`; its snapshots
+    then reach the collector through the core's update channel."""
     from PySide6.QtCore import Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -100,7 +103,12 @@ def measure_gui(cfg: Config, seconds: float, warmup: float, tab: int = 0, view_f
     collector = Collector(int((seconds + 5) * cfg.loop.rate_hz))
     with tempfile.TemporaryDirectory(prefix="pico-teleop-bench-") as tmp:
         folder = Path(tmp)
-        window = MainWindow(cfg, SettingsStore(folder), source="demo", sessions_dir=folder / "sessions")
+        factory = None
+        if not in_process:
+            from app.gui.core_client import CoreClient
+            factory = lambda c: CoreClient.launch(c, None, folder)  # noqa: E731
+        window = MainWindow(cfg, SettingsStore(folder), source="demo", sessions_dir=folder / "sessions",
+                            runner_factory=factory)
         window.resize(1600, 980)
         window.show()
         window.plots.tabs.setCurrentIndex(tab)
@@ -111,7 +119,10 @@ def measure_gui(cfg: Config, seconds: float, warmup: float, tab: int = 0, view_f
         if "plots" in without:
             window.plots_dock.hide()
         freeze_long_lived_objects()  # as run_gui does
-        window.runner.loop.subscribe(collector)
+        if in_process:
+            window.runner.loop.subscribe(collector)
+        else:
+            window.runner.snapshot_listeners.append(lambda snap, _t: collector(snap))
         m: dict = {"collector": collector}
 
         def begin() -> None:
@@ -186,13 +197,19 @@ def bench_section(report, quick: bool) -> None:
                f"{r['fps']:.1f} fps ({r['ms_p50']:.1f} ms/frame, {'software' if r['software'] else 'GPU'})",
                ">= 30 fps", r["fps"] >= 30.0)
     seconds = 5.0 if quick else 30.0
-    m = measure_gui(Config(), seconds, 3.0)
-    late, _ = _lateness(m)
-    p50, p99, mx = np.percentile(late, 50), np.percentile(late, 99), late.max()
-    report.add("GUI", f"200 Hz loop beside the GUI (3D view, plots, status), {seconds:.0f} s: lateness",
-               f"p50 {p50:.2f} / p99 {p99:.2f} / max {mx:.2f} ms", "p99 <= 1 ms", p99 <= 1.0)
-    report.add("GUI", "  ticks > 5 ms late / 3D view fps / plot refreshes",
-               f"{int((late > 5).sum())} / {m['fps']:.1f} fps / {m['refresh_hz']:.1f} Hz")
+    # A/B/A: the headless loop right before and after the GUI run (these machines are shared and noisy).
+    for label, measure in (("headless loop (before)", lambda: measure_headless(Config(), seconds, 2.0)),
+                           ("core + GUI processes (3D view, plots, status)", lambda: measure_gui(Config(), seconds, 3.0)),
+                           ("headless loop (after)", lambda: measure_headless(Config(), seconds, 2.0))):
+        m = measure()
+        late, _ = _lateness(m)
+        p50, p99, mx = np.percentile(late, 50), np.percentile(late, 99), late.max()
+        report.add("GUI", f"200 Hz loop, {label}, {seconds:.0f} s: lateness",
+                   f"p50 {p50:.2f} / p99 {p99:.2f} / max {mx:.2f} ms; {int((late > 5).sum())} ticks > 5 ms late",
+                   "p99 <= 2 ms", p99 <= 2.0)
+        if "fps" in m:
+            report.add("GUI", "  3D view fps / plot refreshes", f"{m['fps']:.1f} fps / {m['refresh_hz']:.1f} Hz",
+                       ">= 20 fps", m["fps"] >= 20.0)
 
 
 def main() -> int:
@@ -205,6 +222,7 @@ def main() -> int:
     ap.add_argument("--without", action="append", choices=["view", "plots"], default=[],
                     help="leave a part out, to see what it costs the loop")
     ap.add_argument("--tab", type=int, default=0, help="plots tab shown (0 Tracking, 1 Error, 2 Loop, 3 IK, 4 Joints)")
+    ap.add_argument("--in-process", action="store_true", help="the loop in the GUI's own process (no core process)")
     args = ap.parse_args()
 
     if args.render_only:
@@ -213,11 +231,13 @@ def main() -> int:
               f"{r['renderer']!r}{' (software: no shadows, reflections or multisampling)' if r['software'] else ''}")
         return 0
     cfg = Config()
-    m = measure_headless(cfg, args.seconds, args.warmup) if args.headless else measure_gui(cfg, args.seconds, args.warmup, args.tab, args.view_fps, tuple(args.without))
+    m = measure_headless(cfg, args.seconds, args.warmup) if args.headless else measure_gui(cfg, args.seconds, args.warmup, args.tab, args.view_fps, tuple(args.without), args.in_process)
     late, comp = _lateness(m)
     n = len(late)
     parts = [p for p in ("3D view", "plots") if p.split()[-1] not in args.without] + ["status"]
-    what = "headless (no window)" if args.headless else "GUI offscreen: " + " + ".join(parts)
+    what = "headless (no window)" if args.headless else (
+        ("GUI offscreen, loop in the GUI's process: " if args.in_process else "GUI offscreen, loop in the core process: ")
+        + " + ".join(parts))
     print(f"pico-teleop loop timing, {what}, {n} ticks over {m['dt']:.1f} s after {args.warmup:g} s warm-up")
     print(f"  loop config: {cfg.loop.rate_hz:g} Hz, GIL switch interval {cfg.loop.gil_switch_interval_s * 1e3:g} ms, "
           f"spin {cfg.loop.spin_before_deadline_s * 1e3:g} ms; load average {os.getloadavg()[0]:.2f}")
