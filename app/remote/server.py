@@ -196,7 +196,7 @@ class SimServer:
             if now >= end:
                 break
             self.tick(now)
-            timer.record(lateness, time.perf_counter() - now)
+            timer.record(lateness, time.perf_counter() - now, now)
 
     def tick(self, now_s: float) -> None:
         self._handle_messages(now_s)
