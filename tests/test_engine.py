@@ -295,14 +295,16 @@ def test_b_button_marks_the_moment_once_per_press():
 
 
 def _stalled_run(engine, stall_ticks, before=20, after=10, moving=True):
-    """Tick `before` times, skip `stall_ticks` deadlines (as the loop timer reports them), tick
-    `after` times; returns the snapshots. The hand moves fast throughout when `moving`."""
+    """Tick `before` times, skip `stall_ticks` deadlines (as the loop timer reports them: counted
+    on the late tick, the grid index jumps on the next), tick `after` times; returns the
+    snapshots. The hand moves fast throughout when `moving`."""
     period = engine.period_s
     snaps, index, skipped = [], 0, 0
     hand = REST_L.copy()
     for k in range(before + after):
-        if k == before:
+        if k == before - 1:
             skipped += stall_ticks
+        if k == before:
             index += stall_ticks
         if moving:
             hand = hand + [0.004, 0.0, 0.0]

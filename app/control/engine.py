@@ -145,6 +145,7 @@ class TeleopEngine:
         # Counting whole periods and steps (not summing seconds) keeps sim time from drifting.
         self._periods = 0
         self._skipped_seen = 0
+        self._skipped_applied = 0
         self._steps_done = 0
         self._steps_dropped = 0
         # An output that can lose its robot and find it again (a remote server) asks the engine to
@@ -259,10 +260,14 @@ class TeleopEngine:
     def _physics_steps(self, skipped_ticks: int) -> int:
         """Physics steps for this tick: the elapsed nominal time, bounded per tick and overall.
 
-        `skipped_ticks` is the loop's cumulative count: each deadline skipped since the previous
-        tick adds one period of loop time the physics must cover too.
+        `skipped_ticks` is the loop's cumulative count after this tick's wait: the deadlines the
+        previous tick skipped lie between it and this tick, one period of loop time each, which
+        the physics must cover too (so sim time follows `t_s`, which jumps on this tick).
         """
-        newly_skipped = max(0, skipped_ticks - self._skipped_seen)
+        # The timer counts a skip on the late tick that serves deadline k, for deadlines k+1..k+m:
+        # the skipped loop time lies between that tick and this one.
+        newly_skipped = max(0, self._skipped_seen - self._skipped_applied)
+        self._skipped_applied = self._skipped_seen
         self._skipped_seen = max(self._skipped_seen, skipped_ticks)
         self._periods += 1 + newly_skipped
         ts = self.sim.timestep_s
