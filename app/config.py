@@ -443,6 +443,19 @@ class SimConfig:
     velocity_feedforward: bool = True
     """Feed the commanded joint velocity through the position servos (they then track moving
     commands instead of lagging them by kv/kp = 0.1 s)."""
+    max_catchup_per_tick_s: float = 0.125
+    """Most simulated time (s) one tick steps: after a stall the physics catches up with loop time
+    over a few ticks, so no single tick's compute grows with the length of the stall."""
+    max_catchup_s: float = 0.5
+    """Most simulated time (s) the physics may lag loop time; beyond it the excess is dropped
+    (counted in `TeleopEngine.sim_time_dropped_s`) rather than simulated late."""
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
+        _require(_finite(self.max_catchup_per_tick_s) and 0.01 <= self.max_catchup_per_tick_s <= 1.0,
+                 "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
+        _require(_finite(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
+                 "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
 
 
 @dataclass(frozen=True)

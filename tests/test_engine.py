@@ -292,3 +292,61 @@ def test_b_button_marks_the_moment_once_per_press():
     s1 = d.tick(sample(rb=ControllerButtons(b=True)))
     s2 = d.tick(sample(rb=ControllerButtons(b=True)))
     assert "mark:right" in s1.events and "mark:right" not in s2.events
+
+
+def _stalled_run(engine, stall_ticks, before=20, after=10, moving=True):
+    """Tick `before` times, skip `stall_ticks` deadlines (as the loop timer reports them: counted
+    on the late tick, the grid index jumps on the next), tick `after` times; returns the
+    snapshots. The hand moves fast throughout when `moving`."""
+    period = engine.period_s
+    snaps, index, skipped = [], 0, 0
+    hand = REST_L.copy()
+    for k in range(before + after):
+        if k == before - 1:
+            skipped += stall_ticks
+        if k == before:
+            index += stall_ticks
+        if moving:
+            hand = hand + [0.004, 0.0, 0.0]
+        snaps.append(engine.tick(sample(left=device(hand), lb=grip()), index * period, skipped_ticks=skipped))
+        index += 1
+    return snaps
+
+
+def test_physics_catches_up_with_loop_time_after_a_stall_in_bounded_steps():
+    cfg = Config()
+    engine = make_engine(cfg)
+    period, ts = cfg.loop.period_s, engine.sim.timestep_s
+    snaps = _stalled_run(engine, stall_ticks=60)  # a 300 ms stall
+    gap = [s.sim_time_s - (s.t_s + period) for s in snaps]  # 0 when physics is level with loop time
+    assert all(abs(g) < 1e-9 for g in gap[:20])
+    # The first tick after the stall owes 61 periods (305 ms); each tick steps at most the cap.
+    per_tick = np.diff([s.sim_time_s for s in snaps])
+    assert per_tick.max() <= cfg.sim.max_catchup_per_tick_s + ts / 2
+    assert max(abs(g) for g in gap[20 + 2:]) <= 0.010  # back within 10 ms of loop time within 3 ticks
+    assert abs(gap[-1]) < 1e-9
+    assert engine.sim_time_dropped_s == 0.0
+    # The IK's velocity limit stays per period: the arm does not jump to make up the stall.
+    q = np.array([s.left.q_cmd_rad for s in snaps])
+    vmax = np.array(cfg.limits.max_joint_vel_rad_s) * period
+    assert np.all(np.abs(np.diff(q, axis=0)) <= vmax + 1e-12)
+
+
+def test_a_stall_longer_than_the_catchup_limit_drops_the_excess_and_counts_it():
+    cfg = Config()
+    engine = make_engine(cfg)
+    period = cfg.loop.period_s
+    snaps = _stalled_run(engine, stall_ticks=400, moving=False)  # a 2 s stall
+    assert engine.sim_time_dropped_s == pytest.approx(2.0 + period - cfg.sim.max_catchup_s, abs=engine.sim.timestep_s)
+    gap = snaps[-1].sim_time_s + engine.sim_time_dropped_s - (snaps[-1].t_s + period)
+    assert abs(gap) < 1e-9
+
+
+def test_sim_step_sub_steps_in_one_call_like_single_steps():
+    a, b = make_engine(), make_engine()
+    for sim in (a.sim, b.sim):
+        sim.data.ctrl[:] = 0.3
+    assert a.sim.step(10 * a.sim.timestep_s) == 10
+    for _ in range(10):
+        b.sim.step(b.sim.timestep_s)
+    assert np.array_equal(a.sim.data.qpos, b.sim.data.qpos) and a.sim.sim_time_s == b.sim.sim_time_s

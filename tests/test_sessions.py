@@ -102,7 +102,8 @@ def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_
         tick=tick, t_s=t_s, wall_time_s=100.0 + t_s, sim_time_s=t_s + float(rng.uniform()) * 1e-6,
         sample=make_sample(rng, t_s), left=make_arm(rng, "engaged"), right=make_arm(rng, "holding"),
         timing=TimingSnapshot(period_s=period_s, lateness_s=float(rng.uniform()) * 1e-3,
-                              compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0),
+                              compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0,
+                              skipped_ticks=tick // 7),
         teleop_state="running", heading_rad=float(rng.normal()), source_name="test",
         rejected=(("left:jump", tick), ("right:invalid", 2)), clamp_counts=(("left:velocity", 3 * tick),),
         events=events,
@@ -144,7 +145,8 @@ def expected_values(s: Snapshot) -> dict[str, object]:
                   f"in_{c}_b": float(b.b), f"in_{c}_stick_x": b.stick_x, f"in_{c}_stick_y": b.stick_y,
                   f"in_{c}_stick_click": float(b.stick_click), f"in_{c}_menu": float(b.menu)})
     e.update({"tick": float(s.tick), "sim_time_s": s.sim_time_s, "lateness_ms": s.timing.lateness_s * 1000.0,
-              "compute_ms": s.timing.compute_s * 1000.0, "teleop_state": s.teleop_state,
+              "compute_ms": s.timing.compute_s * 1000.0, "skipped_ticks": float(s.timing.skipped_ticks),
+              "teleop_state": s.teleop_state,
               "heading_rad": s.heading_rad, "events": ";".join(s.events)})
     for name in ("left", "right"):
         a = s.arm(name)

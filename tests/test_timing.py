@@ -1,4 +1,10 @@
+import math
+
+import numpy as np
+import pytest
+
 from app.control.timing import LoopTimer
+from app.stats import Distribution
 
 
 class FakeClock:
@@ -24,12 +30,14 @@ def test_deadlines_are_absolute_and_late_ticks_counted():
             clock.t += 0.012  # this tick's work overran by more than two periods
         timer.record(lateness, 0.012 if i == 3 else 0.001)
         clock.t += 0.001
-    # Deadlines stay on the k * period grid whatever happened: no drift.
-    assert abs(starts[-1] - (start + 9 * 0.005)) < 1e-9
+    # Deadlines stay on the k * period grid whatever happened: no drift. The late tick (8 ms
+    # late) found the next deadline already past and skipped it.
+    assert abs(starts[-1] - (start + 10 * 0.005)) < 1e-9
     assert timer.late_ticks == 1  # the first tick after the overrun started > 1 period late
+    assert timer.skipped_ticks == 1
     assert timer.overruns == 1
     stats = timer.stats()
-    assert stats.ticks == 10
+    assert stats.ticks == 10 and stats.skipped_ticks == 1
     assert stats.lateness_max_ms > 5.0
 
 
@@ -41,3 +49,97 @@ def test_unpaced_timer_never_waits_and_reports_no_lateness():
         _, lateness = timer.wait()
         assert lateness == 0.0
     assert clock.t == 100.0
+
+
+def _run(timer, clock, ticks, stall_after=None, stall_s=0.0, work_s=0.001):
+    """Run `ticks` ticks; after tick `stall_after` the process stalls for `stall_s`. Returns per tick
+    (start, lateness, grid index, cumulative skipped)."""
+    out = []
+    for i in range(ticks):
+        now, lateness = timer.wait()
+        out.append((now, lateness, timer.index, timer.skipped_ticks))
+        clock.t += work_s
+        if i == stall_after:
+            clock.t += stall_s
+        timer.record(lateness, work_s, now)
+    return out
+
+
+def test_a_stall_skips_the_missed_deadlines_once_and_keeps_the_grid():
+    clock = FakeClock()
+    period = 0.005
+    timer = LoopTimer(period, spin_s=0.0, clock=clock, sleep=clock.sleep)
+    start = timer.start()
+    ticks = _run(timer, clock, 40, stall_after=10, stall_s=0.300)
+    # Tick 11 woke 296 ms after its deadline (10 * 5 + 1 + 300 = 351 ms vs 55 ms): it runs once,
+    # reports that lateness, and the 59 deadlines already past (60 .. 350 ms) are skipped.
+    now, lateness, index, skipped = ticks[11]
+    assert index == 11 and lateness == pytest.approx(0.296)
+    assert skipped == 59 == timer.skipped_ticks
+    assert ticks[12][2] == 71  # the next deadline is the first grid point still in the future
+    # No burst: only the stalled tick is late; every later tick is on time.
+    assert timer.late_ticks == 1
+    assert all(lat == 0.0 for _, lat, _, _ in ticks[12:])
+    # Every tick starts on the original grid (start + index * period): the rate did not drift.
+    for now, lat, index, _ in ticks:
+        assert now == pytest.approx(start + index * period + lat, abs=1e-9)
+    assert timer.nominal_s == pytest.approx(ticks[-1][2] * period)
+    # Loop time caught up with the wall clock: the last tick's grid time is its wall time.
+    assert ticks[-1][0] - start == pytest.approx(timer.nominal_s, abs=1e-9)
+    stats = timer.stats()
+    assert stats.ticks == 40 and stats.late_ticks == 1 and stats.skipped_ticks == 59
+
+
+@pytest.mark.parametrize("late_by_periods", [1.2, 2.0, 7.9])
+def test_skipped_count_is_exact_for_any_lateness(late_by_periods):
+    clock = FakeClock()
+    period = 0.005
+    timer = LoopTimer(period, spin_s=0.0, clock=clock, sleep=clock.sleep)
+    timer.start()
+    timer.wait()
+    clock.t += (1.0 + late_by_periods) * period + 0.0001  # the next tick wakes late_by_periods late
+    _, lateness = timer.wait()
+    assert lateness > period and timer.late_ticks == 1
+    assert timer.skipped_ticks == math.floor(lateness / period)
+    _, lateness = timer.wait()
+    assert lateness == 0.0  # the next deadline was in the future: no second late tick
+
+
+def test_a_tick_late_by_less_than_a_period_skips_nothing():
+    clock = FakeClock()
+    timer = LoopTimer(0.005, spin_s=0.0, clock=clock, sleep=clock.sleep)
+    timer.start()
+    timer.wait()
+    clock.t += 0.009  # 4 ms late for the next deadline
+    _, lateness = timer.wait()
+    assert lateness == pytest.approx(0.004) and timer.late_ticks == 0 and timer.skipped_ticks == 0
+    assert timer.index == 1
+
+
+def test_unpaced_timer_never_skips():
+    clock = FakeClock()
+    timer = LoopTimer(0.005, clock=clock, sleep=clock.sleep, paced=False)
+    timer.start()
+    for i in range(5):
+        timer.wait()
+        clock.t += 1.0  # every tick takes far longer than a period
+        assert timer.index == i
+    assert timer.skipped_ticks == 0 and timer.late_ticks == 0
+
+
+def test_stats_use_the_shared_distribution_over_every_tick():
+    clock = FakeClock()
+    timer = LoopTimer(0.005, spin_s=0.0, clock=clock, sleep=clock.sleep, history=64)
+    rng = np.random.default_rng(3)
+    compute_s = rng.uniform(0.0005, 0.007, 1000)
+    timer.start()
+    for c in compute_s:
+        now, lateness = timer.wait()
+        timer.record(lateness, float(c), now)
+    d = Distribution()
+    d.add(compute_s * 1e3)
+    st = timer.stats()
+    # Batched binning (64 ticks at a time, and the remainder) gives the same histogram.
+    assert st.compute_p50_ms == d.percentile(50) and st.compute_p99_ms == d.percentile(99)
+    assert st.compute_max_ms == d.max
+    assert st.overruns == int(np.count_nonzero(compute_s > 0.005))

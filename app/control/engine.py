@@ -140,6 +140,14 @@ class TeleopEngine:
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
         self._output_events: list[str] = []
+        # Physics follows loop time on the grid of periods: `_periods` is how many periods loop
+        # time has covered (skipped deadlines included), `_steps_done` the physics steps taken.
+        # Counting whole periods and steps (not summing seconds) keeps sim time from drifting.
+        self._periods = 0
+        self._skipped_seen = 0
+        self._skipped_applied = 0
+        self._steps_done = 0
+        self._steps_dropped = 0
         # An output that can lose its robot and find it again (a remote server) asks the engine to
         # re-read the joints before it sends anything after each (re)connection.
         register = getattr(sim, "set_resync_hook", None)
@@ -244,8 +252,45 @@ class TeleopEngine:
 
     # ----- the tick -----
 
+    @property
+    def sim_time_dropped_s(self) -> float:
+        """Loop time (s) the physics never simulated because it lagged more than `sim.max_catchup_s`."""
+        return self._steps_dropped * self.sim.timestep_s
+
+    def _physics_steps(self, skipped_ticks: int) -> int:
+        """Physics steps for this tick: the elapsed nominal time, bounded per tick and overall.
+
+        `skipped_ticks` is the loop's cumulative count after this tick's wait: the deadlines the
+        previous tick skipped lie between it and this tick, one period of loop time each, which
+        the physics must cover too (so sim time follows `t_s`, which jumps on this tick).
+        """
+        # The timer counts a skip on the late tick that serves deadline k, for deadlines k+1..k+m:
+        # the skipped loop time lies between that tick and this one.
+        newly_skipped = max(0, self._skipped_seen - self._skipped_applied)
+        self._skipped_applied = self._skipped_seen
+        self._skipped_seen = max(self._skipped_seen, skipped_ticks)
+        self._periods += 1 + newly_skipped
+        ts = self.sim.timestep_s
+        sim_cfg = self.cfg.sim
+        due = int(round(self._periods * self.period_s / ts)) - self._steps_done
+        max_debt = max(1, int(sim_cfg.max_catchup_s / ts))
+        if due > max_debt:  # a stall longer than the physics may lag: that time is dropped, counted
+            self._steps_dropped += due - max_debt
+            self._steps_done += due - max_debt
+            due = max_debt
+        return max(0, min(due, max(1, int(sim_cfg.max_catchup_per_tick_s / ts))))
+
     def tick(self, sample: TrackingSample, t_s: float, wall_time_s: float = 0.0, lateness_s: float = 0.0,
-             input_s: float = 0.0, overruns: int = 0, late_ticks: int = 0) -> Snapshot:
+             input_s: float = 0.0, overruns: int = 0, late_ticks: int = 0, skipped_ticks: int = 0) -> Snapshot:
+        """Run one control tick on `sample` at loop time `t_s` (s); returns its snapshot.
+
+        `wall_time_s` (perf_counter s) and `lateness_s` are when and how late the tick started;
+        `input_s` is the time the loop spent on this tick before calling (reading the input), so
+        the snapshot's `compute_s` covers the whole tick. `overruns`, `late_ticks` and
+        `skipped_ticks` are the loop timer's cumulative counts; the physics advances by one
+        period plus one per newly skipped deadline (sub-stepped, bounded by `cfg.sim`). The IK's
+        velocity limits stay per period, so a stall never makes the arms jump.
+        """
         t0 = time.perf_counter()
         events: list[str] = []
         stages: list[tuple[str, float]] = [("input", input_s)]
@@ -286,13 +331,17 @@ class TeleopEngine:
             t_cal = t_ik = time.perf_counter()
         stages.append(("calibration_safety", t_cal - t0))
         stages.append(("ik", t_ik - t_cal))
-        self.sim.step(self.period_s)
+        steps = self._physics_steps(skipped_ticks)
+        # Called even for zero steps: a remote output sends this tick's command in `step`.
+        self.sim.step(steps * self.sim.timestep_s)
+        self._steps_done += steps
         if self._output_events:
             events.extend(self._output_events)
             self._output_events = []
         t_phys = time.perf_counter()
         stages.append(("physics", t_phys - t_ik))
-        snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, events, stages, t0, t_phys, overruns, late_ticks)
+        snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, input_s, events, stages, t0, t_phys, overruns,
+                              late_ticks, skipped_ticks)
         self.tick_index += 1
         return snap
 
@@ -380,10 +429,10 @@ class TeleopEngine:
             if prev is None or not prev.joint_limit_clamped:
                 self._pulse(arm.name, "joint_limit")
 
-    def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float,
+    def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
                   events: list[str], stages: list[tuple[str, float]], t0: float, t_start: float,
-                  overruns: int, late_ticks: int) -> Snapshot:
-        """`t0` is when the tick began, `t_start` when this snapshot stage began (perf_counter)."""
+                  overruns: int, late_ticks: int, skipped_ticks: int) -> Snapshot:
+        """`t0` is when `tick` began, `t_start` when this snapshot stage began (perf_counter)."""
         arm_snaps = {}
         for arm in self.arms.values():
             reading = self.sim.read(arm.name)
@@ -402,8 +451,9 @@ class TeleopEngine:
         rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.gate.rejections.items()))
         t_snap = time.perf_counter()
         stages.append(("snapshot", t_snap - t_start))
-        timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=t_snap - t0,
-                                overruns=overruns, late_ticks=late_ticks, stage_s=tuple(stages))
+        timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=input_s + (t_snap - t0),
+                                overruns=overruns, late_ticks=late_ticks, stage_s=tuple(stages),
+                                skipped_ticks=skipped_ticks)
         return Snapshot(
             tick=self.tick_index, t_s=t_s, wall_time_s=wall_time_s, sim_time_s=self.sim.sim_time_s,
             sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,

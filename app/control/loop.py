@@ -101,16 +101,16 @@ class ControlLoop:
             while not self._stop.is_set():
                 if self.max_ticks is not None and tick >= self.max_ticks:
                     break
-                t_nominal = tick * period
                 wall, lateness = timer.wait()
+                # The grid index, not the tick count: after skipped deadlines loop time keeps up
+                # with the wall clock (replay reads its rows by this time).
+                t_nominal = timer.index * period
                 while True:
                     try:
                         engine.submit(self._commands.get_nowait())
                     except queue.Empty:
                         break
-                t_in = time.perf_counter()
                 sample = source.read(t_nominal)
-                input_s = time.perf_counter() - t_in
                 if source.finished():
                     break
                 if replayed_events is not None:
@@ -118,8 +118,12 @@ class ControlLoop:
                         cmd = Command.from_event(event)
                         if cmd is not None:
                             engine.submit(cmd)
-                snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks)
-                timer.record(lateness, time.perf_counter() - wall)
+                # Everything since the tick woke is its input stage, so the snapshot's compute
+                # time covers the whole tick and the timer records that same value.
+                input_s = time.perf_counter() - wall
+                snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks,
+                                   timer.skipped_ticks)
+                timer.record(lateness, snap.timing.compute_s, wall)
                 self._latest = snap
                 for fn in self._subscribers:
                     try:

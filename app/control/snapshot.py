@@ -52,13 +52,17 @@ class TimingSnapshot:
     lateness_s: float
     """How late this tick started relative to its absolute deadline (>= 0)."""
     compute_s: float
-    """Wall time spent inside the tick."""
+    """Wall time (s) of the whole tick, from waking (input read included) to its snapshot; the
+    loop's timer records this same value (overruns, percentiles)."""
     overruns: int
     """Ticks so far whose compute time exceeded the period."""
     late_ticks: int
     """Ticks so far that started more than one period late."""
     stage_s: tuple[tuple[str, float], ...] = ()
     """Per-stage compute time of this tick: input, calibration, safety, ik, physics, snapshot."""
+    skipped_ticks: int = 0
+    """Deadlines skipped so far (cumulative): a tick that woke more than one period late skips
+    the deadlines already past instead of running them back to back."""
 
 
 @dataclass(frozen=True)

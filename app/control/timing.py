@@ -1,8 +1,16 @@
-"""Absolute-deadline pacing for the control loop, with observable lateness.
+"""Absolute-deadline pacing for the control loop, with observable lateness and skipped ticks.
 
-Deadlines advance by exactly one period (`next += period`), never from "now", so the rate does
-not drift. Waiting sleeps until `spin_s` before the deadline, then spins on the clock: plain
-sleeps on a busy 2-core machine wake up to tens of milliseconds late.
+Deadlines lie on one grid, `start + k * period`, computed from the grid index rather than
+accumulated, so the rate does not drift. A tick that wakes more than one period after its
+deadline runs once, reports its true lateness (the stall is visible, once) and skips the
+deadlines that have already passed (counted in `skipped_ticks`): the next deadline is the next
+grid point in the future, never a burst of back-to-back late ticks. Waiting sleeps until
+`spin_s` before the deadline, then spins on the clock: plain sleeps on a busy 2-core machine
+wake up to tens of milliseconds late.
+
+The figures (`stats()`) use the definitions in `app.stats`, the same as the session analysis:
+the compute time of a tick is the one its snapshot carries, percentiles come from
+`Distribution`, late and overrun are `is_late` and `is_overrun`.
 """
 
 from __future__ import annotations
@@ -13,10 +21,13 @@ from typing import Callable
 
 import numpy as np
 
+from app.stats import Distribution, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
+
 
 @dataclass(frozen=True)
 class TimingStats:
     ticks: int
+    """Ticks run (skipped deadlines are not ticks)."""
     late_ticks: int
     """Ticks that started more than one period after their deadline."""
     overruns: int
@@ -28,68 +39,117 @@ class TimingStats:
     compute_p99_ms: float
     compute_max_ms: float
     achieved_rate_hz: float
+    """Ticks per second between the first and the last tick's start."""
+    skipped_ticks: int = 0
+    """Deadlines skipped because a tick woke more than one period after its own."""
 
 
 class LoopTimer:
     def __init__(self, period_s: float, spin_s: float = 0.0015, paced: bool = True,
                  clock: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep,
-                 history: int = 1 << 17) -> None:
+                 history: int = 1024) -> None:
+        """`history`: ticks buffered (cheap stores) before they are binned into the distributions."""
         self.period_s = period_s
         self.spin_s = spin_s
         self.paced = paced
         self._clock = clock
         self._sleep = sleep
-        self._next: float | None = None
         self._start: float | None = None
+        self._next_index = 0
+        self.index = -1
+        """Grid index of the tick being run: its deadline is start + index * period."""
         self.ticks = 0
         self.late_ticks = 0
         self.overruns = 0
-        self._lateness = np.zeros(history)
-        self._compute = np.zeros(history)
+        self.skipped_ticks = 0
+        self._first_start_s: float | None = None
+        self._last_start_s = 0.0
+        self._lateness_s = np.zeros(history)
+        self._compute_s = np.zeros(history)
         self._n = 0
+        self._lateness_ms = Distribution()
+        self._compute_ms = Distribution()
+
+    @property
+    def nominal_s(self) -> float:
+        """Loop time of the tick being run: index * period (s); it skips ahead with the deadlines."""
+        return self.index * self.period_s
 
     def start(self) -> float:
         self._start = self._clock()
-        self._next = self._start
+        self._next_index = 0
         return self._start
 
+    def _deadline(self, index: int) -> float:
+        assert self._start is not None
+        return self._start + index * self.period_s
+
     def wait(self) -> tuple[float, float]:
-        """Wait for the next deadline; returns (tick start time, lateness in seconds)."""
-        if self._next is None:
+        """Wait for the next deadline; returns (tick start time, lateness in seconds).
+
+        Afterwards `index` / `nominal_s` say which grid point this tick serves and
+        `skipped_ticks` includes the deadlines this tick woke too late for.
+        """
+        if self._start is None:
             self.start()
-        assert self._next is not None
+        index = self._next_index
+        deadline = self._deadline(index)
         if self.paced:
-            remaining = self._next - self._clock()
+            remaining = deadline - self._clock()
             if remaining > self.spin_s:
                 self._sleep(remaining - self.spin_s)
-            while self._clock() < self._next:
+            while self._clock() < deadline:
                 pass
         now = self._clock()
-        lateness = max(0.0, now - self._next) if self.paced else 0.0
-        if lateness > self.period_s:
+        lateness = max(0.0, now - deadline) if self.paced else 0.0
+        missed = 0
+        if is_late(lateness * 1e3, self.period_s * 1e3):
             self.late_ticks += 1
-        self._next += self.period_s
+            # Deadlines index+1 .. index+missed have passed too: running them now would be a
+            # burst of late ticks with stale inputs; they are skipped and counted instead.
+            missed = int(lateness // self.period_s)
+            self.skipped_ticks += missed
+        self.index = index
+        self._next_index = index + 1 + missed
         return now, lateness
 
-    def record(self, lateness_s: float, compute_s: float) -> None:
+    def record(self, lateness_s: float, compute_s: float, start_s: float | None = None) -> None:
+        """Count one tick: its lateness and compute time (s, the snapshot's `compute_s`), started at `start_s`."""
         self.ticks += 1
-        if compute_s > self.period_s:
+        if is_overrun(compute_s * 1e3, self.period_s * 1e3):
             self.overruns += 1
-        i = self._n % len(self._lateness)
-        self._lateness[i] = lateness_s
-        self._compute[i] = compute_s
-        self._n += 1
+        if start_s is not None:
+            if self._first_start_s is None:
+                self._first_start_s = start_s
+            self._last_start_s = start_s
+        i = self._n
+        self._lateness_s[i] = lateness_s
+        self._compute_s[i] = compute_s
+        self._n = i + 1
+        if self._n == len(self._lateness_s):
+            self._lateness_ms.add(self._lateness_s * 1e3)
+            self._compute_ms.add(self._compute_s * 1e3)
+            self._n = 0
 
     def stats(self) -> TimingStats:
-        n = min(self._n, len(self._lateness))
-        lat = self._lateness[:n] * 1e3 if n else np.zeros(1)
-        comp = self._compute[:n] * 1e3 if n else np.zeros(1)
-        elapsed = (self._clock() - self._start) if self._start is not None else 0.0
-        rate = self.ticks / elapsed if elapsed > 0 else 0.0
+        """Figures of every tick so far.
+
+        Safe to call from another thread while the loop runs (it copies, never mutates); the
+        percentiles may then miss the ticks binned during the call.
+        """
+        n = self._n
+        lat, comp = self._lateness_ms.copy(), self._compute_ms.copy()
+        lat.add(self._lateness_s[:n] * 1e3)
+        comp.add(self._compute_s[:n] * 1e3)
+        if self._first_start_s is not None:
+            rate = achieved_rate_hz(self.ticks, self._first_start_s, self._last_start_s)
+        else:  # record() without start times: ticks over the time since start()
+            elapsed = (self._clock() - self._start) if self._start is not None else 0.0
+            rate = self.ticks / elapsed if elapsed > 0 else 0.0
         return TimingStats(
             ticks=self.ticks, late_ticks=self.late_ticks, overruns=self.overruns,
-            lateness_p50_ms=float(np.percentile(lat, 50)), lateness_p99_ms=float(np.percentile(lat, 99)),
-            lateness_max_ms=float(lat.max()), compute_p50_ms=float(np.percentile(comp, 50)),
-            compute_p99_ms=float(np.percentile(comp, 99)), compute_max_ms=float(comp.max()),
-            achieved_rate_hz=rate,
+            lateness_p50_ms=percentile_or_zero(lat, 50), lateness_p99_ms=percentile_or_zero(lat, 99),
+            lateness_max_ms=lat.max if lat.count else 0.0, compute_p50_ms=percentile_or_zero(comp, 50),
+            compute_p99_ms=percentile_or_zero(comp, 99), compute_max_ms=comp.max if comp.count else 0.0,
+            achieved_rate_hz=rate, skipped_ticks=self.skipped_ticks,
         )

@@ -15,6 +15,7 @@ import numpy as np
 
 from app.config import ARMS
 from app.control.snapshot import ArmSnapshot, Snapshot
+from app.sessions.metrics import tracking_error
 
 STAGES: tuple[str, ...] = ("input", "calibration_safety", "ik", "physics", "snapshot")
 """Loop stages in tick order, as named in `TimingSnapshot.stage_s`."""
@@ -38,15 +39,10 @@ COL: dict[str, int] = {name: i for i, name in enumerate(COLUMNS)}
 _RAD_TO_DEG = 180.0 / math.pi
 
 
-def _angle_deg(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    d = abs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3])
-    return 2.0 * math.acos(min(1.0, d)) * _RAD_TO_DEG
-
-
 def _arm_values(a: ArmSnapshot) -> tuple[float, ...]:
     t, p = a.target_pos_m, a.tcp_pos_m
-    err = math.sqrt((t[0] - p[0]) ** 2 + (t[1] - p[1]) ** 2 + (t[2] - p[2]) ** 2)
-    return (t[0], t[1], t[2], p[0], p[1], p[2], err * 1e3, _angle_deg(a.target_quat_wxyz, a.tcp_quat_wxyz),
+    err_m, err_rad = tracking_error(t, p, a.target_quat_wxyz, a.tcp_quat_wxyz)
+    return (t[0], t[1], t[2], p[0], p[1], p[2], err_m * 1e3, err_rad * _RAD_TO_DEG,
             float(a.ik_iterations), a.ik_pos_err_m * 1e3, a.ik_rot_err_rad * _RAD_TO_DEG)
 
 

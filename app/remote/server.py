@@ -4,7 +4,7 @@ The only place where dynamics run. One thread does everything, once per tick on 
 deadlines (`LoopTimer`): handle the waiting messages (bounded per tick), apply the deadman, step
 physics up to the wall clock, publish the state. Sockets (see docs/remote.md):
 
-- state PUB (default tcp://127.0.0.1:5560): a `state` message every tick;
+- state PUB (default tcp://127.0.0.1:5560): a `state` message every tick that advanced simulation time;
 - commands ROUTER (default tcp://127.0.0.1:5561): `hello` -> `welcome` | `refused`,
   `command` -> `ack` (accepted, or refused with every reason), garbage -> `error`.
 
@@ -196,15 +196,19 @@ class SimServer:
             if now >= end:
                 break
             self.tick(now)
-            timer.record(lateness, time.perf_counter() - now)
+            timer.record(lateness, time.perf_counter() - now, now)
 
     def tick(self, now_s: float) -> None:
         self._handle_messages(now_s)
         self._apply_deadman()
-        self._advance_physics(now_s)
-        self._publish()
+        # A tick that stepped nothing (it ran right after a late one that caught up) would
+        # publish the previous simulation time again; clients and `probe` rely on sim time
+        # strictly increasing between states, so such a tick publishes nothing.
+        if self._advance_physics(now_s):
+            self._publish()
 
-    def _advance_physics(self, now_s: float) -> None:
+    def _advance_physics(self, now_s: float) -> int:
+        """Step physics up to the wall clock `now_s` (perf_counter s); returns the steps taken (0 or more)."""
         ts = self.scene.model.opt.timestep
         behind = int((now_s - self._t0_s) / ts) - self._steps_done
         max_steps = max(1, int(self.scfg.max_catchup_s / ts))
@@ -212,9 +216,11 @@ class SimServer:
             self.counts["skipped_steps"] += behind - max_steps
             self._steps_done += behind - max_steps
             behind = max_steps
-        if behind > 0:
-            self.sim.step(behind * ts)
-            self._steps_done += behind
+        if behind <= 0:
+            return 0
+        self.sim.step(behind * ts)
+        self._steps_done += behind
+        return behind
 
     def _apply_deadman(self) -> None:
         t = self.sim.sim_time_s

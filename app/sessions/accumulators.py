@@ -2,7 +2,7 @@
 
 Each accumulator is fed numpy chunks of rows in file order and can be read at any time:
 
-- `Distribution`: exact count, mean, RMS, min and max; percentiles from a fixed set of
+- `Distribution` (from `app.stats`): exact count, mean, RMS, min and max; percentiles from a fixed set of
   log-spaced bins (relative resolution `Distribution.relative_resolution`, 0.5 %).
 - `Downsampler`: a time series reduced to at most `2 * max_points` buckets of consecutive
   rows, each keeping its first value, minimum and maximum (so spikes survive the reduction).
@@ -19,96 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The loop's timer keeps its percentiles with the same histogram, so it lives below both.
+from app.stats import Distribution
 
-class Distribution:
-    """Exact moments plus histogram percentiles of a non-negative quantity.
-
-    Values below `lo` (zero included) share one underflow bin and values at or above `hi`
-    one overflow bin; a percentile falling there is the exact minimum or maximum. In between,
-    bins grow geometrically by `relative_resolution`, so a reported percentile is the centre of
-    the bin holding the nearest-rank value (numpy `method="inverted_cdf"`), within half a bin
-    (0.25 % by default) of it. Non-finite values are counted in `non_finite` and left out.
-    """
-
-    def __init__(self, lo: float = 1e-6, hi: float = 1e6, relative_resolution: float = 0.005) -> None:
-        if not (0.0 < lo < hi and relative_resolution > 0.0):
-            raise ValueError(f"Distribution: expected 0 < lo < hi and a positive resolution, got {lo}, {hi}, "
-                             f"{relative_resolution}")
-        self.lo = float(lo)
-        self.hi = float(hi)
-        self.relative_resolution = float(relative_resolution)
-        self._log_step = math.log1p(relative_resolution)
-        self._n_inner = int(math.ceil(math.log(hi / lo) / self._log_step))
-        self.counts = np.zeros(self._n_inner + 2, dtype=np.int64)
-        """Bin 0: below lo; bins 1..n: geometric; last: at or above hi."""
-        self.count = 0
-        self.non_finite = 0
-        self._sum = 0.0
-        self._sumsq = 0.0
-        self.min = math.inf
-        self.max = -math.inf
-
-    def add(self, values: np.ndarray) -> None:
-        x = np.asarray(values, dtype=np.float64).ravel()
-        finite = np.isfinite(x)
-        if not finite.all():
-            self.non_finite += int(x.size - np.count_nonzero(finite))
-            x = x[finite]
-        if x.size == 0:
-            return
-        if x.min() < 0.0:
-            raise ValueError(f"Distribution: expected non-negative values, got {float(x.min())!r}")
-        self.count += int(x.size)
-        self._sum += float(x.sum())
-        self._sumsq += float(np.dot(x, x))
-        self.min = min(self.min, float(x.min()))
-        self.max = max(self.max, float(x.max()))
-        with np.errstate(divide="ignore"):
-            idx = np.floor(np.log(x / self.lo) / self._log_step)
-        idx = np.clip(idx + 1.0, 0.0, self._n_inner + 1.0).astype(np.int64)
-        self.counts += np.bincount(idx, minlength=self.counts.size)
-
-    @property
-    def mean(self) -> float:
-        return self._sum / self.count if self.count else math.nan
-
-    @property
-    def rms(self) -> float:
-        return math.sqrt(self._sumsq / self.count) if self.count else math.nan
-
-    def percentile(self, p: float) -> float:
-        """The nearest-rank `p`-th percentile (0 < p <= 100), from the bins; nan when empty."""
-        if not 0.0 < p <= 100.0:
-            raise ValueError(f"percentile: expected 0 < p <= 100, got {p!r}")
-        if self.count == 0:
-            return math.nan
-        rank = max(1, math.ceil(p / 100.0 * self.count))
-        b = int(np.searchsorted(np.cumsum(self.counts), rank))
-        if b == 0:
-            return self.min
-        if b == self.counts.size - 1:
-            return self.max
-        centre = self.lo * math.exp((b - 0.5) * self._log_step)
-        return min(max(centre, self.min), self.max)
-
-    def rebin(self, edges: np.ndarray) -> np.ndarray:
-        """Counts in the given (increasing) bin edges, each fine bin placed by its centre; for plots."""
-        centres = np.empty(self.counts.size)
-        centres[0] = self.min if self.counts[0] else 0.0
-        centres[1:-1] = self.lo * np.exp((np.arange(1, self._n_inner + 1) - 0.5) * self._log_step)
-        centres[-1] = self.max if self.counts[-1] else self.hi
-        out, _ = np.histogram(np.clip(centres, edges[0], edges[-1]), bins=edges, weights=self.counts)
-        return out
-
-    def summary(self, percentiles: tuple[float, ...] = (50.0, 95.0, 99.0)) -> dict[str, float | int]:
-        """JSON-ready: count, mean, rms, the percentiles as `pNN`, max (and non-finite when any)."""
-        out: dict[str, float | int] = {"count": self.count, "mean": self.mean, "rms": self.rms}
-        for p in percentiles:
-            out[f"p{p:g}"] = self.percentile(p)
-        out["max"] = self.max if self.count else math.nan
-        if self.non_finite:
-            out["non_finite"] = self.non_finite
-        return out
+__all__ = ["Distribution", "Downsampler", "Episode", "Episodes", "Series"]
 
 
 @dataclass(frozen=True)

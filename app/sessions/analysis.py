@@ -32,6 +32,8 @@ import numpy as np
 from app.sessions.accumulators import Distribution, Downsampler, Episodes, Series
 from app.sessions.chunks import DEFAULT_CHUNK_ROWS, RowChunk, SessionChunks
 from app.sessions.health import LATE_TICK_WARN_MS, Verdict, assess
+from app.sessions.metrics import achieved_rate_hz, count_late, count_overruns, skipped_in_window
+from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.sessions.schema import ARMS, EVENT_SEPARATOR
 
 DEFAULT_RATE_HZ = 200.0
@@ -101,14 +103,15 @@ def _has(columns, names) -> bool:
 
 
 def tracking_errors(data: Mapping[str, np.ndarray], arm: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: TCP position error (mm) and orientation error (deg) between target and achieved."""
-    target = np.stack([data[f"{arm}_target_{a}"] for a in _XYZ], axis=1)
-    tcp = np.stack([data[f"{arm}_tcp_{a}"] for a in _XYZ], axis=1)
-    pos_mm = np.linalg.norm(target - tcp, axis=1) * 1e3
-    dot = sum(data[f"{arm}_target_{c}"] * data[f"{arm}_tcp_{c}"] for c in _WXYZ)
+    """Per row: TCP position error (mm) and orientation error (deg) between target and achieved
+    (`metrics.tracking_errors`, the run summary's definition)."""
+    def stack(kind: str, names: tuple[str, ...]) -> np.ndarray:
+        return np.stack([data[f"{arm}_{kind}_{a}"] for a in names], axis=1)
+
     with np.errstate(invalid="ignore"):
-        rot_deg = np.degrees(2.0 * np.arccos(np.minimum(1.0, np.abs(dot))))
-    return pos_mm, rot_deg
+        pos_m, rot_rad = _tracking_errors(stack("target", _XYZ), stack("tcp", _XYZ), stack("target", _WXYZ),
+                                          stack("tcp", _WXYZ))
+    return pos_m * 1e3, np.degrees(rot_rad)
 
 
 def _forward_fill(decided: np.ndarray, carry: float) -> np.ndarray:
@@ -309,6 +312,8 @@ class _Analyzer:
         self.late_ticks = 0
         self.ticks_over_warn = 0
         self.overruns = 0
+        self.skipped_ticks = 0
+        self._prev_skipped: float | None = None
         self.rejected = 0
         self._prev_rejected: float | None = None
         self._prev_tick: float | None = None
@@ -320,11 +325,11 @@ class _Analyzer:
         if self.period_s is None:
             self.period_s, self.period_source = _period_s(self.sidecar, t)
             self.t0 = float(t[0])
-            for c in ("t_s", "tick", "lateness_ms", "rejected_total"):
+            for c in ("t_s", "tick", "lateness_ms", "rejected_total", "skipped_ticks"):
                 if c in d:
                     self.first[c] = float(d[c][0])
         period_ms = self.period_s * 1e3
-        for c in ("t_s", "tick", "lateness_ms", "rejected_total"):
+        for c in ("t_s", "tick", "lateness_ms", "rejected_total", "skipped_ticks"):
             if c in d:
                 self.last[c] = float(d[c][-1])
         tick = d.get("tick")
@@ -335,12 +340,17 @@ class _Analyzer:
         if self.lateness is not None:
             lat = d["lateness_ms"]
             self.lateness.add(lat)
-            self.late_ticks += int(np.count_nonzero(lat > period_ms))
+            self.late_ticks += count_late(lat, period_ms)
             self.ticks_over_warn += int(np.count_nonzero(lat > LATE_TICK_WARN_MS))
         if self.compute is not None:
             comp = d["compute_ms"]
             self.compute.add(comp)
-            self.overruns += int(np.count_nonzero(comp > period_ms))
+            self.overruns += count_overruns(comp, period_ms)
+        if "skipped_ticks" in d:
+            sk = d["skipped_ticks"]
+            starts_run = self._prev_skipped is None and self.first.get("tick", 0.0) == 0.0
+            self.skipped_ticks += skipped_in_window(sk, self._prev_skipped, starts_run)
+            self._prev_skipped = float(sk[-1])
         if "rejected_total" in d:
             r = d["rejected_total"]
             prev = self._prev_rejected
@@ -403,9 +413,11 @@ class _Analyzer:
             paced = self.lateness.max > 0.0
             timing["paced"] = bool(paced)
             if paced and rows > 1:
-                n_ticks = (self.last["tick"] - self.first["tick"]) if "tick" in self.last else rows - 1
-                span_s = (last_t + self.last["lateness_ms"] * 1e-3) - (first_t + self.first["lateness_ms"] * 1e-3)
-                timing["achieved_rate_hz"] = n_ticks / span_s if span_s > 0 else math.nan
+                n_ticks = int(self.last["tick"] - self.first["tick"]) + 1 if "tick" in self.last else rows
+                # A tick starts at its grid time plus its lateness (t_s is grid index x period).
+                rate = achieved_rate_hz(n_ticks, first_t + self.first["lateness_ms"] * 1e-3,
+                                        last_t + self.last["lateness_ms"] * 1e-3)
+                timing["achieved_rate_hz"] = rate if rate > 0 else math.nan
             timing["lateness_ms"] = self.lateness.summary((50.0, 99.0))
             timing["late_ticks"] = self.late_ticks
             timing["ticks_later_than_warn"] = self.ticks_over_warn
@@ -413,6 +425,8 @@ class _Analyzer:
             timing["compute_ms"] = self.compute.summary((50.0, 99.0))
             timing["overruns"] = self.overruns
             timing["overrun_fraction"] = self.overruns / rows if rows else 0.0
+        if "skipped_ticks" in self.has:
+            timing["skipped_ticks"] = self.skipped_ticks
         reported = ((sc or {}).get("summary") or {}).get("timing", {}).get("achieved_rate_hz")
         if isinstance(reported, (int, float)):
             timing["achieved_rate_hz_reported"] = float(reported)

@@ -121,6 +121,12 @@ def assess(metrics: dict) -> Verdict:
         elif n_late:
             add(Level.WARN, f"{n_late} tick(s) started more than {LATE_TICK_WARN_MS:g} ms late "
                             f"(max {_num(lat.get('max')):.2f} ms)")
+        skipped = int(timing.get("skipped_ticks", 0))
+        if skipped:
+            # Each skip is a stall of the whole loop (the operator's arm froze that long), even
+            # when the late-tick count, one per stall, looks small.
+            add(Level.WARN, f"{skipped} deadline(s) skipped: the loop stalled for "
+                            f"{skipped * _num(timing.get('period_ms')):.0f} ms in all")
     frac = _num(timing.get("overrun_fraction"))
     if frac > OVERRUN_WARN_FRACTION:
         add(Level.WARN, f"compute exceeded the period on {100 * frac:.2f} % of ticks > {100 * OVERRUN_WARN_FRACTION:g} %")

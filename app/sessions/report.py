@@ -86,6 +86,8 @@ def _timing_rows(t: dict) -> list[list[str]]:
         rows.append(["lateness p50 / p99 / max", _triple(t["lateness_ms"], ("p50", "p99", "max"), 3) + " ms"])
         rows.append(["ticks more than one period late", fmt(t.get("late_ticks"))])
         rows.append([f"ticks more than {LATE_TICK_WARN_MS:g} ms late", fmt(t.get("ticks_later_than_warn"))])
+    if "skipped_ticks" in t:
+        rows.append(["skipped deadlines (a tick woke more than a period late)", fmt(t.get("skipped_ticks"))])
     if "compute_ms" in t:
         rows.append(["compute p50 / p99 / max", _triple(t["compute_ms"], ("p50", "p99", "max"), 3) + " ms"])
         rows.append(["overruns (compute > period)",

@@ -1,12 +1,12 @@
 """Running statistics of a session, fed one snapshot per tick (cheap, no allocation per tick).
 
-Tracking error is the distance between the commanded TCP target and the achieved TCP, counted
-only while the arm is engaged.
+Tracking error (`metrics.tracking_error`) is the distance and the rotation angle between the
+commanded TCP target and the achieved TCP, counted only while the arm is engaged. Lateness
+percentiles use the same histogram as the loop's timer and the session analysis.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -14,11 +14,11 @@ import numpy as np
 
 from app.config import ARMS
 from app.control.snapshot import Snapshot
+from app.sessions.metrics import tracking_error
+from app.stats import Distribution
 
 
-def _angle_between_wxyz(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    d = abs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3])
-    return 2.0 * math.acos(min(1.0, d))
+_BATCH = 1024
 
 
 class _Growing:
@@ -57,29 +57,34 @@ class RunSummary:
         self.ticks = 0
         self.pos_err_m = {a: _Growing() for a in ARMS}
         self.rot_err_rad = {a: _Growing() for a in ARMS}
-        self.lateness_s = _Growing()
+        self.lateness_ms = Distribution()
+        # Binned a batch at a time: one numpy call per batch, not per tick, on the loop thread.
+        self._lateness_batch = _Growing(_BATCH)
         self.events: Counter[str] = Counter()
         self.last: Snapshot | None = None
 
     def add(self, snap: Snapshot) -> None:
         self.ticks += 1
-        self.lateness_s.append(snap.timing.lateness_s)
+        self._lateness_batch.append(snap.timing.lateness_s * 1e3)
+        if self._lateness_batch.n == _BATCH:
+            self.lateness_ms.add(self._lateness_batch.values())
+            self._lateness_batch.n = 0
         for name in ARMS:
             arm = snap.arm(name)
             if arm.engaged:
-                t, p = arm.target_pos_m, arm.tcp_pos_m
-                self.pos_err_m[name].append(math.sqrt((t[0] - p[0]) ** 2 + (t[1] - p[1]) ** 2 + (t[2] - p[2]) ** 2))
-                self.rot_err_rad[name].append(_angle_between_wxyz(arm.target_quat_wxyz, arm.tcp_quat_wxyz))
+                pos_m, rot_rad = tracking_error(arm.target_pos_m, arm.tcp_pos_m, arm.target_quat_wxyz, arm.tcp_quat_wxyz)
+                self.pos_err_m[name].append(pos_m)
+                self.rot_err_rad[name].append(rot_rad)
         for e in snap.events:
             self.events[e.split(":")[0]] += 1
         self.last = snap
 
     def as_dict(self) -> dict:
-        lat = self.lateness_s.values() * 1e3
+        lat = self.lateness_ms.copy()
+        lat.add(self._lateness_batch.values())
         out: dict = {"ticks": self.ticks, "events": dict(self.events)}
-        if len(lat):
-            out["lateness_ms"] = {"p50": float(np.percentile(lat, 50)), "p99": float(np.percentile(lat, 99)),
-                                  "max": float(lat.max())}
+        if lat.count:
+            out["lateness_ms"] = {"p50": lat.percentile(50), "p99": lat.percentile(99), "max": lat.max}
         for name in ARMS:
             pe = error_stats(self.pos_err_m[name].values() * 1e3)
             re = error_stats(np.degrees(self.rot_err_rad[name].values()))

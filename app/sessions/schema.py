@@ -81,7 +81,7 @@ def _arm_columns(arm: str) -> list[str]:
 
 
 OUTPUT_COLUMNS: tuple[str, ...] = tuple(
-    ["tick", "sim_time_s", "lateness_ms", "compute_ms", "teleop_state", "heading_rad", "events"]
+    ["tick", "sim_time_s", "lateness_ms", "compute_ms", "skipped_ticks", "teleop_state", "heading_rad", "events"]
     + [c for arm in ARMS for c in _arm_columns(arm)]
     + ["rejected_total", "clamps_total"]
 )
@@ -102,7 +102,7 @@ def _kind(col: str) -> str:
         return KIND_TIME
     if col in ("teleop_state", "events") or col in tuple(f"{a}_state" for a in ARMS):
         return KIND_STR
-    if col in ("tick", "rejected_total", "clamps_total") or col.endswith(("_result", "_ik_iterations")):
+    if col in ("tick", "skipped_ticks", "rejected_total", "clamps_total") or col.endswith(("_result", "_ik_iterations")):
         return KIND_INT
     if col.endswith(("_valid", "_a", "_b", "_stick_click", "_menu", "_engaged", "_precision",
                      "_tracking_ok", "_clamped")):
@@ -204,6 +204,7 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         _repr(float(snap.sim_time_s)),
         _repr(float(timing.lateness_s) * 1000.0),
         _repr(float(timing.compute_s) * 1000.0),
+        str(int(timing.skipped_ticks)),
         snap.teleop_state,
         _repr(float(snap.heading_rad)),
         EVENT_SEPARATOR.join(snap.events),

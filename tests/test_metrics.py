@@ -1,0 +1,107 @@
+"""One definition of each figure: a run's end summary and the analysis of its recording agree."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.sessions.analysis import analyze_session
+from app.sessions.metrics import skipped_in_window, timing_figures, tracking_error, tracking_errors
+from calibration import quat
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("MUJOCO_GL", "egl")
+    return env
+
+
+def test_the_run_summary_and_the_analysis_report_the_same_timing_figures(tmp_path):
+    csv_path, summary_path = tmp_path / "run.csv", tmp_path / "summary.json"
+    subprocess.run([sys.executable, "-m", "app.cli", "run", "--source", "demo", "--seconds", "3", "--quiet",
+                    "--record", str(csv_path), "--summary-json", str(summary_path)],
+                   cwd=REPO, env=_env(), check=True, capture_output=True, timeout=120)
+    summary = json.loads(summary_path.read_text())
+    if summary["recording"]["dropped"]:
+        pytest.skip("the recorder dropped rows under load: the file does not hold every tick")
+    t = summary["timing"]
+    m = analyze_session(csv_path).metrics["timing"]
+    assert summary["recording"]["rows"] == t["ticks"]
+    # Same per-tick values, same histogram: identical, not merely close.
+    assert m["compute_ms"]["p50"] == pytest.approx(t["compute_p50_ms"], rel=1e-12)
+    assert m["compute_ms"]["p99"] == pytest.approx(t["compute_p99_ms"], rel=1e-12)
+    assert m["compute_ms"]["max"] == pytest.approx(t["compute_max_ms"], rel=1e-12)
+    assert m["lateness_ms"]["p50"] == pytest.approx(t["lateness_p50_ms"], rel=1e-12, abs=1e-12)
+    assert m["lateness_ms"]["p99"] == pytest.approx(t["lateness_p99_ms"], rel=1e-12, abs=1e-12)
+    assert m["overruns"] == t["overruns"]
+    assert m["late_ticks"] == t["late_ticks"]
+    assert m["skipped_ticks"] == t["skipped_ticks"]
+    assert m["achieved_rate_hz"] == pytest.approx(t["achieved_rate_hz"], rel=1e-6)
+    # The run summary's own lateness figures use the same definition too.
+    assert summary["lateness_ms"]["p99"] == pytest.approx(t["lateness_p99_ms"], rel=1e-12, abs=1e-12)
+
+
+def test_a_file_without_the_skipped_ticks_column_is_still_analysed(tmp_path):
+    from tests.test_sessions import make_snapshots
+    from app.sessions.recorder import Recorder
+
+    path = tmp_path / "s.csv"
+    rec = Recorder(path, {"loop_rate_hz": 200.0})
+    rec.start()
+    for s in make_snapshots(30):
+        rec.submit(s)
+    rec.stop()
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    cols = [c for c in rows[0] if c != "skipped_ticks"]
+    old = tmp_path / "old.csv"
+    with open(old, "w", newline="") as f:
+        w = csv.DictWriter(f, cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    assert analyze_session(path).metrics["timing"]["skipped_ticks"] == 29 // 7
+    assert "skipped_ticks" not in analyze_session(old).metrics["timing"]
+
+
+def test_skipped_in_window_counts_increases_across_chunks():
+    col = np.array([0, 0, 3, 3, 3, 10, 10], dtype=float)
+    assert skipped_in_window(col, None, True) == 10
+    assert skipped_in_window(col[:3], None, True) + skipped_in_window(col[3:], col[2], False) == 10
+    assert skipped_in_window(np.array([5.0, 6.0]), None, False) == 1  # a file cut from a longer run
+    assert skipped_in_window(np.array([5.0, 6.0]), None, True) == 6
+
+
+def test_timing_figures_count_with_the_loop_definitions():
+    f = timing_figures(np.array([0.1, 6.0, 0.2, 0.0]), np.array([1.0, 5.0, 5.1, 2.0]), 5.0,
+                       np.array([0, 2, 2, 2]), np.array([0.0, 0.016, 0.02, 0.025]))
+    assert (f.ticks, f.late_ticks, f.overruns, f.skipped_ticks) == (4, 1, 1, 2)
+    assert f.achieved_rate_hz == pytest.approx(3 / 0.025)
+
+
+def test_tracking_errors_vectorised_equal_the_scalar_definition():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(200, 4))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    small = np.column_stack([np.ones(200), rng.normal(scale=1e-7, size=(200, 3))])
+    b = np.array([quat.multiply(q, d) for q, d in zip(a, small)])
+    b[::2] *= -1.0  # q and -q are the same orientation
+    pa, pb = rng.normal(size=(200, 3)), rng.normal(size=(200, 3))
+    pos, rot = tracking_errors(pa, pb, a, b)
+    for i in range(200):
+        p_i, r_i = tracking_error(pa[i], pb[i], a[i], b[i])
+        assert pos[i] == pytest.approx(p_i, rel=1e-15)
+        assert rot[i] == pytest.approx(r_i, rel=1e-12, abs=1e-15)
+        assert r_i == pytest.approx(quat.angle_between(a[i], b[i]), rel=1e-15)
+    # Angles near zero keep their digits (acos of the dot product would return 0 or ~1e-8 noise).
+    assert np.all(rot > 0) and np.all(rot < 1e-6) and math.isfinite(float(rot.sum()))
