@@ -112,7 +112,7 @@ def test_gui_replay_reproduces_the_recorded_targets(window, qtbot, tmp_path, cap
         if snap.source_name != "replay":
             return
         got[round(snap.t_s, 6)] = snap.left.target_pos_m + snap.right.target_pos_m
-        if getattr(snap.timing, "skipped_ticks", 0) and not skipped_at:
+        if snap.timing.skipped_ticks and not skipped_at:
             skipped_at.append(snap.t_s)
 
     window.runner.snapshot_listeners.append(collect)

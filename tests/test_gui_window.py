@@ -161,12 +161,12 @@ def test_recording_starts_and_stops_from_the_keyboard_then_replays(window, qtbot
     assert window.runner.recording and window.act_record.isChecked()
     path = window.runner.recorder_status().path
     assert path.parent == folder / "sessions" and path.name.startswith("session-")
-    qtbot.wait(700)
+    qtbot.waitUntil(lambda: window.runner.recorder_status().rows_written >= 100, timeout=10000)
     _key(qtbot, window, Qt.Key.Key_F9)
     assert not window.runner.recording and not window.act_record.isChecked()
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
-    assert len(rows) > 80  # header + ~0.7 s at 200 Hz
+    assert len(rows) > 100  # header + every tick handed to the recorder (a loaded machine skips some deadlines)
     assert path.with_name(path.name + ".json").exists()
 
     window.replay_file(path)

@@ -203,7 +203,7 @@ class CoreServer:
         loop = p.loop
         timer = loop.timer if loop is not None else None
         timing = wire.TimingCounts(timer.ticks, timer.late_ticks, timer.overruns,
-                                   getattr(timer, "skipped_ticks", 0)) if timer is not None else wire.TimingCounts()
+                                   timer.skipped_ticks) if timer is not None else wire.TimingCounts()
         return wire.CoreStatus(
             pid=os.getpid(), seq=self._status_seq, running=p.running, finished=p.finished, fatal_error=p.fatal_error,
             source_kind=p.source_kind, replay_path=p.replay_path, note=p.note, cfg=p.cfg, live_cfg=p.live_cfg,

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
 from app import __version__
 from app.config import Config, ConfigError, load_config
 from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
+from app.sessions.metrics import TimingFigures, timing_figures
 from app.control.engine import Command, CommandKind
 from app.gui import remote_view, theme
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
@@ -52,6 +53,10 @@ log = logging.getLogger(__name__)
 UI_RATE_HZ = 10.0
 """Plots, HUD and raw-input refresh rate; the status panel refreshes at half of it. The 3D view
 has its own timer (up to 30 fps). Every refresh costs GIL time the control loop also needs."""
+
+LIVE_WINDOW_S = 10.0
+"""The live timing figures (HUD, plots' header, status bar) cover the ticks of the last this many seconds."""
+LIVE_WINDOW_LABEL = f"last {LIVE_WINDOW_S:g} s"
 
 VIEW_FPS_CHOICES = (30, 20, 10)
 """3D view frame-rate caps offered in the View menu (the first is the default)."""
@@ -331,7 +336,7 @@ class MainWindow(QMainWindow):
         self.sb_render = QLabel()
         self.sb_render.setToolTip("3D view frame rate (software: Mesa llvmpipe, reduced effects)")
         self.sb_loop = QLabel()
-        self.sb_loop.setToolTip("Control-loop rate and 99th percentile of tick lateness over the last 2 s")
+        self.sb_loop.setToolTip(f"Control-loop rate and 99th percentile of tick lateness over the {LIVE_WINDOW_LABEL}")
         self.sb_record = QLabel()
         for w in (self.sb_render, self.sb_loop, self.sb_record):
             w.setContentsMargins(6, 0, 6, 0)
@@ -615,6 +620,14 @@ class MainWindow(QMainWindow):
             self._rate = (now, snap.tick, (snap.tick - tick0) / (now - t0))
         return self._rate[2]
 
+    def live_timing(self) -> TimingFigures:
+        """The timing figures of the last `LIVE_WINDOW_S` of ticks, the one set the HUD, the plots'
+        header and the status bar show (computed as the run summary and `analyze` do)."""
+        runner = self.runner
+        rows = runner.buffers.window(int(LIVE_WINDOW_S * runner.cfg.loop.rate_hz))
+        rows = rows[np.isfinite(rows[:, COL["lateness_ms"]])]
+        return timing_figures(rows[:, COL["lateness_ms"]], rows[:, COL["compute_ms"]], runner.cfg.loop.period_s * 1e3)
+
     def _on_ui_timer(self) -> None:
         try:
             self._refresh()
@@ -627,12 +640,12 @@ class MainWindow(QMainWindow):
         runner.poll()
         snap = runner.latest()
         rate = self.loop_rate_hz()
-        recent = runner.buffers.window(int(2 * runner.cfg.loop.rate_hz))
-        late = recent[:, COL["lateness_ms"]] if len(recent) else np.zeros(1)
+        figures = self.live_timing()
         hud = self.viewport.hud
         hud.loop_rate_hz = rate
-        hud.lateness_p99_ms = float(np.nanpercentile(late, 99)) if np.isfinite(late).any() else 0.0
-        hud.lateness_max_ms = float(np.nanmax(late)) if np.isfinite(late).any() else 0.0
+        hud.lateness_p99_ms, hud.lateness_max_ms = figures.lateness_p99_ms, figures.lateness_max_ms
+        hud.window_label = LIVE_WINDOW_LABEL
+        self.plots.live_timing = (figures, LIVE_WINDOW_LABEL)
         hud.source = ("session review" if self.review is not None
                       else SOURCE_LABELS.get(runner.source_kind, runner.source_kind))
         hud.recording = runner.recording
@@ -665,7 +678,7 @@ class MainWindow(QMainWindow):
         self._check_loop_end()
 
     def _update_statusbar(self, rate: float, hud) -> None:
-        self.sb_loop.setText(f"loop {rate:.1f} Hz · p99 late {hud.lateness_p99_ms:.1f} ms")
+        self.sb_loop.setText(f"loop {rate:.1f} Hz · p99 late {hud.lateness_p99_ms:.1f} ms ({LIVE_WINDOW_LABEL})")
         st = self.runner.recorder_status()
         self.sb_record.setText(f"● REC {st.rows_written}" if st is not None else "")
         self.sb_record.setStyleSheet(f"color: {theme.ALERT};")

@@ -134,6 +134,8 @@ class PlotsPanel(QWidget):
     def __init__(self, buffers: PlotBuffers, rate_hz: float = 200.0, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.buffers = buffers
+        self.live_timing = None
+        """(TimingFigures, window label) the main window computed for this refresh, or None."""
         self.rate_hz = rate_hz
         self.window_s = 10
         self.paused = False
@@ -322,12 +324,17 @@ class PlotsPanel(QWidget):
             self._update_joints(snap)
 
     def _update_summary(self, rows: np.ndarray) -> None:
-        late = rows[:, COL["lateness_ms"]]
-        parts = [f"lateness p99 {np.nanpercentile(late, 99):.2f} ms, max {np.nanmax(late):.2f} ms"]
+        parts = []
+        live = self.live_timing
+        if live is not None:  # the window's one set of timing figures (HUD, status bar, here)
+            figures, label = live
+            parts.append(f"lateness p99 {figures.lateness_p99_ms:.2f} ms, max {figures.lateness_max_ms:.2f} ms ({label})")
+        errors = []
         for arm in ARMS:
             e = rows[:, COL[f"{arm}_pos_err_mm"]]
-            parts.append(f"{arm} error RMS {np.sqrt(np.nanmean(e * e)):.2f} mm")
-        self.summary.setText("   ·   ".join(parts) + f"   (last {rows.shape[0] / self.rate_hz:.0f} s)")
+            errors.append(f"{arm} error RMS {np.sqrt(np.nanmean(e * e)):.2f} mm")
+        parts.append(", ".join(errors) + f" (last {rows.shape[0] / self.rate_hz:.0f} s)")
+        self.summary.setText("   ·   ".join(parts))
 
     def _update_budget(self, rows: np.ndarray) -> None:
         means, p99s = [], []

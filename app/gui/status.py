@@ -59,6 +59,7 @@ class StatusPanel(QWidget):
         self.streaming_label.setToolTip("The humanoid stream (GR00T-WholeBodyControl over ZMQ): controls in the "
                                         "Humanoid stream panel")
         self.loop_label = QLabel("-")
+        self.loop_label.setWordWrap(True)
         self.faults_label = QLabel("none")
         self.faults_label.setWordWrap(True)
         form.addRow("Source", self.source_label)
@@ -137,8 +138,8 @@ class StatusPanel(QWidget):
             self.state_label.setText(_chip("STOPPED", theme.MUTED))
         else:
             self.state_label.setText(_chip("RUNNING", theme.OK))
-        self.loop_label.setText(f"{loop_rate_hz:.1f} Hz, tick {snap.tick}, late {snap.timing.lateness_s * 1e3:.2f} ms, "
-                                f"{snap.timing.late_ticks} late ticks")
+        self.loop_label.setText(f"{loop_rate_hz:.1f} Hz, tick {snap.tick}, this tick {snap.timing.lateness_s * 1e3:.2f} ms "
+                                f"late; since start: {snap.timing.late_ticks} late, {snap.timing.skipped_ticks} skipped")
         rejected = sum(n for _, n in snap.rejected)
         clamps = sum(n for _, n in snap.clamp_counts)
         safety = f"{rejected} rejected samples, {clamps} clamps"

@@ -58,6 +58,8 @@ class Hud:
     loop_rate_hz: float = 0.0
     lateness_p99_ms: float = 0.0
     lateness_max_ms: float = 0.0
+    window_label: str = ""
+    """Which ticks the lateness figures cover ("last 10 s"), shown beside them."""
     source: str = ""
     recording: bool = False
     lines: list[str] = field(default_factory=list)
@@ -379,7 +381,8 @@ class SceneViewport(QWidget):
             self._banner(p, f"3D view unavailable: {self.error}", QColor("#e5534b"), top=self.height() / 2 - 20)
             return
         h = self.hud
-        lines = [f"loop {h.loop_rate_hz:6.1f} Hz   late p99 {h.lateness_p99_ms:5.2f} ms   max {h.lateness_max_ms:5.2f} ms",
+        lines = [f"loop {h.loop_rate_hz:6.1f} Hz   late p99 {h.lateness_p99_ms:5.2f} ms   max {h.lateness_max_ms:5.2f} ms"
+                 + (f" ({h.window_label})" if h.window_label else ""),
                  f"view {self.fps():4.1f} fps" + (f"   source: {h.source}" if h.source else "")]
         if snap is not None:
             lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
