@@ -58,8 +58,9 @@ def test_the_window_runs_its_loop_in_a_core_process(window, qtbot):
     assert isinstance(runner, CoreClient) and runner.process.pid != __import__("os").getpid()
     qtbot.waitUntil(lambda: runner.latest() is not None and runner.buffers.count > 50, timeout=10000)
     assert runner.core_problem() == ""
-    qtbot.waitUntil(lambda: window.status_panel.isVisible() or True, timeout=100)
-    assert runner.core_status.priority  # what the OS granted is reported
+    assert runner.core_status.priority  # what the OS granted is reported, and shown
+    qtbot.waitUntil(lambda: runner.core_status.priority in window.status_panel.core_label.text(), timeout=3000)
+    assert f"process {runner.process.pid}" in window.status_panel.core_label.text()
 
 
 def test_estop_key_reaches_the_loop_within_15_ms_at_p99(window, qtbot):

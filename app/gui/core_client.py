@@ -254,6 +254,11 @@ class CoreClient:
             return f"the core process has not sent anything for {silent:.1f} s"
         return ""
 
+    def core_description(self) -> str:
+        """The core's pid and the priority the OS granted it, for the status panel."""
+        st = self.core_status
+        return f"process {self.endpoints.pid}" + (f": {st.priority}" if st is not None and st.priority else "")
+
     @property
     def gui_lost(self) -> bool:
         st = self.core_status

@@ -665,6 +665,8 @@ class MainWindow(QMainWindow):
             hud.alert = ""
         if self._ui_ticks % 2 == 0:
             self.status_panel.update_streaming(*stream_status_text(self.stream_panel.status()))
+            problem = runner.core_problem()
+            self.status_panel.update_core(problem or runner.core_description(), ok=not problem)
             self.status_panel.update_remote(remote_view.status_text(remote, seq) if remote is not None else None,
                                             ok=remote is not None and not hud.alert)
             self.status_panel.update_status(

@@ -73,6 +73,10 @@ class StatusPanel(QWidget):
         form.setRowVisible(self.remote_label, False)
         self._form = form
         form.addRow("Loop", self.loop_label)
+        self.core_label = QLabel("-")
+        self.core_label.setWordWrap(True)
+        self.core_label.setToolTip("Where the control loop runs and the priority the operating system granted it")
+        form.addRow("Core", self.core_label)
         form.addRow("Safety", self.faults_label)
         layout.addLayout(form)
 
@@ -120,6 +124,10 @@ class StatusPanel(QWidget):
         item = self.table.item(r, c)
         item.setText(text)
         item.setForeground(QBrush(QColor(colour or theme.TEXT)))
+
+    def update_core(self, text: str, ok: bool) -> None:
+        """The core process: its pid and the priority granted, or what happened to it."""
+        self.core_label.setText(text if ok else _chip(text, theme.ALERT))
 
     def update_status(self, snap: Snapshot | None, *, source_label: str, device_info: dict[str, dict[str, Any]] | None,
                       recorder: RecorderStatus | None, loop_rate_hz: float, running: bool, fatal: str = "") -> None:

@@ -30,6 +30,9 @@ class TeleopRunner(Pipeline):
 
     gui_lost = False
 
+    def core_description(self) -> str:
+        return "in the window's process (--in-process): the loop shares the GUI's interpreter lock"
+
     def disconnect(self) -> None:
         """Same as `close` in-process (there is no core to leave running)."""
         self.close()
