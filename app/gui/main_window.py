@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.runner_factory = runner_factory or (lambda c: TeleopRunner(c, remote=remote))
         self.runner = self.runner_factory(cfg)
         self._core_reported = ""
+        self._opened_s = time.perf_counter()
 
         central = QWidget()
         lay = QVBoxLayout(central)
@@ -733,6 +734,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802
         self._ui_timer.stop()
         self._heartbeat_timer.stop()
+        lifetime_s = time.perf_counter() - self._opened_s
+        log.info("3D view: %d frames in %.1f s (%.1f fps on average)", self.viewport.frames, lifetime_s,
+                 self.viewport.frames / max(lifetime_s, 1e-9))
         try:
             self.save_layout()
         except Exception:
