@@ -1,0 +1,58 @@
+"""The packages' imports point one way (docs/architecture.md): every import of every module,
+function-level ones included, read from the source with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _modules(folder: str) -> list[Path]:
+    base = ROOT / folder
+    return sorted(base.rglob("*.py")) if base.is_dir() else [ROOT / folder]
+
+
+# (where, which imports are forbidden there, why)
+RULES = [
+    ("calibration", ("app",), "pure math knows nothing of the application"),
+    ("app/control", ("app.gui", "app.core", "app.pipeline", "app.sessions", "app.streaming", "app.remote", "app.cli"),
+     "the loop and its math sit below every consumer of snapshots"),
+    ("app/sim", ("app.gui", "app.core", "app.pipeline", "app.control.engine", "app.control.loop", "app.control.ik",
+                 "app.cli"), "the simulation is a device (it may know the snapshot value type)"),
+    ("app/core", ("app.gui", "app.cli"), "the core process runs without Qt"),
+    ("app/pipeline.py", ("app.gui", "app.core", "app.cli"), "one Qt-free session for every front end"),
+    ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli"), "sessions are data, read by the front ends"),
+    ("app/streaming", ("app.gui", "app.core", "app.pipeline", "app.cli"), "the stream is fed snapshots"),
+    ("app/remote", ("app.gui", "app.core", "app.pipeline"), "the remote output sits below the pipeline"),
+    ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli"), "sources feed the loop"),
+]
+
+
+@pytest.mark.parametrize("where,forbidden,why", RULES, ids=[r[0] for r in RULES])
+def test_no_import_points_upward(where, forbidden, why):
+    bad = []
+    for path in _modules(where):
+        for name in _imports(path):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, f"{where}: {why}; " + "; ".join(sorted(bad))
+
+
+def test_the_rules_see_imports_inside_functions(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("def f():\n    from app.gui.main_window import MainWindow\n")
+    assert "app.gui.main_window" in _imports(p)
