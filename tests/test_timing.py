@@ -143,3 +143,24 @@ def test_stats_use_the_shared_distribution_over_every_tick():
     assert st.compute_p50_ms == d.percentile(50) and st.compute_p99_ms == d.percentile(99)
     assert st.compute_max_ms == d.max
     assert st.overruns == int(np.count_nonzero(compute_s > 0.005))
+
+
+def test_a_failing_subscriber_is_counted_every_tick_but_logged_at_most_once_a_second(caplog):
+    from app.config import Config
+    from app.control.loop import ControlLoop
+    from app.runtime import build_engine, load_scene, make_demo
+
+    cfg = Config()
+    scene = load_scene(cfg)
+    demo = make_demo(scene, cfg)
+    demo.start()
+    loop = ControlLoop(build_engine(cfg, scene, demo), demo, cfg.loop, paced=False, max_ticks=50)
+
+    def broken(snap):
+        raise RuntimeError("subscriber bug")
+
+    loop.subscribe(broken)
+    with caplog.at_level("ERROR", logger="app.control.loop"):
+        loop.run()
+    assert loop.subscriber_errors == 50 and loop.fatal_error == ""
+    assert len([r for r in caplog.records if "subscriber" in r.getMessage()]) == 1

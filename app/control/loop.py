@@ -27,6 +27,7 @@ Subscriber = Callable[[Snapshot], None]
 class ControlLoop:
     def __init__(self, engine: TeleopEngine, source: TrackingSource, cfg: LoopConfig, *, paced: bool = True,
                  max_ticks: int | None = None) -> None:
+        """`max_ticks`: end by itself after this much loop time, in periods (skipped deadlines count)."""
         self.engine = engine
         self.source = source
         self.cfg = cfg
@@ -40,6 +41,7 @@ class ControlLoop:
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self.subscriber_errors = 0
+        self._last_error_log_s = float("-inf")
         self.fatal_error: str = ""
 
     def subscribe(self, fn: Subscriber) -> None:
@@ -87,6 +89,14 @@ class ControlLoop:
     def stats(self) -> TimingStats:
         return self.timer.stats()
 
+    def _log_subscriber_error(self, fn: Subscriber, now_s: float) -> None:
+        """At most one traceback a second: a subscriber failing every tick must not flood the log
+        (nor cost the loop a formatted traceback per tick); the count says how many there were."""
+        if now_s - self._last_error_log_s < 1.0:
+            return
+        self._last_error_log_s = now_s
+        log.exception("snapshot subscriber %r failed (%d failures so far)", fn, self.subscriber_errors)
+
     def run(self) -> None:
         """The loop body; runs in the caller's thread when called directly."""
         old_interval = sys.getswitchinterval()
@@ -97,11 +107,10 @@ class ControlLoop:
         replayed_events = getattr(source, "recorded_events", None)
         try:
             timer.start()
-            tick = 0
             while not self._stop.is_set():
-                if self.max_ticks is not None and tick >= self.max_ticks:
-                    break
                 wall, lateness = timer.wait()
+                if self.max_ticks is not None and timer.index >= self.max_ticks:
+                    break  # the budget is loop time: deadlines skipped in a stall count against it
                 # The grid index, not the tick count: after skipped deadlines loop time keeps up
                 # with the wall clock (replay reads its rows by this time).
                 t_nominal = timer.index * period
@@ -130,8 +139,7 @@ class ControlLoop:
                         fn(snap)
                     except Exception:
                         self.subscriber_errors += 1
-                        log.exception("snapshot subscriber failed")
-                tick += 1
+                        self._log_subscriber_error(fn, wall)
         except Exception as exc:  # the engine catches its own faults; this is a bug in the loop itself
             self.fatal_error = f"{type(exc).__name__}: {exc}"
             log.exception("control loop died")
