@@ -436,3 +436,17 @@ def test_a_request_with_a_wrong_token_is_ignored(tmp_path, procs):
         ctx.term()
     client.close()
     assert client.process.returncode == 0
+
+
+def test_a_window_that_dies_before_its_first_heartbeat_is_lost_after_the_startup_grace(tmp_path, procs):
+    """A GUI that started a session but never heartbeats (it died while starting up) does not
+    leave the arms unwatched: the core holds them once the start-up grace has passed."""
+    from app.core.server import STARTUP_GRACE_S
+    client = procs.client(CoreClient.launch(Config(), None, tmp_path / "state"))
+    client.start("demo")  # a request, no heartbeat: watched from STARTUP_GRACE_S after it
+    t0 = time.monotonic()
+    waited = wait_until(lambda: client.core_status is not None and client.core_status.gui_lost,
+                        STARTUP_GRACE_S + 5.0, "GUI lost without any heartbeat")
+    assert waited >= STARTUP_GRACE_S - 0.5, "the start-up grace was not given"
+    wait_until(lambda: client.latest().teleop_state == "estopped", 2.0, "arms held")
+    print(f"no heartbeat ever: held {time.monotonic() - t0:.2f} s after the start request")

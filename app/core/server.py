@@ -51,6 +51,11 @@ STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "e
 
 ONE_WAY_OPS = frozenset({"heartbeat", "command"})
 
+STARTUP_GRACE_S = 3.0
+"""A window that has made requests but sent no heartbeat yet is still starting up (first paint,
+renderer set-up: its Qt thread may be busy for a moment). It is watched from its first heartbeat,
+or from this long after its first request if no heartbeat ever comes (it died while starting)."""
+
 
 class CoreServer:
     def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
@@ -76,6 +81,7 @@ class CoreServer:
         self._status_seq = 0
         self._last_heartbeat = 0.0
         self._attached = False
+        self._first_request_s: float | None = None
         self.gui_lost = False
         self._lost_since = time.monotonic()
         self._last_recording = None
@@ -237,6 +243,8 @@ class CoreServer:
                     log.exception("request %s failed", op)
             # A request is a sign of life too; one that took long (a source start) must not look like silence.
             self._last_heartbeat = time.monotonic()
+            if self._first_request_s is None:
+                self._first_request_s = self._last_heartbeat
             self.requests_served += 1
             if request_id > 0:
                 self._router.send_multipart([ident, *wire.encode_reply(request_id, ok, value)], zmq.NOBLOCK)
@@ -248,14 +256,15 @@ class CoreServer:
         self.gui_lost = False
 
     def _watch_heartbeat(self, now: float) -> None:
-        if self._attached and not self.gui_lost and now - self._last_heartbeat > self.core_cfg.heartbeat_timeout_s:
+        watched = self._attached or (self._first_request_s is not None and now - self._first_request_s > STARTUP_GRACE_S)
+        if watched and not self.gui_lost and now - self._last_heartbeat > self.core_cfg.heartbeat_timeout_s:
             self.gui_lost = True
             self._lost_since = now
             log.warning("GUI lost (no heartbeat for %.2f s): both arms held; recording continues",
                         now - self._last_heartbeat)
             if self.pipeline.loop is not None:
                 self.pipeline.send(Command(CommandKind.ESTOP, label=GUI_LOST_LABEL))
-        if (self.gui_lost or not self._attached) and now - max(self._lost_since, self._last_heartbeat) > self.core_cfg.orphan_timeout_s:
+        if (self.gui_lost or not watched) and now - max(self._lost_since, self._last_heartbeat) > self.core_cfg.orphan_timeout_s:
             log.warning("no GUI for %.0f s: closing the session and exiting", self.core_cfg.orphan_timeout_s)
             self.stop()
 
