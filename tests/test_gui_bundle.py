@@ -7,7 +7,9 @@ Skipped when PyInstaller is not installed (the README's test command does not in
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +45,15 @@ def test_bundle_builds_and_passes_its_self_check(tmp_path):
 
     version = subprocess.run([str(exe), "--version"], env=run_env, capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("pico-teleop ")
+
+    # The window's core process is the bundle itself, started with the hidden `core` command.
+    core = subprocess.Popen([str(exe), "core", "--state-dir", str(tmp_path / "state")], env=run_env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        announced = json.loads(core.stdout.readline())
+        assert announced["pid"] == core.pid and announced["updates"].startswith("tcp://127.0.0.1:")
+        core.send_signal(signal.SIGTERM)
+        assert core.wait(30) == 0
+    finally:
+        if core.poll() is None:
+            core.kill()
