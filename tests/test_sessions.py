@@ -626,3 +626,25 @@ def test_replay_lifecycle_and_empty_session(tmp_path):
     empty = write_csv(tmp_path / "e.csv", list(INPUT_COLUMNS), [])
     with pytest.raises(SessionFormatError, match="no data rows to replay"):
         ReplaySource(empty)
+
+
+def test_replay_gives_each_rows_events_once_whatever_the_loop_rate(tmp_path):
+    """A row held for several ticks (loop faster than the recording) gives its events once; rows
+    passed in one tick (loop slower) give theirs all, in order: no command is doubled or lost."""
+    snaps = make_snapshots(10)
+    snaps[3] = _replace(snaps[3], events=("cmd:estop",))
+    snaps[4] = _replace(snaps[4], events=("cmd:reset", "cmd:mark:x"))
+    path = tmp_path / "run.csv"
+    record(path, snaps)
+    with ReplaySource(path) as src:
+        fast = []
+        for k in range(40):  # four ticks per recorded row
+            src.read(k * PERIOD_S / 4)
+            fast.extend(src.recorded_events())
+    with ReplaySource(path) as src:
+        slow = []
+        for k in range(4):  # three rows per tick
+            src.read(k * 3 * PERIOD_S)
+            slow.extend(src.recorded_events())
+    expected = ["calibrate", "engage:left", "cmd:estop", "cmd:reset", "cmd:mark:x"]
+    assert fast == expected and slow == expected

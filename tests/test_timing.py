@@ -164,3 +164,19 @@ def test_a_failing_subscriber_is_counted_every_tick_but_logged_at_most_once_a_se
         loop.run()
     assert loop.subscriber_errors == 50 and loop.fatal_error == ""
     assert len([r for r in caplog.records if "subscriber" in r.getMessage()]) == 1
+
+
+def test_a_replays_timer_pauses_through_a_stall_instead_of_skipping():
+    """`pause_when_late`: the stalled tick is late once, no deadline is skipped, the grid moves
+    later by the whole periods missed and the ticks after it are on time (no burst either)."""
+    clock = FakeClock()
+    period = 0.005
+    timer = LoopTimer(period, spin_s=0.0, clock=clock, sleep=clock.sleep, pause_when_late=True)
+    start = timer.start()
+    ticks = _run(timer, clock, 40, stall_after=10, stall_s=0.300)
+    assert [index for _, _, index, _ in ticks] == list(range(40))  # every grid point runs: no row skipped
+    assert timer.skipped_ticks == 0 and timer.late_ticks == 1
+    assert ticks[11][1] == pytest.approx(0.296)
+    assert all(lat < period for _, lat, _, _ in ticks[12:])
+    # The grid moved later by the 59 whole periods missed: ticks stay one period apart after it.
+    assert ticks[12][0] - start == pytest.approx(12 * period + 59 * period, abs=1e-9)

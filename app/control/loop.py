@@ -33,7 +33,8 @@ class ControlLoop:
         self.cfg = cfg
         self.paced = paced
         self.max_ticks = max_ticks
-        self.timer = LoopTimer(cfg.period_s, cfg.spin_before_deadline_s, paced=paced)
+        self.timer = LoopTimer(cfg.period_s, cfg.spin_before_deadline_s, paced=paced,
+                               pause_when_late=source.follows_recording)
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self._subscribers: list[Subscriber] = []
         self._latest: Snapshot | None = None
@@ -103,8 +104,6 @@ class ControlLoop:
         sys.setswitchinterval(self.cfg.gil_switch_interval_s)
         period = self.cfg.period_s
         engine, source, timer = self.engine, self.source, self.timer
-        # A replay re-issues the operator commands recorded with the inputs.
-        replayed_events = getattr(source, "recorded_events", None)
         try:
             timer.start()
             while not self._stop.is_set():
@@ -122,11 +121,10 @@ class ControlLoop:
                 sample = source.read(t_nominal)
                 if source.finished():
                     break
-                if replayed_events is not None:
-                    for event in replayed_events():
-                        cmd = Command.from_event(event)
-                        if cmd is not None:
-                            engine.submit(cmd)
+                for event in source.recorded_events():  # a replay re-issues the recorded operator commands
+                    cmd = Command.from_event(event)
+                    if cmd is not None:
+                        engine.submit(cmd)
                 # Everything since the tick woke is its input stage, so the snapshot's compute
                 # time covers the whole tick and the timer records that same value.
                 input_s = time.perf_counter() - wall

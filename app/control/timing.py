@@ -47,8 +47,11 @@ class TimingStats:
 class LoopTimer:
     def __init__(self, period_s: float, spin_s: float = 0.0015, paced: bool = True,
                  clock: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep,
-                 history: int = 1024) -> None:
-        """`history`: ticks buffered (cheap stores) before they are binned into the distributions."""
+                 history: int = 1024, pause_when_late: bool = False) -> None:
+        """`history`: ticks buffered (cheap stores) before they are binned into the distributions.
+        `pause_when_late`: after a stall, move the whole grid later instead of skipping deadlines
+        (a replay then resumes where it stopped, exact; live time is not kept, nothing bursts)."""
+        self.pause_when_late = pause_when_late
         self.period_s = period_s
         self.spin_s = spin_s
         self.paced = paced
@@ -108,7 +111,12 @@ class LoopTimer:
             # Deadlines index+1 .. index+missed have passed too: running them now would be a
             # burst of late ticks with stale inputs; they are skipped and counted instead.
             missed = int(lateness // self.period_s)
-            self.skipped_ticks += missed
+            if self.pause_when_late:
+                assert self._start is not None
+                self._start += missed * self.period_s
+                missed = 0
+            else:
+                self.skipped_ticks += missed
         self.index = index
         self._next_index = index + 1 + missed
         return now, lateness

@@ -36,6 +36,7 @@ class ReplaySource(SourceBase):
     """
 
     name = "replay"
+    follows_recording = True
 
     def __init__(self, path_or_session: str | Path | Session, realtime: bool = True,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -87,16 +88,18 @@ class ReplaySource(SourceBase):
         return self._sample
 
     def recorded_events(self) -> tuple[str, ...]:
-        """The events of the row returned by the last `read()` (empty for input-only files).
+        """The events of the rows `read()` passed since the previous call (empty for input-only files).
 
         Operator commands appear there as 'cmd:...' events: the loop re-issues them, so a
         replay sees the same calibrations, e-stops and keyboard engages as the original run.
+        Each row's events come once, even when the loop holds a row for several ticks (a replay
+        at a higher rate), and none is lost when it passes several rows in one tick.
         """
         events = self.session.data.get("events")
-        if events is None or self._row < 0:
+        if events is None or self._row <= self._events_row:
             return ()
-        text = events[self._row]
-        return tuple(e for e in str(text).split(";") if e) if text else ()
+        first, self._events_row = self._events_row + 1, self._row
+        return tuple(e for text in events[first:self._row + 1] if text for e in str(text).split(";") if e)
 
     def finished(self) -> bool:
         """True once a `read()` asked for a time after the last row."""
@@ -104,5 +107,6 @@ class ReplaySource(SourceBase):
 
     def _open(self) -> None:
         self._row = -1
+        self._events_row = -1
         self._sample = None
         self._finished = False

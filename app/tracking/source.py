@@ -38,6 +38,10 @@ class TrackingSource(Protocol):
     """
 
     name: str
+    follows_recording: bool
+    """True for a source that plays a recording back tick by tick (replay): after a stall the loop
+    pauses it (its time resumes where it stopped) instead of skipping recorded samples, so the
+    replay stays exact."""
 
     def start(self) -> None: ...
 
@@ -62,6 +66,11 @@ class TrackingSource(Protocol):
         """Per-device model and battery (OpenVR); None for sources without devices."""
         ...
 
+    def recorded_events(self) -> tuple[str, ...]:
+        """Operator events recorded with the samples read since the previous call ('cmd:...'
+        events are re-issued by the loop); empty for live and scripted sources."""
+        ...
+
     def __enter__(self) -> "TrackingSource": ...
 
     def __exit__(self, *exc: object) -> None: ...
@@ -71,6 +80,7 @@ class SourceBase:
     """Shared lifecycle bookkeeping for concrete sources."""
 
     name = "base"
+    follows_recording = False
 
     def __init__(self) -> None:
         self._state = ConnectionState.CLOSED
@@ -110,6 +120,9 @@ class SourceBase:
 
     def device_info(self) -> dict[str, dict[str, Any]] | None:
         return None
+
+    def recorded_events(self) -> tuple[str, ...]:
+        return ()
 
     def _open(self) -> None:
         """Acquire resources; set `self._state` yourself if the result is not CONNECTED."""
