@@ -350,3 +350,23 @@ def test_sim_step_sub_steps_in_one_call_like_single_steps():
     for _ in range(10):
         b.sim.step(b.sim.timestep_s)
     assert np.array_equal(a.sim.data.qpos, b.sim.data.qpos) and a.sim.sim_time_s == b.sim.sim_time_s
+
+
+def test_huge_coordinates_are_rejected_counted_and_recoverable():
+    from app.tracking.sample import DevicePose
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    target = np.array(d.snaps[-1].left.target_pos_m)
+    good = device(REST_L)
+    huge = DevicePose((1e200, -1e200, 1e200), good.quat_vr_wxyz, True, True, good.tracking_result, 0, 0)
+    s = d.run(sample(left=huge, lb=grip()), 5)  # while tracked
+    assert s.teleop_state == "running" and not s.error and "fault" not in s.events
+    assert s.left.state == "holding"
+    d.run(sample(left=device(REST_L, valid=False), lb=grip()), 3)  # a loss: 1e200 must not reacquire
+    s = d.run(sample(left=huge, lb=grip()), 40)
+    assert s.left.state == "holding" and s.teleop_state == "running"
+    assert dict(s.rejected)["left:out_of_range"] == 45
+    assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-6
+    s = d.run(sample(lb=grip()), 20)  # good samples recover without a reset
+    assert s.left.state == "engaged" and s.teleop_state == "running"
+    assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-3

@@ -2,7 +2,8 @@
 
 `PoseGate` is kept per device. It rejects a pose that is invalid (OpenVR says so, tracking
 result not Running_OK, NaN/Inf, a non-unit rotation, an all-zero pose) or that jumps further
-than `max_jump_m` from the last accepted one. When jumps persist, consistently, for
+than `max_jump_m` from the last accepted one. A pose further than `MAX_TRACKING_RANGE_M` from
+the tracking origin is invalid too (huge finite coordinates would overflow the distance checks). When jumps persist, consistently, for
 `reacquire_after_s` the device really is elsewhere: the gate accepts the new position and
 flags a *reacquisition*, so the arm re-latches instead of jumping. Every rejection is counted
 by reason.
@@ -16,7 +17,11 @@ from dataclasses import dataclass
 
 from app.tracking.sample import DevicePose, TrackingResult
 
-REJECT_REASONS = ("invalid", "tracking_result", "nonfinite", "not_orthonormal", "zero_pose", "jump")
+REJECT_REASONS = ("invalid", "tracking_result", "nonfinite", "out_of_range", "not_orthonormal", "zero_pose", "jump")
+
+MAX_TRACKING_RANGE_M = 10.0
+"""A device further than this from the tracking origin (m) is a corrupt sample, not a pose: a room-scale
+play area is a few metres across. Checked before any distance is computed, so no arithmetic overflows."""
 
 
 def pose_defect(pose: DevicePose, rotation_tol: float) -> str | None:
@@ -29,6 +34,10 @@ def pose_defect(pose: DevicePose, rotation_tol: float) -> str | None:
     q = pose.quat_vr_wxyz
     if not all(math.isfinite(v) for v in p) or not all(math.isfinite(v) for v in q):
         return "nonfinite"
+    # Each axis first: squaring a coordinate of 1e200 would overflow.
+    r = MAX_TRACKING_RANGE_M
+    if abs(p[0]) > r or abs(p[1]) > r or abs(p[2]) > r or p[0] * p[0] + p[1] * p[1] + p[2] * p[2] > r * r:
+        return "out_of_range"
     if p[0] == 0.0 and p[1] == 0.0 and p[2] == 0.0:
         return "zero_pose"
     norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
