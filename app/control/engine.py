@@ -102,6 +102,9 @@ class _Arm:
     tracking_ok: bool = False
     precision: bool = False
     forced_engage: bool = False
+    await_release: bool = False
+    """Set by a reset from e-stop: the grip (and keyboard engage) must be let go before the arm can
+    engage again, so a grip held through the reset never re-engages at wherever the hand went."""
     workspace_clamped: bool = False
     ik_result: IKResult | None = None
 
@@ -191,13 +194,17 @@ class TeleopEngine:
                     self.teleop.reset()
                     for arm in self.arms.values():
                         arm.forced_engage = False
+                        arm.await_release = True
                         arm.mapping.unlatch()
                     self._error = ""
                     events.append("reset")
             elif cmd.kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
-                self.arms[cmd.arm].forced_engage = cmd.kind is CommandKind.ENGAGE
+                arm = self.arms[cmd.arm]
+                arm.forced_engage = cmd.kind is CommandKind.ENGAGE
+                if arm.forced_engage:  # a keyboard engage is itself a fresh press
+                    arm.await_release = False
 
     def _estop(self, events: list[str], why: str) -> None:
         if self.teleop.estopped:
@@ -364,7 +371,10 @@ class TeleopEngine:
         if was_ok and not res.accepted:
             events.append(f"lost:{arm.name}:{res.reason}")
 
-        want = (buttons.grip or arm.forced_engage) and not self.teleop.estopped
+        held = buttons.grip or arm.forced_engage
+        if arm.await_release and not held:
+            arm.await_release = False
+        want = held and not arm.await_release and not self.teleop.estopped
         precision = bool(buttons.stick_click)
         state = arm.sm.state
         if not want:
