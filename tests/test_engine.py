@@ -450,3 +450,25 @@ def test_estop_reset_calibrate_engage_in_any_order_never_drifts(order):
         assert np.linalg.norm(target[-1] - target[0]) < 1e-3, (order, arm)
         assert np.linalg.norm(target[-1] - np.array(s.arm(arm).tcp_pos_m)) < 1e-3, (order, arm)
     assert not any(k.endswith(":workspace") for k, _ in s.clamp_counts), (order, s.clamp_counts)
+
+
+def test_engaging_outside_the_workspace_box_brings_the_target_in_gently():
+    from app.config import ArmConfig, ArmsConfig
+    from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S
+    home_tcp_z = 0.486  # the ready pose's TCP height: 6 cm above this box's top
+    box_min, box_max = (0.15, -0.15, 0.02), (0.80, 0.75, home_tcp_z - 0.06)
+    cfg = with_(Config(), arms=ArmsConfig(left=ArmConfig("left/", box_min, box_max)))
+    d = Driver(make_engine(cfg))
+    s = d.run(sample(), 5)
+    assert s.left.target_pos_m[2] == pytest.approx(home_tcp_z, abs=2e-3)
+    n0 = len(d.snaps)
+    s = d.run(sample(lb=grip()), 200)  # engage there and keep the hand still
+    assert s.left.state == "engaged"
+    target = np.array([x.left.target_pos_m for x in d.snaps[n0 - 1:]])
+    steps = np.linalg.norm(np.diff(target, axis=0), axis=1)
+    bound = WORKSPACE_ENTRY_SPEED_M_S * cfg.loop.period_s
+    assert bound <= 1e-3 and steps.max() <= bound + 1e-12
+    assert np.all(target[-1] >= np.array(box_min) - 1e-12) and np.all(target[-1] <= np.array(box_max) + 1e-12)
+    tcp = np.array([x.left.tcp_pos_m for x in d.snaps[n0 - 1:]])
+    assert np.linalg.norm(np.diff(tcp, axis=0), axis=1).max() <= 2e-3
+    assert s.left.tcp_pos_m[2] <= box_max[2] + 1e-3

@@ -20,7 +20,8 @@ import numpy as np
 
 from app.config import ARMS, ArmConfig, Config
 from app.control.ik import IKResult, MultiArmIK
-from app.control.safety import PoseGate, RateLimiter, clamp_to_box, pose_defect
+from app.control.safety import (WORKSPACE_ENTRY_SPEED_M_S, PoseGate, RateLimiter, clamp_to_box, in_box, pose_defect,
+                                step_toward)
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
 from app.sim.scene import ArmHandles
@@ -422,7 +423,12 @@ class TeleopEngine:
                 if not arm.workspace_clamped:
                     self._pulse(arm.name, "workspace")
             arm.workspace_clamped = clamped
-            arm.target_pos = np.asarray(clamped_pos)
+            target = np.asarray(clamped_pos)
+            if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
+                # Latched outside the box (the arm stood there at engage): the box edge may be
+                # centimetres away, so the target comes in at a walking pace, not in one tick.
+                target = step_toward(arm.target_pos, target, WORKSPACE_ENTRY_SPEED_M_S * self.period_s)
+            arm.target_pos = target
             arm.target_quat = quat
             trig = buttons.trigger
             if trig == trig:  # NaN never reaches the gripper
