@@ -217,6 +217,11 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     except TrackingSourceError as exc:
         print(f"pico-teleop: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    if explicit_cfg is None and session is not None:  # the sidecar's configuration is in force: say what it changes
+        from app.config import safety_differences
+        for key, default, recorded in safety_differences(pipe.cfg):
+            print(f"pico-teleop: warning: the replay's recorded {key} = {recorded!r} differs from the default {default!r}",
+                  file=sys.stderr)
     if note:
         print(f"pico-teleop: {note}", file=sys.stderr)
     summary = RunSummary()

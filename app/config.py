@@ -25,6 +25,28 @@ PANDA_MAX_JOINT_VEL_RAD_S: tuple[float, ...] = (2.175, 2.175, 2.175, 2.175, 2.61
 PANDA_READY_QPOS_RAD: tuple[float, ...] = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398)
 
 
+# ---- Hard bounds: no configuration (a TOML file, an edited session sidecar) can lift these ----
+HARD_MAX_JUMP_M = 0.10
+"""Largest `safety.max_jump_m` (m): a hand moves less in one tick even at the slowest loop rate, and a
+larger gate would let a tracking teleport through to the arm."""
+HARD_THREEPOINT_MAX_JUMP_M = 0.3
+"""Largest `stream.threepoint.max_jump_m` (m): 15 m/s at the 50 Hz stream, beyond any human motion,
+while a 50 cm teleport is always held."""
+HARD_WORKSPACE_MIN_M: tuple[float, float, float] = (-1.0, -1.5, 0.0)
+"""Lowest corner any workspace box may have (world frame): the arms reach 0.855 m (plus the hand) from
+bases at (0, +-0.3, 0), and z = 0 is the table top, below which no TCP target may go."""
+HARD_WORKSPACE_MAX_M: tuple[float, float, float] = (1.5, 1.5, 1.3)
+"""Highest corner any workspace box may have: a box beyond the arms' reach clamps nothing."""
+
+SAFETY_KEYS: tuple[str, ...] = (
+    "scene", "safety", "limits", "arms", "ik.joint_limit_margin_rad", "mapping.scale", "mapping.precision_factor",
+    "stream.allow_remote", "stream.endpoint", "stream.max_start_keypoint_m", "stream.max_start_joint_rad",
+    "stream.threepoint.max_jump_m", "stream.threepoint.reacquire_after_s", "stream.threepoint.rotation_tol",
+)
+"""Configuration keys (a table names all its keys) that decide what may reach an actuator or the
+network; `safety_differences` reports a replay's recorded values of these."""
+
+
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type, or out of range."""
 
@@ -124,7 +146,8 @@ class SafetyConfig:
     """At most one warning pulse per controller per this interval."""
 
     def __post_init__(self) -> None:
-        _require(_finite(self.max_jump_m) and 0.001 <= self.max_jump_m <= 1.0, "safety.max_jump_m", "a number in 0.001..1", self.max_jump_m)
+        _require(_finite(self.max_jump_m) and 0.001 <= self.max_jump_m <= HARD_MAX_JUMP_M, "safety.max_jump_m",
+                 f"a number in 0.001..{HARD_MAX_JUMP_M} (hard bound: a larger gate lets a teleport through)", self.max_jump_m)
         _require(_finite(self.reacquire_after_s) and 0.0 <= self.reacquire_after_s <= 10.0, "safety.reacquire_after_s", "a number in 0..10", self.reacquire_after_s)
         _require(_finite(self.rotation_orthonormal_tol) and 0.0 < self.rotation_orthonormal_tol <= 0.1, "safety.rotation_orthonormal_tol", "a number in (0, 0.1]", self.rotation_orthonormal_tol)
         _require(isinstance(self.haptic_pulse_us, int) and 0 <= self.haptic_pulse_us <= 3999, "safety.haptic_pulse_us", "an integer in 0..3999", self.haptic_pulse_us)
@@ -165,7 +188,9 @@ class LimitsConfig:
     """Per-joint command speed limit (7 values); IK steps are scaled down to respect it."""
 
     def __post_init__(self) -> None:
-        _require(len(self.max_joint_vel_rad_s) == 7 and all(_finite(v) and 0 < v <= 10 for v in self.max_joint_vel_rad_s), "limits.max_joint_vel_rad_s", "7 numbers in (0, 10]", self.max_joint_vel_rad_s)
+        _require(len(self.max_joint_vel_rad_s) == 7 and all(_finite(v) and 0 < v <= hard for v, hard in zip(self.max_joint_vel_rad_s, PANDA_MAX_JOINT_VEL_RAD_S)),
+                 "limits.max_joint_vel_rad_s", f"7 numbers in (0, Franka's published maxima {list(PANDA_MAX_JOINT_VEL_RAD_S)}] (hard bound)",
+                 self.max_joint_vel_rad_s)
 
 
 def _default_box(side: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
@@ -188,7 +213,12 @@ class ArmConfig:
         _require(isinstance(self.prefix, str), "arms.*.prefix", "a string", self.prefix)
         _require(len(self.workspace_min_m) == 3 and all(_finite(v) for v in self.workspace_min_m), "arms.*.workspace_min_m", "3 finite numbers", self.workspace_min_m)
         _require(len(self.workspace_max_m) == 3 and all(_finite(v) for v in self.workspace_max_m), "arms.*.workspace_max_m", "3 finite numbers", self.workspace_max_m)
-        _require(all(a < b for a, b in zip(self.workspace_min_m, self.workspace_max_m)), f"arms.{self.prefix.rstrip('/')}.workspace_min_m", "each value below workspace_max_m", self.workspace_min_m)
+        arm = self.prefix.rstrip('/')
+        _require(all(h <= v for h, v in zip(HARD_WORKSPACE_MIN_M, self.workspace_min_m)), f"arms.{arm}.workspace_min_m",
+                 f"each value at or above {HARD_WORKSPACE_MIN_M} (hard bound: the arms' reach above the table)", self.workspace_min_m)
+        _require(all(v <= h for h, v in zip(HARD_WORKSPACE_MAX_M, self.workspace_max_m)), f"arms.{arm}.workspace_max_m",
+                 f"each value at or below {HARD_WORKSPACE_MAX_M} (hard bound: the arms' reach)", self.workspace_max_m)
+        _require(all(a < b for a, b in zip(self.workspace_min_m, self.workspace_max_m)), f"arms.{arm}.workspace_min_m", "each value below workspace_max_m", self.workspace_min_m)
 
 
 @dataclass(frozen=True)
@@ -296,11 +326,12 @@ class ThreePointConfig:
     def __post_init__(self) -> None:
         for name, lo, hi in (("position_scale", 0.05, 5.0), ("neck_yaw_gain", 0.0, 1.0),
                              ("max_neck_yaw_rad", 0.0, math.pi), ("max_lean_rad", 0.0, 1.5),
-                             ("max_jump_m", 0.001, 10.0), ("reacquire_after_s", 0.0, 10.0),
+                             ("max_jump_m", 0.001, HARD_THREEPOINT_MAX_JUMP_M), ("reacquire_after_s", 0.0, 10.0),
                              ("rotation_tol", 1e-9, 0.1)):
             v = getattr(self, name)
+            hard = " (hard bound: a 50 cm teleport is always held)" if name == "max_jump_m" else ""
             _require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
-                     f"threepoint.{name}", f"a number in {lo}..{hi}", v)
+                     f"threepoint.{name}", f"a number in {lo}..{hi}{hard}", v)
 
 
 
@@ -502,6 +533,26 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(dataclasses.asdict(self))
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict):
+            out.update(_flat(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def safety_differences(cfg: Config, reference: Config | None = None) -> list[tuple[str, Any, Any]]:
+    """`(key, reference value, cfg's value)` for every `SAFETY_KEYS` key where `cfg` differs from
+    `reference` (default: the built-in defaults), sorted by key; values as in `Config.to_dict`."""
+    ref = _flat((reference if reference is not None else Config()).to_dict())
+    mine = _flat(cfg.to_dict())
+    return [(k, ref.get(k), v) for k, v in sorted(mine.items())
+            if ref.get(k) != v and any(k == p or k.startswith(p + ".") for p in SAFETY_KEYS)]
 
 
 def _to_plain(v: Any) -> Any:

@@ -38,6 +38,7 @@ def load_scene(cfg: Config) -> Scene:
     path = resolve_asset(cfg.scene.file)
     model = load_model(path)
     arms = {name: resolve_arm(model, name, cfg.arms.arm(name).prefix) for name in ARMS}
+    check_home_pose(arms, cfg.scene.home_qpos_rad, cfg.ik.joint_limit_margin_rad)
     home = model.qpos0.copy()
     key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
     if key >= 0:
@@ -45,6 +46,25 @@ def load_scene(cfg: Config) -> Scene:
     for h in arms.values():
         home[np.asarray(h.qpos_adr)] = cfg.scene.home_qpos_rad
     return Scene(path, model, arms, home)
+
+
+def check_home_pose(arms: dict[str, ArmHandles], home_qpos_rad, margin_rad: float) -> None:
+    """SceneError naming every joint whose home value lies outside its range less the IK margin.
+
+    The IK clamps its commands to that band, so a home outside it is a jump at the first tick
+    (and, far outside, joints past their limits for the whole run)."""
+    problems = []
+    for i, v in enumerate(home_qpos_rad):
+        bad = [h for h in arms.values()
+               if not h.joint_range_rad[i, 0] + margin_rad <= v <= h.joint_range_rad[i, 1] - margin_rad]
+        if bad:
+            lo, hi = bad[0].joint_range_rad[i]
+            names = ", ".join(f"{h.prefix}joint{i + 1}" for h in bad)
+            problems.append(f"{names} = {float(v)!r} (range [{lo:.4f}, {hi:.4f}], "
+                            f"so {lo + margin_rad:.4f}..{hi - margin_rad:.4f})")
+    if problems:
+        raise SceneError(f"config key 'scene.home_qpos_rad': expected each joint inside its range less "
+                         f"ik.joint_limit_margin_rad ({margin_rad:g} rad), found " + "; ".join(problems))
 
 
 def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None, output=None) -> TeleopEngine:

@@ -1,5 +1,6 @@
 """The engine end to end on the real scene: clutch, recalibration, tracking loss, limits, faults."""
 
+import itertools
 import math
 
 import numpy as np
@@ -232,8 +233,13 @@ def test_estop_holds_and_reset_requires_fresh_engage():
     assert np.allclose(s.left.q_cmd_rad, q_stop)
     eng.submit(Command(CommandKind.RESET))
     n0 = len(d.snaps)
+    # The grip held through the reset does not engage: the operator must press it afresh.
     s = d.run(sample(left=device(REST_L + [0.2, 0, 0]), lb=grip()), 20)
-    assert s.teleop_state == "running" and s.left.state == "engaged"
+    assert s.teleop_state == "running" and s.left.state == "idle"
+    assert np.allclose(s.left.q_cmd_rad, q_stop)
+    d.run(sample(left=device(REST_L + [0.2, 0, 0])), 2)  # let go...
+    s = d.run(sample(left=device(REST_L + [0.2, 0, 0]), lb=grip()), 20)  # ...and press again
+    assert s.left.state == "engaged"
     assert max_cmd_step(d.snaps[n0 - 1:]) < 1e-6
 
 
@@ -350,3 +356,119 @@ def test_sim_step_sub_steps_in_one_call_like_single_steps():
     for _ in range(10):
         b.sim.step(b.sim.timestep_s)
     assert np.array_equal(a.sim.data.qpos, b.sim.data.qpos) and a.sim.sim_time_s == b.sim.sim_time_s
+
+
+def test_huge_coordinates_are_rejected_counted_and_recoverable():
+    from app.tracking.sample import DevicePose
+    d = Driver(make_engine())
+    d.run(sample(lb=grip()), 40)
+    target = np.array(d.snaps[-1].left.target_pos_m)
+    good = device(REST_L)
+    huge = DevicePose((1e200, -1e200, 1e200), good.quat_vr_wxyz, True, True, good.tracking_result, 0, 0)
+    s = d.run(sample(left=huge, lb=grip()), 5)  # while tracked
+    assert s.teleop_state == "running" and not s.error and "fault" not in s.events
+    assert s.left.state == "holding"
+    d.run(sample(left=device(REST_L, valid=False), lb=grip()), 3)  # a loss: 1e200 must not reacquire
+    s = d.run(sample(left=huge, lb=grip()), 40)
+    assert s.left.state == "holding" and s.teleop_state == "running"
+    assert dict(s.rejected)["left:out_of_range"] == 45
+    assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-6
+    s = d.run(sample(lb=grip()), 20)  # good samples recover without a reset
+    assert s.left.state == "engaged" and s.teleop_state == "running"
+    assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-3
+
+
+def _gui_commands(action: str) -> list[Command]:
+    """What the GUI sends for Space (e-stop), Ctrl+R (reset), C (calibrate), and the engage keys."""
+    if action == "engage":
+        return [Command(CommandKind.ENGAGE, arm="left"), Command(CommandKind.ENGAGE, arm="right")]
+    return [Command(CommandKind(action))]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(("estop", "reset", "calibrate", "engage"))))
+def test_estop_reset_calibrate_engage_in_any_order_never_drifts(order):
+    """The GUI session that drifted: both grips held, the hands wander off during the e-stop and
+    come back after the reset. Whatever the order of the four actions, an arm never follows the
+    hand from a grip held through the reset, and once engaged afresh with still hands the targets
+    stay where the arms are."""
+    yaw = math.radians(40)  # the operator faces 40 degrees off: calibrating changes the heading
+    q_op = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+    rest = {"left": HAND_REST_ROBOT["left"], "right": HAND_REST_ROBOT["right"]}
+    away = {"left": np.array([0.0, 0.7, 0.0]), "right": np.array([0.0, -0.7, 0.0])}  # outwards
+
+    def hands(frac: float, held: bool = True):
+        return sample(left=device(rest["left"] + frac * away["left"], q_op),
+                      right=device(rest["right"] + frac * away["right"], q_op),
+                      head=device((0.0, 0.0, 1.65), q_op), lb=grip() if held else None, rb=grip() if held else None)
+
+    eng = make_engine()
+    d = Driver(eng)
+    d.run(hands(0.0), 30)
+    assert d.snaps[-1].left.state == d.snaps[-1].right.state == "engaged"
+    stopped_at = len(d.snaps)
+    frac = 0.0
+
+    def glide(to: float, n: int = 30):
+        nonlocal frac
+        start = frac
+        for k in range(1, n + 1):
+            frac = start + (to - start) * k / n
+            d.tick(hands(frac))
+
+    reset_done = False
+    for action in order:
+        for c in _gui_commands(action):
+            eng.submit(c)
+        if action == "estop":
+            stopped_at = len(d.snaps)
+        snap = d.tick(hands(frac))
+        if action == "estop":
+            glide(1.0)  # the hands wander off while the arms are stopped
+        if action == "reset" and snap.teleop_state == "running" and "reset" in snap.events:
+            reset_done = True
+            glide(0.0)  # ...and come back, grips still held
+        d.run(hands(frac), 10)
+    if not reset_done:  # a reset before the e-stop does nothing: the operator resets again
+        assert d.snaps[-1].teleop_state == "estopped"
+        eng.submit(Command(CommandKind.RESET))
+        d.tick(hands(frac))
+        glide(0.0)
+    s = d.run(hands(0.0), 10)
+    assert s.teleop_state == "running"
+    engaged_by_key = order.index("engage") > order.index("reset") > order.index("estop")
+    expected = "engaged" if engaged_by_key else "idle"  # never engaged by the grip held through the reset
+    assert (s.left.state, s.right.state) == (expected, expected), order
+    for c in (Command(CommandKind.RELEASE, arm="left"), Command(CommandKind.RELEASE, arm="right")):
+        eng.submit(c)
+    d.run(hands(0.0, held=False), 3)  # let go of both grips, then press them again
+    s = d.run(hands(0.0), 100)
+    assert s.left.state == s.right.state == "engaged"
+    after = d.snaps[stopped_at - 1:]
+    for arm in ("left", "right"):
+        target = np.array([x.arm(arm).target_pos_m for x in after])
+        assert np.linalg.norm(np.diff(target, axis=0), axis=1).max() <= 1e-3, (order, arm)
+        assert np.linalg.norm(target[-1] - target[0]) < 1e-3, (order, arm)
+        assert np.linalg.norm(target[-1] - np.array(s.arm(arm).tcp_pos_m)) < 1e-3, (order, arm)
+    assert not any(k.endswith(":workspace") for k, _ in s.clamp_counts), (order, s.clamp_counts)
+
+
+def test_engaging_outside_the_workspace_box_brings_the_target_in_gently():
+    from app.config import ArmConfig, ArmsConfig
+    from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S
+    home_tcp_z = 0.486  # the ready pose's TCP height: 6 cm above this box's top
+    box_min, box_max = (0.15, -0.15, 0.02), (0.80, 0.75, home_tcp_z - 0.06)
+    cfg = with_(Config(), arms=ArmsConfig(left=ArmConfig("left/", box_min, box_max)))
+    d = Driver(make_engine(cfg))
+    s = d.run(sample(), 5)
+    assert s.left.target_pos_m[2] == pytest.approx(home_tcp_z, abs=2e-3)
+    n0 = len(d.snaps)
+    s = d.run(sample(lb=grip()), 200)  # engage there and keep the hand still
+    assert s.left.state == "engaged"
+    target = np.array([x.left.target_pos_m for x in d.snaps[n0 - 1:]])
+    steps = np.linalg.norm(np.diff(target, axis=0), axis=1)
+    bound = WORKSPACE_ENTRY_SPEED_M_S * cfg.loop.period_s
+    assert bound <= 1e-3 and steps.max() <= bound + 1e-12
+    assert np.all(target[-1] >= np.array(box_min) - 1e-12) and np.all(target[-1] <= np.array(box_max) + 1e-12)
+    tcp = np.array([x.left.tcp_pos_m for x in d.snaps[n0 - 1:]])
+    assert np.linalg.norm(np.diff(tcp, axis=0), axis=1).max() <= 2e-3
+    assert s.left.tcp_pos_m[2] <= box_max[2] + 1e-3

@@ -98,3 +98,27 @@ def test_state_machine_transitions_and_errors():
     assert sm.state is TeleopState.RUNNING
     with pytest.raises(IllegalTransition, match="cannot reset while running"):
         sm.reset()
+
+
+@pytest.mark.parametrize("x", [10.5, -1e3, 1.3e154, 1e200, 1.7e308])
+def test_poses_beyond_the_tracking_range_are_rejected_without_overflow(x):
+    from app.control.safety import MAX_TRACKING_RANGE_M
+    assert MAX_TRACKING_RANGE_M == 10.0
+    assert pose_defect(pose(x=x), 1e-3) == "out_of_range"
+    assert pose_defect(pose(x=6.0, y=6.0, z=6.0), 1e-3) == "out_of_range"  # each axis in range, the norm is not
+    assert pose_defect(pose(x=9.9, y=0.0, z=0.0), 1e-3) is None
+
+
+def test_huge_coordinates_are_counted_and_never_taken_as_a_reacquisition():
+    g = PoseGate(0.05, 0.1, 1e-3)
+    assert g.check(pose(), 0.0).accepted
+    r = g.check(pose(x=1e200), 0.005)  # while tracked: one rejected row, no OverflowError
+    assert not r.accepted and r.reason == "out_of_range"
+    g.check(pose(valid=False), 0.010)  # a loss, then the huge row again: still no reacquisition
+    for k in range(50):
+        r = g.check(pose(x=1e200, y=-1e200), 0.015 + 0.005 * k)
+        assert not r.accepted and r.reason == "out_of_range"
+    assert g.rejections["out_of_range"] == 51 and g.rejections["invalid"] == 1
+    r = g.check(pose(), 0.5)  # a good sample recovers on its own
+    assert r.accepted and r.reacquired
+    assert g.check(pose(x=0.11), 0.505).accepted

@@ -166,6 +166,24 @@ def test_lost_device_holds_its_last_good_value_and_says_so(g1):
     np.testing.assert_allclose(back.pos_m[0] - g1.stand_key_poses.pos_m[0], [0.5, 0, 0], atol=1e-12)
 
 
+def test_huge_coordinates_are_held_counted_and_recoverable(g1):
+    m = mapper(g1)
+    m.calibrate(sample(), 0.0)
+    good = m.update(sample(left=device(LEFT0 + [0.05, 0, 0]), t=0.02))
+    huge = DevicePose((1e200, -1e200, 1e200), device(LEFT0).quat_vr_wxyz, True, True, OK, 0.0, 0.0)
+    tp = m.update(sample(left=huge, t=0.04))  # while tracked: held, no OverflowError
+    assert tp.held == (True, False, False)
+    np.testing.assert_array_equal(tp.pos_m[0], good.pos_m[0])
+    m.update(sample(left=device(LEFT0, valid=False), t=0.06))  # a loss: 1e200 is no reacquisition
+    for k in range(20):
+        tp = m.update(sample(left=huge, t=0.08 + 0.02 * k))
+        assert tp.held[0] and np.all(np.isfinite(tp.pos_m))
+    assert m.rejections()["left:out_of_range"] == 21
+    back = m.update(sample(left=device(LEFT0), t=0.6))  # good samples recover, no reset needed
+    assert not back.held[0]
+    np.testing.assert_allclose(back.pos_m[0], g1.stand_key_poses.pos_m[0], atol=1e-12)
+
+
 def test_calibration_needs_every_device_and_keeps_the_old_one_on_failure(g1):
     m = mapper(g1)
     m.calibrate(sample(), 0.0)

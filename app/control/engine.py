@@ -20,7 +20,8 @@ import numpy as np
 
 from app.config import ARMS, ArmConfig, Config
 from app.control.ik import IKResult, MultiArmIK
-from app.control.safety import PoseGate, RateLimiter, clamp_to_box, pose_defect
+from app.control.safety import (WORKSPACE_ENTRY_SPEED_M_S, PoseGate, RateLimiter, clamp_to_box, in_box, pose_defect,
+                                step_toward)
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
 from app.sim.scene import ArmHandles
@@ -102,6 +103,9 @@ class _Arm:
     tracking_ok: bool = False
     precision: bool = False
     forced_engage: bool = False
+    await_release: bool = False
+    """Set by a reset from e-stop: the grip (and keyboard engage) must be let go before the arm can
+    engage again, so a grip held through the reset never re-engages at wherever the hand went."""
     workspace_clamped: bool = False
     ik_result: IKResult | None = None
 
@@ -191,13 +195,17 @@ class TeleopEngine:
                     self.teleop.reset()
                     for arm in self.arms.values():
                         arm.forced_engage = False
+                        arm.await_release = True
                         arm.mapping.unlatch()
                     self._error = ""
                     events.append("reset")
             elif cmd.kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
-                self.arms[cmd.arm].forced_engage = cmd.kind is CommandKind.ENGAGE
+                arm = self.arms[cmd.arm]
+                arm.forced_engage = cmd.kind is CommandKind.ENGAGE
+                if arm.forced_engage:  # a keyboard engage is itself a fresh press
+                    arm.await_release = False
 
     def _estop(self, events: list[str], why: str) -> None:
         if self.teleop.estopped:
@@ -364,7 +372,10 @@ class TeleopEngine:
         if was_ok and not res.accepted:
             events.append(f"lost:{arm.name}:{res.reason}")
 
-        want = (buttons.grip or arm.forced_engage) and not self.teleop.estopped
+        held = buttons.grip or arm.forced_engage
+        if arm.await_release and not held:
+            arm.await_release = False
+        want = held and not arm.await_release and not self.teleop.estopped
         precision = bool(buttons.stick_click)
         state = arm.sm.state
         if not want:
@@ -412,7 +423,12 @@ class TeleopEngine:
                 if not arm.workspace_clamped:
                     self._pulse(arm.name, "workspace")
             arm.workspace_clamped = clamped
-            arm.target_pos = np.asarray(clamped_pos)
+            target = np.asarray(clamped_pos)
+            if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
+                # Latched outside the box (the arm stood there at engage): the box edge may be
+                # centimetres away, so the target comes in at a walking pace, not in one tick.
+                target = step_toward(arm.target_pos, target, WORKSPACE_ENTRY_SPEED_M_S * self.period_s)
+            arm.target_pos = target
             arm.target_quat = quat
             trig = buttons.trigger
             if trig == trig:  # NaN never reaches the gripper

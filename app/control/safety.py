@@ -2,7 +2,8 @@
 
 `PoseGate` is kept per device. It rejects a pose that is invalid (OpenVR says so, tracking
 result not Running_OK, NaN/Inf, a non-unit rotation, an all-zero pose) or that jumps further
-than `max_jump_m` from the last accepted one. When jumps persist, consistently, for
+than `max_jump_m` from the last accepted one. A pose further than `MAX_TRACKING_RANGE_M` from
+the tracking origin is invalid too (huge finite coordinates would overflow the distance checks). When jumps persist, consistently, for
 `reacquire_after_s` the device really is elsewhere: the gate accepts the new position and
 flags a *reacquisition*, so the arm re-latches instead of jumping. Every rejection is counted
 by reason.
@@ -14,9 +15,19 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.tracking.sample import DevicePose, TrackingResult
 
-REJECT_REASONS = ("invalid", "tracking_result", "nonfinite", "not_orthonormal", "zero_pose", "jump")
+WORKSPACE_ENTRY_SPEED_M_S = 0.1
+"""Speed (m/s) at which a target latched outside its workspace box (the arm stood outside it at
+engage) is brought to the box: 0.5 mm per 200 Hz tick, the 6 cm seen at engage in 0.6 s."""
+
+REJECT_REASONS = ("invalid", "tracking_result", "nonfinite", "out_of_range", "not_orthonormal", "zero_pose", "jump")
+
+MAX_TRACKING_RANGE_M = 10.0
+"""A device further than this from the tracking origin (m) is a corrupt sample, not a pose: a room-scale
+play area is a few metres across. Checked before any distance is computed, so no arithmetic overflows."""
 
 
 def pose_defect(pose: DevicePose, rotation_tol: float) -> str | None:
@@ -29,6 +40,10 @@ def pose_defect(pose: DevicePose, rotation_tol: float) -> str | None:
     q = pose.quat_vr_wxyz
     if not all(math.isfinite(v) for v in p) or not all(math.isfinite(v) for v in q):
         return "nonfinite"
+    # Each axis first: squaring a coordinate of 1e200 would overflow.
+    r = MAX_TRACKING_RANGE_M
+    if abs(p[0]) > r or abs(p[1]) > r or abs(p[2]) > r or p[0] * p[0] + p[1] * p[1] + p[2] * p[2] > r * r:
+        return "out_of_range"
     if p[0] == 0.0 and p[1] == 0.0 and p[2] == 0.0:
         return "zero_pose"
     norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
@@ -124,3 +139,17 @@ def clamp_to_box(pos: tuple[float, float, float] | list[float], lo: tuple[float,
     """Clamp a position into an axis-aligned box; returns the position and whether it moved."""
     out = (min(max(pos[0], lo[0]), hi[0]), min(max(pos[1], lo[1]), hi[1]), min(max(pos[2], lo[2]), hi[2]))
     return out, (out[0] != pos[0] or out[1] != pos[1] or out[2] != pos[2])
+
+
+def in_box(pos, lo: tuple[float, ...], hi: tuple[float, ...]) -> bool:
+    """Whether a position lies in an axis-aligned box (faces included)."""
+    return all(lo[i] <= pos[i] <= hi[i] for i in range(3))
+
+
+def step_toward(current: np.ndarray, goal: np.ndarray, max_step_m: float) -> np.ndarray:
+    """`goal`, or the point `max_step_m` from `current` on the way to it when it is further."""
+    delta = goal - current
+    dist = float(np.linalg.norm(delta))
+    if dist <= max_step_m:
+        return goal
+    return current + delta * (max_step_m / dist)
