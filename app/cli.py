@@ -203,6 +203,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     options = StartOptions(paced=not args.fast, max_ticks=max_ticks, block_recorder_when_full=args.fast)
     if args.record:
         args.record = str(_session_path(args.record))
+    summary = RunSummary()
+    pipe.subscribe(summary.add)  # before the loop starts: a --fast run's first ticks count too
     try:
         note = pipe.start(source_kind, args.replay, explicit_cfg, options, session=session, record_path=args.record)
     except ConfigError as exc:
@@ -224,8 +226,6 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
                   file=sys.stderr)
     if note:
         print(f"pico-teleop: {note}", file=sys.stderr)
-    summary = RunSummary()
-    pipe.subscribe(summary.add)
     try:
         _start_run_extras(pipe, args)
     except UsageError:
