@@ -14,7 +14,7 @@ import pytest
 
 from app.sessions.reader import read_session
 from app.sessions.schema import INPUT_COLUMNS
-from tests.faults.conftest import assert_no_traceback, check_motion_promises, cli
+from tests.faults.promises import assert_no_traceback, check_motion_promises, cli
 
 BOOL_SUFFIXES = ("_valid", "_grip", "_a", "_b", "_stick_click", "_menu")
 INT_SUFFIXES = ("_result",)
