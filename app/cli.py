@@ -121,13 +121,21 @@ def _status_line(snap, stats_rate: float) -> str:
 
 
 def _read_replay(path: str):
+    """The session to replay; UsageError for a file that cannot be replayed. A torn last line
+    (a recording cut short) is noted on stderr, as `analyze` notes it."""
     from app.sessions.reader import SessionFormatError, read_session
     try:
-        return read_session(path)
+        session = read_session(path)
     except SessionFormatError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot read replay file {path}: {exc.strerror or exc}") from None
+    if session.n_rows == 0:
+        raise UsageError(f"{path}: no data rows to replay (only a header)")
+    if session.truncated_last_line:
+        print(f"pico-teleop: note: {path}: the last line was incomplete (a write cut short) and was left out; "
+              f"replaying its {session.n_rows} complete rows", file=sys.stderr)
+    return session
 
 
 def _check_run_args(args: argparse.Namespace) -> str:
