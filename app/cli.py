@@ -252,7 +252,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     _print_summary(result)
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(result, indent=2))
-    return EXIT_FAILURE if result.get("fatal_error") else EXIT_OK
+    failed_recording = result.get("recording", {}).get("error")
+    return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
 
 
 def _start_run_extras(pipe, args: argparse.Namespace) -> None:
@@ -383,7 +384,12 @@ def _print_summary(r: dict) -> None:
                      f"{st['dropped']} dropped{'; ' + st['last_error'] if st['last_error'] else ''}")
     if "recording" in r:
         rec = r["recording"]
-        lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped){'; ' + rec['error'] if rec['error'] else ''}")
+        if rec["error"]:
+            # Last, and the reason the run exits 1: the operator must not mistake it for a good recording.
+            lines.append(f"recording FAILED: {rec['error']}; {rec['rows']} rows kept in {rec['path']} "
+                         f"({rec['dropped']} dropped)")
+        else:
+            lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped)")
     print("\n".join(lines))
 
 
