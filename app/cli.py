@@ -121,13 +121,21 @@ def _status_line(snap, stats_rate: float) -> str:
 
 
 def _read_replay(path: str):
+    """The session to replay; UsageError for a file that cannot be replayed. A torn last line
+    (a recording cut short) is noted on stderr, as `analyze` notes it."""
     from app.sessions.reader import SessionFormatError, read_session
     try:
-        return read_session(path)
+        session = read_session(path)
     except SessionFormatError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot read replay file {path}: {exc.strerror or exc}") from None
+    if session.n_rows == 0:
+        raise UsageError(f"{path}: no data rows to replay (only a header)")
+    if session.truncated_last_line:
+        print(f"pico-teleop: note: {path}: the last line was incomplete (a write cut short) and was left out; "
+              f"replaying its {session.n_rows} complete rows", file=sys.stderr)
+    return session
 
 
 def _check_run_args(args: argparse.Namespace) -> str:
@@ -249,7 +257,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     _print_summary(result)
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(result, indent=2))
-    return EXIT_FAILURE if result.get("fatal_error") else EXIT_OK
+    failed_recording = result.get("recording", {}).get("error")
+    return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
 
 
 def _start_run_extras(pipe, args: argparse.Namespace) -> None:
@@ -380,7 +389,12 @@ def _print_summary(r: dict) -> None:
                      f"{st['dropped']} dropped{'; ' + st['last_error'] if st['last_error'] else ''}")
     if "recording" in r:
         rec = r["recording"]
-        lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped){'; ' + rec['error'] if rec['error'] else ''}")
+        if rec["error"]:
+            # Last, and the reason the run exits 1: the operator must not mistake it for a good recording.
+            lines.append(f"recording FAILED: {rec['error']}; {rec['rows']} rows kept in {rec['path']} "
+                         f"({rec['dropped']} dropped)")
+        else:
+            lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped)")
     print("\n".join(lines))
 
 

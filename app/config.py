@@ -567,31 +567,58 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+class _Brief:
+    """A found value as it is shown in an error: shortened, so one message stays one line."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        import reprlib  # here, not at the top: only an error message needs it
+        v = self.value
+        if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+            return f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits"
+        r = reprlib.Repr()
+        r.maxstring = r.maxother = 80
+        r.maxlevel = 3
+        try:
+            return r.repr(v)
+        except ValueError:  # an integer too long to print, nested inside
+            return f"a {type(v).__name__}"
+
+
+_MAX_INT_BITS = 63
+"""Integer settings are counts and sizes: anything wider than int64 is refused before a range check prints it."""
+
+
 def coerce_value(key: str, tp: Any, value: Any) -> Any:
     """A TOML value as the annotated type `tp` (numbers, bools, strings, tuples, nested dataclasses);
     ConfigError naming `key`, what was expected and what was found otherwise."""
     origin = typing.get_origin(tp)
+    found = _Brief(value)
     if dataclasses.is_dataclass(tp):
-        _require(isinstance(value, dict), key, "a table", value)
+        _require(isinstance(value, dict), key, "a table", found)
         return _build(tp, value, key, base=None)
     if origin is tuple:
-        _require(isinstance(value, list), key, "an array", value)
+        _require(isinstance(value, list), key, "an array", found)
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(coerce_value(f"{key}[{i}]", args[0], v) for i, v in enumerate(value))
-        _require(len(value) == len(args), key, f"an array of {len(args)} values", value)
+        _require(len(value) == len(args), key, f"an array of {len(args)} values", found)
         return tuple(coerce_value(f"{key}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
     if tp is float:
-        _require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value)
+        _require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", found)
+        _require(not isinstance(value, int) or value.bit_length() <= 1023, key, "a number", found)
         return float(value)
     if tp is int:
-        _require(isinstance(value, int) and not isinstance(value, bool), key, "an integer", value)
+        _require(isinstance(value, int) and not isinstance(value, bool), key, "an integer", found)
+        _require(value.bit_length() <= _MAX_INT_BITS, key, "an integer in the int64 range", found)
         return value
     if tp is bool:
-        _require(isinstance(value, bool), key, "true or false", value)
+        _require(isinstance(value, bool), key, "true or false", found)
         return value
     if tp is str:
-        _require(isinstance(value, str), key, "a string", value)
+        _require(isinstance(value, str), key, "a string", found)
         return value
     raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}")
 
@@ -633,22 +660,95 @@ def config_from_dict(data: dict[str, Any], base: Config | None = None) -> Config
     return _build(Config, data, "", base if base is not None else Config())
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""Size of a TOML configuration file `load_config` reads; a real one is a few kB."""
+
+
 def load_config(path: str | Path | None, base: Config | None = None) -> Config:
-    """Load a TOML override file; `None` gives the defaults."""
+    """Load a TOML override file; `None` gives the defaults.
+
+    Every problem with the file raises ConfigError with one line naming the file and, where
+    the parser says, the line and column: missing, unreadable, too large, not UTF-8, not
+    TOML, nested too deeply, an integer too long to read, or a value the configuration refuses.
+    """
     if path is None:
         return base if base is not None else Config()
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {p}") from None
     except OSError as exc:
-        raise ConfigError(f"config file {p} cannot be read: {exc.strerror}") from None
+        raise ConfigError(f"config file {p} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {p} is larger than the limit of {MAX_CONFIG_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(raw, exc.start)
+        raise ConfigError(f"config file {p} line {line}, column {col}: not UTF-8 text (byte {raw[exc.start]:#04x})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+    except RecursionError:
+        where = _deepest(text)
+        what = "nested more than 100 deep" if where else "nested too deeply to read"
+        raise ConfigError(f"config file {p}{where}: arrays or inline tables {what}") from None
+    except ValueError as exc:
+        # tomllib lets int() refuse a literal of more than sys.get_int_max_str_digits() digits.
+        raise ConfigError(f"config file {p}{_long_integer(text) or ': ' + _first_clause(exc)}") from None
     try:
         return config_from_dict(data, base)
     except ConfigError as exc:
         raise ConfigError(f"{p}: {exc}") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # A value no check above foresaw: still one line naming the file, never a traceback.
+        raise ConfigError(f"{p}: unusable value: {type(exc).__name__}: {_first_clause(exc)}") from None
+
+
+def _line_col(raw: bytes, pos: int) -> tuple[int, int]:
+    """1-based line and column of byte offset `pos`."""
+    line_start = raw.rfind(b"\n", 0, pos) + 1
+    return raw.count(b"\n", 0, pos) + 1, pos - line_start + 1
+
+
+def _deepest(text: str, limit: int = 100) -> str:
+    """' line L, column C' where brackets first nest `limit` deep (strings skipped roughly), or ''."""
+    depth, line, col, quote = 0, 1, 0, ""
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth >= limit:
+                return f" line {line}, column {col}"
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return ""
+
+
+def _long_integer(text: str) -> str:
+    """' line L, column C: an integer of N digits, ...' for the first integer literal longer than
+    Python reads (sys.get_int_max_str_digits()), or ''."""
+    import re
+    import sys
+    limit = sys.get_int_max_str_digits()
+    m = re.search(r"[0-9][0-9_]{%d,}" % limit, text)
+    if m is None:
+        return ""
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    digits = sum(c != "_" for c in m.group())
+    return (f" line {text.count(chr(10), 0, m.start()) + 1}, column {m.start() - line_start + 1}: "
+            f"an integer of {digits} digits, more than the {limit} that are read")
+
+
+def _first_clause(exc: BaseException) -> str:
+    # e.g. "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"
+    return str(exc).split(";")[0].strip()[:200]

@@ -22,13 +22,17 @@ from pathlib import Path
 import numpy as np
 
 from app.sessions.reader import (
+    CHUNK_CHARS,
+    MAX_COLUMNS,
+    MAX_RECORD_CHARS,
     SessionFormatError,
-    _check_header,
     _check_kinds,
     _Columns,
     _ends_with_newline,
     _error,
     _load_sidecar,
+    _open_rows,
+    _read_header,
     _undecodable,
 )
 
@@ -57,15 +61,20 @@ class SessionChunks:
 
     After `open()` (or entering the context): `columns`, `sidecar` (None without one) and
     `size_bytes`. After the iteration has run to its end: `n_rows`, `truncated_last_line`
-    and `finished`. OSError (missing file, permissions) propagates as is.
+    and `finished`. The file's width and row length are limited as in `reader.read_session`
+    (`max_columns`, `max_record_chars`); a chunk also ends early once its rows hold
+    `reader.CHUNK_CHARS` characters. OSError (missing file, permissions) propagates as is.
     """
 
-    def __init__(self, path: str | Path, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> None:
+    def __init__(self, path: str | Path, chunk_rows: int = DEFAULT_CHUNK_ROWS, *,
+                 max_columns: int = MAX_COLUMNS, max_record_chars: int = MAX_RECORD_CHARS) -> None:
         if chunk_rows < 1:
             raise ValueError(f"chunk_rows: expected at least 1, got {chunk_rows!r}")
         self.path = Path(path)
         self.where = str(self.path)
         self.chunk_rows = chunk_rows
+        self.max_columns = max_columns
+        self.max_record_chars = max_record_chars
         self.columns: tuple[str, ...] = ()
         self.sidecar: dict | None = None
         self.size_bytes = 0
@@ -74,6 +83,7 @@ class SessionChunks:
         self.finished = False
         self._file = None
         self._reader = None
+        self._lines = None
         self._ends_nl = True
         self._iterated = False
 
@@ -91,21 +101,15 @@ class SessionChunks:
             raise _error(self.where, None, "empty file, expected a header line")
         self._ends_nl = _ends_with_newline(self.path)
         self.sidecar = _load_sidecar(self.path)
-        self._file = open(self.path, newline="", encoding="utf-8-sig")
-        self._reader = csv.reader(self._file, strict=True)
+        self._file, self._lines, self._reader = _open_rows(self.path, self.where, self.max_record_chars)
         try:
-            header = next(self._reader, None)
+            header = _read_header(self._reader, self._lines, self.where, self.max_columns)
         except csv.Error as e:
             self.close()
             raise _error(self.where, 1, f"malformed CSV: {e}") from None
         except UnicodeDecodeError:
             self.close()
             raise _undecodable(self.path, self.where) from None
-        if not header:
-            self.close()
-            raise _error(self.where, 1, "empty header line")
-        try:
-            _check_header(self.where, header)
         except SessionFormatError:
             self.close()
             raise
@@ -144,19 +148,23 @@ class SessionChunks:
         return chunk
 
     def _chunks(self) -> Iterator[RowChunk]:
-        f, reader, ncol = self._file, self._reader, len(self.columns)
+        f, src, reader, ncol = self._file, self._lines, self._reader, len(self.columns)
         rows: list[list[str]] = []
         lines: list[int] = []
         prev_t: tuple[float, int] | None = None
+        pending_chars = last_chars = 0
         try:
             try:
                 for row in reader:
+                    last_chars = src.end_record()
+                    pending_chars += last_chars
                     rows.append(row)
                     lines.append(reader.line_num)
-                    if len(rows) > self.chunk_rows:
+                    if len(rows) > self.chunk_rows or (pending_chars > CHUNK_CHARS and len(rows) > 1):
                         # The newest row stays behind: if it is the last one it may be a torn write.
                         chunk = self._convert(rows[:-1], lines[:-1], prev_t)
                         rows, lines = rows[-1:], lines[-1:]
+                        pending_chars = last_chars
                         prev_t = (float(chunk.data["t_s"][-1]), int(chunk.lines[-1]))
                         yield chunk
             except csv.Error as e:

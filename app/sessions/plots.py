@@ -93,10 +93,28 @@ def plot_error(an: SessionAnalysis, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+_OFF_SCALE_FACTOR = 4.0
+"""The histogram's range stretches to the largest value when it is within this factor of the
+p99.9-based range; beyond it, the outliers are counted as off-scale instead of squeezing the
+bulk of the ticks into the first few bins."""
+
+
 def _hist_edges(dists, n_bins: int = 80) -> np.ndarray:
-    top = max((d.percentile(99.9) for d in dists if d is not None and d.count), default=1.0)
-    top = max(top * 1.1, 1e-3)
+    """Bin edges (ms) from 0 that cover every value (the max included) unless an outlier is more
+    than `_OFF_SCALE_FACTOR` x beyond the p99.9; then up to 1.1 x p99.9 (`_off_scale` counts the rest)."""
+    live = [d for d in dists if d is not None and d.count]
+    top = max(max((d.percentile(99.9) for d in live), default=1.0) * 1.1, 1e-3)
+    biggest = max((d.max for d in live if np.isfinite(d.max)), default=0.0)
+    if top < biggest <= top * _OFF_SCALE_FACTOR:
+        top = biggest * 1.02
     return np.linspace(0.0, top, n_bins + 1)
+
+
+def _off_scale(dist, edges: np.ndarray) -> int:
+    """Values of `dist` beyond the last edge (drawn, clipped, in the last bin)."""
+    if not dist.count or dist.max <= edges[-1]:
+        return 0
+    return int(round(dist.rebin(np.array([edges[0], edges[-1], dist.max * 1.001]))[1]))
 
 
 def plot_timing(an: SessionAnalysis, path: Path) -> Path | None:
@@ -121,8 +139,11 @@ def plot_timing(an: SessionAnalysis, path: Path) -> Path | None:
         ax_h.set_xlabel(f"{label} (ms)")
         ax_h.set_ylabel("ticks")
         ax_h.axvline(period_ms, color="tab:red", linestyle="--", linewidth=1, label=f"period {period_ms:g} ms")
+        off = _off_scale(dist, edges)
         ax_h.set_title(f"{label}: p50 {dist.percentile(50):.3f}, p99 {dist.percentile(99):.3f}, "
-                       f"max {dist.max:.2f} ms", fontsize="medium")
+                       f"max {dist.max:.2f} ms"
+                       + (f"\n{off} tick{'s' if off != 1 else ''} above {edges[-1]:.2f} ms off-scale, "
+                          "counted in the last bin" if off else ""), fontsize="medium")
         ax_h.legend(fontsize="small")
         if name in an.series.names:
             first, lo, hi = an.series.channel(name)

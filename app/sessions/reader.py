@@ -5,10 +5,16 @@ to a numpy array as it goes, so a 20-minute session never exists as millions of 
 strings at once. Every problem raises `SessionFormatError` naming the file, the line and,
 where there is one, the column. The one tolerated defect is a torn last line (a crash while
 the recorder was writing): it is dropped and reported through `Session.truncated_last_line`.
+
+A file is read only within fixed limits, checked before anything proportional to the excess is
+allocated: `MAX_COLUMNS` fields in the header, `MAX_RECORD_CHARS` characters in one row (read
+with bounded `readline` calls, so a 1 GiB line costs at most the limit) and
+`MAX_SIDECAR_BYTES` of sidecar.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 from dataclasses import dataclass
@@ -28,6 +34,18 @@ from app.sessions.schema import (
 
 _CHUNK_ROWS = 4096
 """Rows parsed as text before they are converted to arrays; bounds the peak memory."""
+CHUNK_CHARS = 8 << 20
+"""Characters of rows parsed as text before they are converted, whatever their number: with
+`MAX_RECORD_CHARS` this bounds the text held at once when rows are unusually long."""
+
+MAX_COLUMNS = 4096
+"""Fields a session's header may have: the recorder writes `len(schema.COLUMNS)` (about 130);
+anything near this limit is not a session. A wider header is refused before any row is read."""
+MAX_RECORD_CHARS = 1 << 20
+"""Characters one CSV record (a line, or several joined by a quoted field) may have, newline
+included; the recorder's rows are about 4 kB. A longer one is refused having read only this much."""
+MAX_SIDECAR_BYTES = 16 << 20
+"""Size of the JSON sidecar the reader accepts; the recorder's are a few kB."""
 
 
 class SessionFormatError(ValueError):
@@ -65,13 +83,23 @@ def _error(where: str, line: int | None, message: str, column: str | None = None
 def _load_sidecar(csv_path: Path) -> dict | None:
     p = sidecar_path(csv_path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as f:
+            raw = f.read(MAX_SIDECAR_BYTES + 1)
     except FileNotFoundError:
         return None
+    if len(raw) > MAX_SIDECAR_BYTES:
+        raise _error(str(p), None, f"larger than the limit of {MAX_SIDECAR_BYTES} bytes for a sidecar")
     try:
-        obj = json.loads(text)
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise _error(str(p), line, f"not UTF-8 text (byte {raw[e.start]:#04x})") from None
     except json.JSONDecodeError as e:
         raise _error(str(p), e.lineno, f"invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise _error(str(p), None, "JSON nested too deeply to read") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python reads
+        raise _error(str(p), None, f"unreadable JSON: {str(e).split(';')[0]}") from None
     if not isinstance(obj, dict):
         raise _error(str(p), None, f"expected a JSON object, found {type(obj).__name__}")
     return obj
@@ -81,6 +109,60 @@ def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as f:
         f.seek(-1, 2)
         return f.read(1) in (b"\n", b"\r")
+
+
+class _BoundedLines:
+    """The lines of a text file, for `csv.reader`, with a limit on the size of one CSV record.
+
+    Each line is read with `readline(limit)`, so an over-long line is refused after reading
+    only `max_chars` of it. The reader's loop calls `end_record()` after each row; until then
+    the lines of a record (a quoted field may span lines) count together against the limit.
+    """
+
+    def __init__(self, f, where: str, max_chars: int) -> None:
+        self._f = f
+        self.where = where
+        self.max_chars = max_chars
+        self.line = 0
+        self._record_chars = 0
+
+    def __iter__(self) -> _BoundedLines:
+        return self
+
+    def __next__(self) -> str:
+        text = self._f.readline(self.max_chars - self._record_chars + 1)
+        if not text:
+            raise StopIteration
+        self.line += 1
+        self._record_chars += len(text)
+        if self._record_chars > self.max_chars:
+            raise _error(self.where, self.line,
+                         f"row longer than the limit of {self.max_chars} characters; not a session file?")
+        return text
+
+    def end_record(self) -> int:
+        """The characters of the record just parsed; starts counting the next one."""
+        n, self._record_chars = self._record_chars, 0
+        return n
+
+
+def _open_rows(path: Path, where: str, max_record_chars: int):
+    """The file opened as text, its bounded line source and a strict `csv.reader` over it."""
+    f = open(path, newline="", encoding="utf-8-sig")
+    src = _BoundedLines(f, where, max_record_chars)
+    return f, src, csv.reader(src, strict=True)
+
+
+def _read_header(reader, src: _BoundedLines, where: str, max_columns: int) -> list[str]:
+    """The header row, checked; raises csv.Error and UnicodeDecodeError as they come."""
+    header = next(reader, None)
+    src.end_record()
+    if not header:
+        raise _error(where, 1, "empty header line")
+    if len(header) > max_columns:
+        raise _error(where, 1, f"{len(header)} columns, more than the limit of {max_columns}; not a session file?")
+    _check_header(where, header)
+    return header
 
 
 class _Columns:
@@ -173,7 +255,8 @@ def _check_kinds(where: str, data: dict[str, np.ndarray], lines: np.ndarray) -> 
                 raise _error(where, int(lines[i]), f"{float(arr[i])!r} is not an integer", name)
 
 
-def read_session(path: str | Path) -> Session:
+def read_session(path: str | Path, *, max_columns: int = MAX_COLUMNS,
+                 max_record_chars: int = MAX_RECORD_CHARS) -> Session:
     """Read a session CSV (and its sidecar, when present).
 
     Raises `SessionFormatError` for an empty file, a header without the required input
@@ -182,7 +265,9 @@ def read_session(path: str | Path) -> Session:
     non-integer count, and a `t_s` that is not finite or does not increase strictly. A last
     line without its newline is a torn write and is dropped when it has fewer fields than the
     header, or when a sidecar exists (the recorder always ends its rows with a newline, so
-    its last field may have been cut). OSError (missing file, permissions) propagates as is.
+    its last field may have been cut). A header of more than `max_columns` fields, or a row
+    of more than `max_record_chars` characters, is refused before it is held in memory.
+    OSError (missing file, permissions) propagates as is.
     """
     path = Path(path)
     where = str(path)
@@ -195,21 +280,22 @@ def read_session(path: str | Path) -> Session:
     rows: list[list[str]] = []
     lines: list[int] = []
     cols: _Columns | None = None
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, strict=True)
+    f, src, reader = _open_rows(path, where, max_record_chars)
+    with f:
         try:
-            header = next(reader, None)
-            if not header:
-                raise _error(where, 1, "empty header line")
-            _check_header(where, header)
+            header = _read_header(reader, src, where, max_columns)
             cols = _Columns(where, header)
+            pending_chars = last_chars = 0
             for row in reader:
+                last_chars = src.end_record()
+                pending_chars += last_chars
                 rows.append(row)
                 lines.append(reader.line_num)
-                if len(rows) > _CHUNK_ROWS:
+                if len(rows) > _CHUNK_ROWS or (pending_chars > CHUNK_CHARS and len(rows) > 1):
                     # The newest row stays behind: if it is the last one it may be a torn write.
                     cols.add_chunk(rows[:-1], lines[:-1])
                     rows, lines = rows[-1:], lines[-1:]
+                    pending_chars = last_chars
         except csv.Error as e:
             if cols is None or ends_nl or f.read(1) != "":
                 raise _error(where, reader.line_num, f"malformed CSV: {e}") from None
@@ -242,13 +328,28 @@ def read_session(path: str | Path) -> Session:
 
 
 def _undecodable(path: Path, where: str) -> SessionFormatError:
-    # Text is decoded in blocks, so the csv line count does not say where; find the line.
+    # Text is decoded in blocks, so the csv line count does not say where; find the first bad
+    # byte in blocks too (a line may be longer than any limit, so never read one whole).
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, line_start, offset = 1, 0, 0  # line start and offset are file positions (bytes)
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
+        while block := f.read(1 << 16):
             try:
-                raw.decode("utf-8")
+                decoder.decode(block)
             except UnicodeDecodeError as e:
-                return _error(where, number, f"not UTF-8 text (byte {raw[e.start]:#04x} at position {e.start + 1})")
+                # e.object is the decoder's carried-over bytes (no newline among them) + this block.
+                at = max(0, e.start - (len(e.object) - len(block)))
+                nl = block.rfind(b"\n", 0, at)
+                line += block.count(b"\n", 0, at)
+                if nl >= 0:
+                    line_start = offset + nl + 1
+                pos = offset + at
+                return _error(where, line, f"not UTF-8 text (byte {block[at]:#04x} at position {pos - line_start + 1})")
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                line += block.count(b"\n")
+                line_start = offset + nl + 1
+            offset += len(block)
     return _error(where, None, "not UTF-8 text")
 
 
@@ -259,7 +360,16 @@ def _check_header(where: str, header: list[str]) -> None:
     seen: set[str] = set()
     dups = [c for c in header if c in seen or seen.add(c)]
     if dups:
-        raise _error(where, 1, f"duplicate column names: {', '.join(dict.fromkeys(dups))}")
+        raise _error(where, 1, f"duplicate column names: {_few(list(dict.fromkeys(dups)))}")
     missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in seen]
+    if len(missing) == len(REQUIRED_INPUT_COLUMNS):
+        raise _error(where, 1, f"none of the {len(missing)} required columns ({_few(missing)}); not a session file?")
     if missing:
-        raise _error(where, 1, f"missing required columns: {', '.join(missing)}")
+        raise _error(where, 1, f"missing required columns: {_few(missing)}")
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    """The names when there are few; else the first ones and how many more, so the line stays short."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown - 1])} and {len(names) - shown + 1} more ({len(names)} in all)"

@@ -7,7 +7,10 @@ thread formats rows (`schema.snapshot_to_row`), writes them, and at least every
 killed program or a power cut loses at most that much (the reader drops a torn last line).
 The header and the initial sidecar are on the disk before the first row is queued.
 A write error (disk full, unwritable path) moves the recorder to FAILED with a message; from
-then on submissions are only counted, and the loop carries on unaffected.
+then on submissions are only counted, and the loop carries on unaffected. `stop()` then still
+completes the sidecar (`complete: false`, `error`, and `n_rows` counted from the rows actually
+in the file); on a full disk, where its write-then-rename cannot get space, it rewrites the
+existing sidecar in place, compactly (see `_write_sidecar`).
 
 Lifecycle: IDLE --start()--> RECORDING --stop()--> STOPPED, with FAILED reachable from
 `start()` and from the writer. `stop()` is also legal once from FAILED (it releases the
@@ -92,6 +95,21 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _open_text(path: Path, mode: str, buffering: int = -1):
+    """Every file the recorder writes is opened here: text, UTF-8, `\n` line ends. The one seam a
+    test replaces to simulate a full disk (a file object whose writes raise ENOSPC)."""
+    return open(path, mode, newline="", encoding="utf-8", buffering=buffering)
+
+
+def _complete_lines(path: Path) -> int:
+    """Lines that end in a newline, counted in blocks (a failed recording's rows on the disk)."""
+    n = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+    return n
+
+
 def _json_default(obj: Any) -> Any:
     # numpy scalars and arrays in a summary; anything else is stored as its text.
     if hasattr(obj, "tolist"):
@@ -170,7 +188,8 @@ class Recorder:
         """Create the CSV (and parent folders), write the header and the sidecar, start writing.
 
         An OSError does not propagate: the recorder becomes FAILED and `status().error` says
-        why, so a failed recording never stops the loop that feeds it.
+        why (not logged: the caller reports it), so a failed recording never stops the loop
+        that feeds it.
         """
         with self._lock:
             if self._state is not RecorderState.IDLE or self._starting:
@@ -182,7 +201,8 @@ class Recorder:
             self._close_file_quietly()
         with self._lock:
             if error is not None:
-                self._fail(error)
+                # Not logged: the caller has the message from status() and reports it once.
+                self._fail(error, log_it=False)
                 return
             self._state = RecorderState.RECORDING
             self._thread = threading.Thread(target=self._run, name="session-recorder", daemon=True)
@@ -196,7 +216,7 @@ class Recorder:
             return f"cannot record to {self.path}: cannot create folder {self.path.parent}: {e.strerror or e}"
         try:
             # "x": an existing recording is never overwritten.
-            self._file = open(self.path, "x", newline="", encoding="utf-8", buffering=1 << 16)
+            self._file = _open_text(self.path, "x", buffering=1 << 16)
         except FileExistsError:
             return f"cannot record to {self.path}: the file already exists (a session is never overwritten)"
         except OSError as e:
@@ -269,6 +289,8 @@ class Recorder:
                 with self._lock:
                     self._fail(f"writing {self.path} failed: {e.strerror or e}")
         self._close_file_quietly()
+        if self._error is not None and self._started_at is not None:
+            self._count_rows_on_disk()
         if self._started_at is not None:
             try:
                 self._write_sidecar(complete=self._error is None, final=True, summary=summary or {})
@@ -283,12 +305,25 @@ class Recorder:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, log_it: bool = True) -> None:
         # Only the first error is kept: later ones are consequences of it.
         if self._error is None:
             self._error = message
-            log.error("recorder: %s", message)
+            if log_it:
+                log.error("recorder: %s", message)
         self._state = RecorderState.FAILED
+
+    def _count_rows_on_disk(self) -> None:
+        """After a write error, rows handed to the file may not have reached it: count those that
+        did (complete lines after the header) and move the rest to the dropped rows."""
+        try:
+            on_disk = max(0, _complete_lines(self.path) - 1)
+        except OSError:
+            return  # keep the count of rows handed to the file; the error already says why
+        lost = self._rows_written - on_disk
+        if lost > 0:
+            self._rows_written = on_disk
+            self._dropped_writer += lost
 
     def _close_file_quietly(self) -> None:
         f, self._file = self._file, None
@@ -316,12 +351,48 @@ class Recorder:
         # The fsyncs make that hold across a power cut too: the new text is on the disk before
         # the rename, and the rename (a directory entry) is on the disk before we go on.
         tmp = self.sidecar_path.with_name(self.sidecar_path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.sidecar_path)
+        try:
+            with _open_text(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.sidecar_path)
+        except OSError as e:
+            try:
+                tmp.unlink(missing_ok=True)  # never leave a half-written (often 0-byte) tmp behind
+            except OSError:
+                pass
+            if not (final and self._rewrite_in_place(doc)):
+                raise
+            log.warning("recorder: %s: %s; completed the sidecar in place instead", tmp, e.strerror or e)
         _fsync_dir(self.sidecar_path.parent)
+
+    def _rewrite_in_place(self, doc: dict[str, Any]) -> bool:
+        """The final sidecar written over the existing one, for a disk with no room for a new file.
+
+        Overwriting bytes the file already has needs no new space on most file systems, so the
+        document is written compactly: the indented initial sidecar is larger than the compact
+        final one (else the summary is left out to make it fit). Not atomic, which is why it is
+        only the fallback. True when written.
+        """
+        try:
+            size = self.sidecar_path.stat().st_size
+        except OSError:
+            return False
+        for d in (doc, {**doc, "summary": {"left_out": "no space on the disk for the summary"}}):
+            text = json.dumps(d, separators=(",", ":"), default=_json_default, allow_nan=True) + "\n"
+            if len(text.encode("utf-8")) > size:
+                continue
+            try:
+                with _open_text(self.sidecar_path, "r+") as f:
+                    f.write(text)
+                    f.truncate()
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError:
+                return False
+            return True
+        return False
 
     def _run(self) -> None:
         try:
@@ -365,6 +436,8 @@ class Recorder:
                     continue
                 self._rows_written += 1
                 dirty = True
+            if self._error is not None:
+                dirty = False  # the file is closed: there is nothing left to flush
             if dirty and time.monotonic() - last_flush >= self.flush_interval_s:
                 try:
                     self._file.flush()
