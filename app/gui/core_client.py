@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 
 SILENT_AFTER_S = 0.35
 """The core publishes its status ten times a second: this long without any update means it is gone."""
+
+RECEIVER_SWITCH_INTERVAL_S = 0.001
+"""`sys.setswitchinterval` in the window's process while it talks to a core."""
 
 HEARTBEAT_PERIOD_S = 0.1
 """How often the window tells the core it is alive (the core holds the arms after 0.5 s without)."""
@@ -132,6 +136,9 @@ class CoreClient:
         self._dealer.sndhwm = 1000
         self._dealer.connect(endpoints.requests)
         self._stop = threading.Event()
+        # The receiver must get the interpreter lock soon after an update arrives (an e-stop's
+        # snapshot above all); the window's threads may otherwise hold it for Python's default 5 ms.
+        sys.setswitchinterval(min(sys.getswitchinterval(), RECEIVER_SWITCH_INTERVAL_S))
         self._receiver = threading.Thread(target=self._receive, name="core-receiver", daemon=True)
         self._receiver.start()
         self._stream_proxy = StreamProxy(self)
