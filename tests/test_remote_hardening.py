@@ -1,0 +1,108 @@
+"""The simulation server against a hostile or careless peer, driven tick by tick with chosen wall
+times (`SimServer.tick`), so that no machine load can change a result; sockets on loopback only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.config import PANDA_MAX_JOINT_VEL_RAD_S, Config
+from app.remote.config import Endpoints, ServerConfig
+from app.remote.fingerprint import fingerprint_of
+from app.remote.messages import (Ack, ArmCommand, Command, Hello, Refused, Welcome, decode_state, encode_command,
+                                 encode_hello)
+from app.remote.server import SimServer
+from app.remote.testing import RawClient, free_port_pair
+from app.runtime import load_scene
+
+
+class _CapturingPub:
+    """Stands in for the PUB socket: keeps every published state, then sends it on."""
+
+    def __init__(self, sock) -> None:
+        self.sock = sock
+        self.states = []
+
+    def send(self, buf: bytes, flags: int = 0) -> None:
+        self.states.append(decode_state(buf))
+        self.sock.send(buf, flags)
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return load_scene(Config())
+
+
+def _server(scene, **kw):
+    ep = Endpoints.parse(f"tcp://127.0.0.1:{free_port_pair()}")
+    srv = SimServer(Config(), scene, ServerConfig(endpoints=ep, **kw)).open()
+    real = srv._pub
+    srv._pub = _CapturingPub(real)
+    return srv, real
+
+
+@pytest.fixture
+def server(scene):
+    srv, real = _server(scene)
+    yield srv
+    srv._pub = real
+    srv.close()
+
+
+class _Driver:
+    """Ticks `srv` on a fixed grid of made-up wall times; delivers each client message before the tick."""
+
+    def __init__(self, srv: SimServer) -> None:
+        self.srv = srv
+        self.k = 0
+        self.srv.tick(0.0)
+
+    def tick(self, expect_message: bool = False) -> None:
+        if expect_message:  # the message is in flight on loopback: the tick must see it
+            assert self.srv._router.poll(10_000), "the server never received the message"
+        self.k += 1
+        self.srv.tick(self.k * self.srv.scfg.period_s)
+
+
+def _hello(srv, client: RawClient, drv: _Driver, name: str = "test"):
+    client.send_frames(encode_hello(Hello(name, srv.fingerprint)))
+    drv.tick(expect_message=True)
+    return client.reply(10.0)
+
+
+def _command(srv, seq: int, arm: str, q, valid_for_s: float = 0.1) -> bytes:
+    return encode_command(Command(srv.instance, seq, srv.sim.sim_time_s + valid_for_s,
+                                  {arm: ArmCommand(tuple(float(v) for v in q), 0.0)}))
+
+
+# ---- joint velocity limits (issue 11, item 3) ------------------------------------------------
+
+
+def test_targets_ahead_of_the_measured_joint_cannot_drive_it_faster_than_the_velocity_limit(server, scene):
+    srv = server
+    drv = _Driver(srv)
+    client = RawClient(srv.scfg.endpoints.command)
+    try:
+        assert isinstance(_hello(srv, client, drv), Welcome)
+        adr = np.asarray(scene.arms["left"].qpos_adr)
+        vmax = PANDA_MAX_JOINT_VEL_RAD_S[0]
+        q_start = srv.sim.data.qpos[adr].copy()
+        ticks, sign = 80, (1.0 if q_start[0] <= 0 else -1.0)  # 0.4 s at 200 Hz, towards the far limit
+        for seq in range(ticks):  # measured q1 +- 0.49 rad on every tick
+            q = srv.sim.data.qpos[adr].copy()
+            q[0] += sign * 0.49
+            client.send_frames(_command(srv, seq, "left", q))
+            drv.tick(expect_message=True)
+            ack = client.reply(10.0)
+            assert isinstance(ack, Ack) and ack.accepted, ack
+        states = srv._pub.states
+        t = np.array([s.sim_time_s for s in states])
+        q1 = np.array([s.qpos[adr[0]] for s in states])
+        v = np.diff(q1) / np.diff(t)
+        assert np.max(np.abs(v)) <= vmax, f"joint 1 reached {np.max(np.abs(v)):.3f} rad/s (limit {vmax})"
+        # and it still moves: the limit is a limit, not a stop
+        moved = sign * (srv.sim.data.qpos[adr[0]] - q_start[0])
+        assert moved > 0.5 * vmax * ticks * srv.scfg.period_s, moved
+        assert states[-1].stats["clamped"] > 0
+    finally:
+        client.close()
