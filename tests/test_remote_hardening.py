@@ -106,3 +106,42 @@ def test_targets_ahead_of_the_measured_joint_cannot_drive_it_faster_than_the_vel
         assert states[-1].stats["clamped"] > 0
     finally:
         client.close()
+
+
+# ---- eviction of clients (issue 11, item 5) --------------------------------------------------
+
+
+def test_hellos_beyond_max_clients_evict_idle_peers_never_one_commanding_an_arm(scene):
+    srv, real = _server(scene, max_clients=2)
+    drv = _Driver(srv)
+    adr = {arm: np.asarray(h.qpos_adr) for arm, h in scene.arms.items()}
+    a, b = RawClient(srv.scfg.endpoints.command), RawClient(srv.scfg.endpoints.command)
+    strangers = [RawClient(srv.scfg.endpoints.command) for _ in range(4)]
+    seq = {"a": 0, "b": 0}
+
+    def command(client, key, arm):
+        seq[key] += 1
+        client.send_frames(_command(srv, seq[key], arm, srv.sim.data.qpos[adr[arm]]))
+        drv.tick(expect_message=True)
+        return client.reply(10.0)
+
+    try:
+        assert isinstance(_hello(srv, a, drv, "a"), Welcome)
+        assert command(a, "a", "left").accepted
+        for s in strangers[:3]:  # a burst: each one takes the place of the idle one before it, never a's
+            assert isinstance(_hello(srv, s, drv, "stranger"), Welcome)
+        ack = command(a, "a", "left")
+        assert ack.accepted, ack.reasons
+        assert isinstance(_hello(srv, b, drv, "b"), Welcome)
+        assert command(b, "b", "right").accepted
+        # both remembered clients command an arm: the newcomer is refused, with the reason
+        refused = _hello(srv, strangers[3], drv, "stranger")
+        assert isinstance(refused, Refused) and "server full" in refused.reason and "max_clients" in refused.reason
+        assert command(a, "a", "left").accepted and command(b, "b", "right").accepted
+        stats = srv._pub.states[-1].stats
+        assert stats["evicted"] == 3 and stats["refused"] == 1 and stats["clients"] == 2
+    finally:
+        for c in (a, b, *strangers):
+            c.close()
+        srv._pub = real
+        srv.close()

@@ -125,7 +125,8 @@ class ServerConfig:
     max_messages_per_tick: int = 64
     """Commands and handshakes handled per tick at most; the rest wait for the next tick."""
     max_clients: int = 32
-    """Handshaken clients remembered; the least recently heard one is forgotten beyond this."""
+    """Handshaken clients remembered. A new client beyond this evicts the least recently heard one that
+    commands no arm; when every one commands an arm, the new client's hello is refused."""
     max_message_bytes: int = 65536
     """Larger incoming messages make ZMQ drop the connection (ZMQ_MAXMSGSIZE)."""
     curve_secret_key: str = ""

@@ -116,7 +116,8 @@ class SimServer:
         self.instance = uuid.uuid4().hex
         self.seq = 0
         self.counts: Counter[str] = Counter()
-        """accepted, rejected, rejected:<code>, malformed, deadman, skipped_steps, dropped_replies, hellos, refused."""
+        """accepted, rejected, rejected:<code>, malformed, deadman, clamped, skipped_steps, dropped_replies, hellos,
+        refused, evicted."""
         self._arms = {name: _ArmSlot(self.sim.data.ctrl[list(h.actuator_ids)].copy(), gripper=self._gripper_fraction(name))
                       for name, h in scene.arms.items()}
         self._vmax_rad_s = np.asarray(self.scfg.policy.max_joint_vel_rad_s, dtype=float)
@@ -328,14 +329,30 @@ class SimServer:
             self._reply(ident, envelope, encode_refused(Refused(self.instance, "model mismatch: " + "; ".join(diffs), tuple(diffs))))
             return
         if ident not in self._peers:
+            if len(self._peers) >= self.scfg.max_clients and not self._evict_an_idle_peer():
+                self.counts["refused"] += 1
+                reason = (f"server full: all {len(self._peers)} clients it remembers (server.max_clients) are "
+                          "commanding an arm; try again when one stops")
+                self._limiter.warning("full", f"refused client {hello.client!r:.70} (peer {ident.hex()[:16]}): {reason}")
+                self._reply(ident, envelope, encode_refused(Refused(self.instance, reason, ())))
+                return
             log.info("client %r (peer %s) connected", hello.client, ident.hex()[:16])
         self._peers[ident] = _Peer(hello.client, now_s)
         self._peers.move_to_end(ident)
-        while len(self._peers) > self.scfg.max_clients:
-            old, peer = self._peers.popitem(last=False)
-            log.info("forgetting client %r (peer %s): more than %d clients", peer.name, old.hex()[:16], self.scfg.max_clients)
         self._reply(ident, envelope, encode_welcome(Welcome(self.instance, self.fingerprint, self.scfg.rate_hz,
                                                             self.scfg.policy.max_validity_s, self.policy.limits)))
+
+    def _evict_an_idle_peer(self) -> bool:
+        """Forget the longest idle peer that commands no arm (False: every peer commands one)."""
+        commanding = {slot.owner for slot in self._arms.values() if slot.mode is ArmMode.ACTIVE}
+        for ident, peer in self._peers.items():  # least recently heard first
+            if ident not in commanding:
+                del self._peers[ident]
+                self.counts["evicted"] += 1
+                log.info("forgetting client %r (peer %s): idle, and more than %d clients", peer.name, ident.hex()[:16],
+                         self.scfg.max_clients)
+                return True
+        return False
 
     def _on_command(self, ident: bytes, envelope: list[bytes], cmd: Command, now_s: float) -> None:
         t = self.sim.sim_time_s
