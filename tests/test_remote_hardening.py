@@ -3,11 +3,14 @@ times (`SimServer.tick`), so that no machine load can change a result; sockets o
 
 from __future__ import annotations
 
+import socket
+import threading
+
 import numpy as np
 import pytest
 
 from app.config import PANDA_MAX_JOINT_VEL_RAD_S, Config
-from app.remote.config import Endpoints, ServerConfig
+from app.remote.config import ClientConfig, Endpoints, ServerConfig
 from app.remote.fingerprint import fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, Command, Hello, Refused, Welcome, decode_state, encode_command,
                                  encode_hello)
@@ -144,4 +147,41 @@ def test_hellos_beyond_max_clients_evict_idle_peers_never_one_commanding_an_arm(
         for c in (a, b, *strangers):
             c.close()
         srv._pub = real
+        srv.close()
+
+
+# ---- IPv6 loopback (issue 11, item 11) -------------------------------------------------------
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_server_client_and_probe_work_on_the_ipv6_loopback(scene):
+    from app.remote.client import connect_remote
+    from app.remote.probe import probe
+
+    ep = Endpoints.parse(f"tcp://[::1]:{free_port_pair('::1')}")
+    assert ep.state.startswith("tcp://[::1]:") and ep.loopback
+    srv = SimServer(Config(), scene, ServerConfig(endpoints=ep)).open()  # "No such device" without ZMQ_IPV6
+    runner = threading.Thread(target=srv.run, args=(60.0,), daemon=True)
+    runner.start()
+    try:
+        report = probe(fingerprint_of(scene.model, scene.path), ClientConfig(endpoints=ep), count=20, timeout_s=30.0)
+        assert report.welcome is not None and report.welcome.instance == srv.instance, report.problems
+        assert len(report.states) == 20 and not report.fingerprint_diffs
+        out = connect_remote(scene, ClientConfig(endpoints=ep), timeout_s=30.0)
+        try:
+            assert out.status().state.value in ("resyncing", "connected")
+        finally:
+            out.close()
+    finally:
+        srv.stop()
+        runner.join(30.0)
         srv.close()

@@ -38,6 +38,12 @@ def _num(v: Any, lo: float, hi: float) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
 
 
+def is_ipv6_endpoint(endpoint: str) -> bool:
+    """True for `tcp://[IPv6]:PORT`: ZMQ sockets leave IPv6 off (`ZMQ_IPV6`), and then fail to bind or
+    connect such an address ("No such device"), so a socket for this endpoint needs `ipv6 = True`."""
+    return endpoint.startswith("tcp://[")
+
+
 def _endpoint_ok(e: Any) -> bool:
     return isinstance(e, str) and e.startswith(("tcp://", "ipc://", "inproc://")) and len(e) > 6
 

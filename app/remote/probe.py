@@ -17,7 +17,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from app.remote import keys
-from app.remote.config import ClientConfig
+from app.remote.config import ClientConfig, is_ipv6_endpoint
 from app.remote.fingerprint import ModelFingerprint, compact_differences
 from app.remote.messages import (Hello, MessageError, Refused, State, Welcome, decode_server_reply, decode_state,
                                  encode_hello)
@@ -60,8 +60,9 @@ def probe(local: ModelFingerprint, cfg: ClientConfig, count: int = 200, timeout_
     dealer = ctx.socket(zmq.DEALER)
     mon = None
     try:
-        for s in (sub, dealer):
+        for s, endpoint in ((sub, cfg.endpoints.state), (dealer, cfg.endpoints.command)):
             s.linger = 0
+            s.ipv6 = is_ipv6_endpoint(endpoint)
             if cfg.curve:
                 keys.make_curve_client(s, cfg.curve_server_key, cfg.curve_client_key)
         dealer.immediate = True

@@ -35,7 +35,7 @@ import zmq
 from app.config import Config
 from app.control.timing import LoopTimer
 from app.remote import keys
-from app.remote.config import ServerConfig
+from app.remote.config import ServerConfig, is_ipv6_endpoint
 from app.remote.fingerprint import ModelFingerprint, fingerprint_of
 from app.remote.messages import (Ack, ArmMode, ArmState, Command, ErrorReply, Hello, MessageError, RejectCode, Refused,
                                  Rejection, State, Welcome, decode_client_message, encode_ack, encode_error,
@@ -149,8 +149,9 @@ class SimServer:
                 self._auth = keys.start_authenticator(self._ctx, s.curve_clients_dir)
             self._pub = self._ctx.socket(zmq.PUB)
             self._router = self._ctx.socket(zmq.ROUTER)
-            for sock in (self._pub, self._router):
+            for sock, endpoint in ((self._pub, s.endpoints.state), (self._router, s.endpoints.command)):
                 sock.linger = 0
+                sock.ipv6 = is_ipv6_endpoint(endpoint)
                 if s.curve:
                     keys.make_curve_server(sock, s.curve_secret_key)
             self._pub.sndhwm = 100
