@@ -57,6 +57,17 @@ def test_probe_of_no_server_is_unhealthy_within_its_timeout(capsys):
     assert code == 1
     out = capsys.readouterr().out
     assert "UNHEALTHY" in out and "only 0 of 5 states arrived" in out and "no answer to the handshake" in out
+    # nothing answered: nothing is known about the server's model
+    assert "matches the local model" not in out and "model      unknown (no state and no handshake)" in out
+
+
+def test_probe_of_an_unresolvable_host_is_a_usage_error_at_once(capsys):
+    # --timeout 3: before the fix this waited for it and then reported an unhealthy server (exit 1)
+    _, code = cli(["probe", "--endpoint", "notanendpoint", "--count", "5", "--timeout", "3"])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "'notanendpoint'" in captured.err and "cannot be resolved" in captured.err
 
 
 def test_run_connect_options(tmp_path):

@@ -120,6 +120,22 @@ def client_config(args: argparse.Namespace, endpoint: str | None) -> ClientConfi
     return dataclasses.replace(cfg, **changes)
 
 
+def check_resolvable(endpoints: Endpoints) -> None:
+    """`RemoteConfigError` when a tcp endpoint's host does not resolve: ZMQ would retry it silently
+    until a timeout, and the user would wait for it to learn about a typo."""
+    import socket
+    for endpoint in (endpoints.state, endpoints.command):
+        if not endpoint.startswith("tcp://"):
+            continue
+        host, _, port = endpoint[len("tcp://"):].rpartition(":")
+        try:
+            socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise RemoteConfigError(f"endpoint {endpoint!r}: host {host!r} cannot be resolved ({why}); expected "
+                                    "tcp://HOST:PORT, HOST:PORT or HOST with a known host name or address") from None
+
+
 def serve_command(args: argparse.Namespace, config_path: str | None = None) -> int:
     """`pico-teleop serve`: run the simulation server until Ctrl-C / SIGTERM (or --seconds)."""
     from app.config import ConfigError
@@ -209,6 +225,7 @@ def probe_command(args: argparse.Namespace, config_path: str | None = None) -> i
     try:
         cfg = _app_config(config_path)
         ccfg = client_config(args, args.endpoint)
+        check_resolvable(ccfg.endpoints)
         scene = load_scene(cfg)
         local = fingerprint_of(scene.model, scene.path)
         report = probe(local, ccfg, args.count, args.timeout)

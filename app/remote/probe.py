@@ -187,8 +187,13 @@ def format_report(r: ProbeReport, local: ModelFingerprint) -> str:
     else:
         lines.append(f"  server     no state{': ' + r.connection_error if r.connection_error else ''}")
     files = ", ".join(n for n, _ in local.files)
-    lines.append(f"  model      {'differs: ' + '; '.join(r.fingerprint_diffs) if r.fingerprint_diffs else 'matches the local model'}"
-                 f" ({files})")
+    if r.fingerprint_diffs:
+        model = "differs: " + "; ".join(r.fingerprint_diffs)
+    elif r.welcome is None and r.refused is None and last is None:
+        model = "unknown (no state and no handshake)"  # nothing answered: no claim either way
+    else:
+        model = "matches the local model"
+    lines.append(f"  model      {model} ({files})")
     if r.welcome is not None:
         lines.append(f"  handshake  welcome in {r.handshake_rtt_s * 1e3:.1f} ms; server {r.welcome.state_rate_hz:g} Hz, "
                      f"commands valid at most {r.welcome.max_validity_s:.3f} s")
