@@ -231,3 +231,31 @@ def test_planner_and_command_lines_in_the_summary():
     summary = core.summary()
     assert "== planner: 5 message(s)" in summary and "(20.0 Hz)" in summary
     assert "note x1" in summary  # delta_heading is only a note
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile publishers (issue 11, items 7 and 8)
+
+CONTROL = "\x1b\x07\r\x00\x08\x7f\x9b\u2028"
+"""ESC, BEL, CR, NUL, BS, DEL, CSI and a line separator: what could rewrite a terminal."""
+
+
+def _printed_from_the_wire_is_escaped(text: str) -> None:
+    for line in text.split("\n"):
+        bad = [c for c in line if not c.isprintable()]
+        assert not bad, f"unescaped {bad!r} in {line!r}"
+
+
+def test_publisher_controlled_text_is_printed_with_every_control_character_escaped():
+    from app.streaming.protocol import build_header
+    out = io.StringIO()
+    core = StreamInspector(out)
+    topic = b"x\x1b[2J\x07\r\x08\x7f"
+    header = build_header([{"name": "f\x1b]0;owned\x07\r\u2028\x9b", "dtype": "f64", "shape": [1]}], 1)
+    core.process([topic + header + bytes(8)], 0.0)
+    core.process([topic + b"{" + b"\x1b[31m\x07\r" * 10], 0.1)  # an undecodable header, ESC inside
+    core.process([pose(0)], 0.2)
+    core.process([encode("pose", {"joint_pos": np.zeros((5, 29)), "f\x1b[5m\x07": np.zeros(1)}, 1)], 0.3)
+    text = out.getvalue() + "\n" + core.summary() + "\n" + core.verdict("tcp://x", 1.0)[1]
+    _printed_from_the_wire_is_escaped(text)
+    assert "\\x1b[2J\\x07\\r" in text and "\\x1b]0;owned\\x07\\r\\u2028\\x9b" in text, text

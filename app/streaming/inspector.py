@@ -13,7 +13,9 @@ when any message has an ERROR or WARNING, or when nothing arrived.
 
 Memory is bounded for any run length and any publisher: counters, capped histograms, capped
 topic/layout tables and a fixed-size latency window; at most `max_printed_per_code` lines per
-violation kind are printed (all are counted). The socket refuses messages over
+violation kind are printed (all are counted). Every line that carries publisher-controlled text
+(topics, field names, values) is printed with its non-printable characters escaped (`printable`).
+The socket refuses messages over
 `max_message_bytes` (libzmq then drops that connection and reconnects).
 """
 
@@ -53,6 +55,15 @@ LATENCY_WINDOW = 4096
 MAX_VERSION_CHANGES_LISTED = 20
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 """Largest message accepted (1 MiB; a 5-frame pose message is ~7 KB, a 100-frame one ~50 KB)."""
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped as Python writes it (`\\x1b`, `\\r`,
+    `\\u2028`): topics, field names and values come from the publisher, and raw ESC, BEL or CR
+    in them would let it rewrite the terminal the inspector prints to."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 @dataclass
@@ -238,17 +249,17 @@ class StreamInspector:
         key = ("event", text[:40])
         self._printed[key] += 1
         if self._printed[key] <= self.max_printed_per_code:
-            print(f"#{n} {topic}: {text}", file=self.out)
+            print(printable(f"#{n} {topic}: {text}"), file=self.out)
 
     def _print_violation(self, n: int, topic: str, v: Violation) -> None:
         key = (v.severity, v.code)
         self._printed[key] += 1
         count = self._printed[key]
         if count <= self.max_printed_per_code:
-            print(f"#{n} {topic}: {v.severity.value.upper()} {v}", file=self.out)
+            print(printable(f"#{n} {topic}: {v.severity.value.upper()} {v}"), file=self.out)
         elif count == self.max_printed_per_code + 1:
-            print(f"#{n} {topic}: ({v.severity.value} '{v.code}' keeps occurring; further ones are counted, "
-                  "not printed)", file=self.out)
+            print(printable(f"#{n} {topic}: ({v.severity.value} '{v.code}' keeps occurring; further ones are counted, "
+                            "not printed)"), file=self.out)
 
     @property
     def conforming(self) -> bool:
@@ -258,7 +269,7 @@ class StreamInspector:
         lines: list[str] = []
         for stats in self.topics.values():
             lines += self._topic_summary(stats)
-        return "\n".join(lines)
+        return "\n".join(printable(line) for line in lines)
 
     def _topic_summary(self, s: TopicStats) -> list[str]:
         dur = (s.last_rx_s - s.first_rx_s) if s.first_rx_s is not None and s.last_rx_s is not None else 0.0
@@ -375,4 +386,4 @@ def main_inspect(endpoint: str, seconds: float | None, out: TextIO | None = None
         return 2
 
 
-__all__ = ["InspectReport", "StreamInspector", "TopicStats", "inspect", "main_inspect"]
+__all__ = ["InspectReport", "StreamInspector", "TopicStats", "inspect", "main_inspect", "printable"]
