@@ -13,6 +13,7 @@ import selectors
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -259,3 +260,60 @@ def test_publisher_controlled_text_is_printed_with_every_control_character_escap
     text = out.getvalue() + "\n" + core.summary() + "\n" + core.verdict("tcp://x", 1.0)[1]
     _printed_from_the_wire_is_escaped(text)
     assert "\\x1b[2J\\x07\\r" in text and "\\x1b]0;owned\\x07\\r\\u2028\\x9b" in text, text
+
+
+def test_an_oversized_message_is_counted_as_a_loss_the_inspector_reconnects_and_fails_the_check():
+    """A real PUB on loopback (an XPUB: a PUB that also tells when a subscriber (re)subscribed, so the
+    test needs no sleeps): valid messages, one of 2 MiB, then valid ones again."""
+    import queue
+    import threading
+
+    before, after = 3, 20
+    ctx = zmq.Context()
+    endpoints: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    sent_after = []
+
+    def publish() -> None:
+        pub = ctx.socket(zmq.XPUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.setsockopt(zmq.XPUB_VERBOSE, 1)  # report the new connection's subscription even if the old one's lingers
+        pub.bind("tcp://127.0.0.1:*")
+        endpoints.put(pub.getsockopt_string(zmq.LAST_ENDPOINT))
+        try:
+            def subscribed(timeout_ms: int) -> bool:
+                end = time.monotonic() + timeout_ms / 1e3
+                while not stop.is_set() and time.monotonic() < end:
+                    if pub.poll(50) and pub.recv()[:1] == b"\x01":
+                        return True
+                return False
+            assert subscribed(30_000), "the inspector never subscribed"
+            for k in range(before):
+                pub.send(pose(5 * k))
+            pub.send(b"pose" + bytes(2 << 20))  # over the inspector's 1 MiB limit
+            subscribed(15_000)  # the inspector's new connection (today: it never comes back)
+            k = 0
+            while not stop.is_set() and k < 10_000:  # bounded
+                pub.send(pose(1000 + 5 * k))
+                sent_after.append(k)
+                k += 1
+                time.sleep(0.005)
+        finally:
+            pub.close(0)
+
+    thread = threading.Thread(target=publish, daemon=True)
+    thread.start()
+    try:
+        endpoint = endpoints.get(timeout=30)
+        out = io.StringIO()
+        report = inspect(endpoint, 15.0, out=out, max_messages=before + after)
+    finally:
+        stop.set()
+        thread.join(30)
+        ctx.term()
+    text = out.getvalue()
+    assert report.messages == before + after, text  # it kept listening after the loss
+    assert report.connection_losses == 1, text
+    assert report.exit_code == 1 and "CONFORMS" not in text, text
+    assert "connection to the publisher lost after message #3" in text
+    assert "CONNECTION LOST 1 time(s)" in text
