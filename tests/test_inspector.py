@@ -13,6 +13,7 @@ import selectors
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -231,3 +232,88 @@ def test_planner_and_command_lines_in_the_summary():
     summary = core.summary()
     assert "== planner: 5 message(s)" in summary and "(20.0 Hz)" in summary
     assert "note x1" in summary  # delta_heading is only a note
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile publishers (issue 11, items 7 and 8)
+
+CONTROL = "\x1b\x07\r\x00\x08\x7f\x9b\u2028"
+"""ESC, BEL, CR, NUL, BS, DEL, CSI and a line separator: what could rewrite a terminal."""
+
+
+def _printed_from_the_wire_is_escaped(text: str) -> None:
+    for line in text.split("\n"):
+        bad = [c for c in line if not c.isprintable()]
+        assert not bad, f"unescaped {bad!r} in {line!r}"
+
+
+def test_publisher_controlled_text_is_printed_with_every_control_character_escaped():
+    from app.streaming.protocol import build_header
+    out = io.StringIO()
+    core = StreamInspector(out)
+    topic = b"x\x1b[2J\x07\r\x08\x7f"
+    header = build_header([{"name": "f\x1b]0;owned\x07\r\u2028\x9b", "dtype": "f64", "shape": [1]}], 1)
+    core.process([topic + header + bytes(8)], 0.0)
+    core.process([topic + b"{" + b"\x1b[31m\x07\r" * 10], 0.1)  # an undecodable header, ESC inside
+    core.process([pose(0)], 0.2)
+    core.process([encode("pose", {"joint_pos": np.zeros((5, 29)), "f\x1b[5m\x07": np.zeros(1)}, 1)], 0.3)
+    text = out.getvalue() + "\n" + core.summary() + "\n" + core.verdict("tcp://x", 1.0)[1]
+    _printed_from_the_wire_is_escaped(text)
+    assert "\\x1b[2J\\x07\\r" in text and "\\x1b]0;owned\\x07\\r\\u2028\\x9b" in text, text
+
+
+def test_an_oversized_message_is_counted_as_a_loss_the_inspector_reconnects_and_fails_the_check():
+    """A real PUB on loopback (an XPUB: a PUB that also tells when a subscriber (re)subscribed, so the
+    test needs no sleeps): valid messages, one of 2 MiB, then valid ones again."""
+    import queue
+    import threading
+
+    before, after = 3, 20
+    ctx = zmq.Context()
+    endpoints: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    sent_after = []
+
+    def publish() -> None:
+        pub = ctx.socket(zmq.XPUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.setsockopt(zmq.XPUB_VERBOSE, 1)  # report the new connection's subscription even if the old one's lingers
+        pub.bind("tcp://127.0.0.1:*")
+        endpoints.put(pub.getsockopt_string(zmq.LAST_ENDPOINT))
+        try:
+            def subscribed(timeout_ms: int) -> bool:
+                end = time.monotonic() + timeout_ms / 1e3
+                while not stop.is_set() and time.monotonic() < end:
+                    if pub.poll(50) and pub.recv()[:1] == b"\x01":
+                        return True
+                return False
+            assert subscribed(30_000), "the inspector never subscribed"
+            for k in range(before):
+                pub.send(pose(5 * k))
+            pub.send(b"pose" + bytes(2 << 20))  # over the inspector's 1 MiB limit
+            subscribed(15_000)  # the inspector's new connection (today: it never comes back)
+            k = 0
+            while not stop.is_set() and k < 10_000:  # bounded
+                pub.send(pose(1000 + 5 * k))
+                sent_after.append(k)
+                k += 1
+                time.sleep(0.005)
+        finally:
+            pub.close(0)
+
+    thread = threading.Thread(target=publish, daemon=True)
+    thread.start()
+    try:
+        endpoint = endpoints.get(timeout=30)
+        out = io.StringIO()
+        report = inspect(endpoint, 15.0, out=out, max_messages=before + after)
+    finally:
+        stop.set()
+        thread.join(30)
+        ctx.term()
+    text = out.getvalue()
+    assert report.messages == before + after, text  # it kept listening after the loss
+    assert report.connection_losses == 1, text
+    assert report.exit_code == 1 and "CONFORMS" not in text, text
+    assert "connection to the publisher lost after message #3" in text
+    assert "CONNECTION LOST 1 time(s)" in text

@@ -57,6 +57,17 @@ def test_probe_of_no_server_is_unhealthy_within_its_timeout(capsys):
     assert code == 1
     out = capsys.readouterr().out
     assert "UNHEALTHY" in out and "only 0 of 5 states arrived" in out and "no answer to the handshake" in out
+    # nothing answered: nothing is known about the server's model
+    assert "matches the local model" not in out and "model      unknown (no state and no handshake)" in out
+
+
+def test_probe_of_an_unresolvable_host_is_a_usage_error_at_once(capsys):
+    # --timeout 3: before the fix this waited for it and then reported an unhealthy server (exit 1)
+    _, code = cli(["probe", "--endpoint", "notanendpoint", "--count", "5", "--timeout", "3"])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "'notanendpoint'" in captured.err and "cannot be resolved" in captured.err
 
 
 def test_run_connect_options(tmp_path):
@@ -68,3 +79,28 @@ def test_run_connect_options(tmp_path):
     args.fast = True
     with pytest.raises(RemoteConfigError, match="--fast"):
         open_remote_output(None, None, args)
+
+
+def test_probe_into_a_pipe_closed_by_its_reader_exits_quietly_with_its_verdict():
+    """`pico-teleop probe ... | head -4`: a reader that stops reading is no error of the probe's."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    port = free_port_pair()  # no server: an unhealthy verdict, exit 1
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "probe", "--endpoint", f"tcp://127.0.0.1:{port}",
+                             "--count", "2", "--timeout", "0.3"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the report is written: the write hits a closed pipe
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    text = err.decode(errors="replace")
+    assert "Traceback" not in text and "BrokenPipeError" not in text and "Exception ignored" not in text, text
+    assert proc.returncode == 1, (proc.returncode, text)

@@ -33,7 +33,7 @@ import numpy as np
 import zmq
 
 from app.remote import keys
-from app.remote.config import ClientConfig
+from app.remote.config import ClientConfig, is_ipv6_endpoint
 from app.remote.connection import ConnectionMachine, ConnectionState
 from app.remote.fingerprint import ModelFingerprint, compact_differences, fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, ArmLimits, Command, ErrorReply, Hello, MessageError, Refused,
@@ -184,6 +184,7 @@ class RemoteArms:
     def _open_dealer(self) -> None:
         d = self._ctx.socket(zmq.DEALER)
         d.linger = 0
+        d.ipv6 = is_ipv6_endpoint(self.cfg.endpoints.command)
         d.immediate = True  # queue nothing for a server that is not connected: no stale burst on reconnect
         d.sndhwm = 100
         d.rcvhwm = 1000

@@ -120,6 +120,22 @@ def client_config(args: argparse.Namespace, endpoint: str | None) -> ClientConfi
     return dataclasses.replace(cfg, **changes)
 
 
+def check_resolvable(endpoints: Endpoints) -> None:
+    """`RemoteConfigError` when a tcp endpoint's host does not resolve: ZMQ would retry it silently
+    until a timeout, and the user would wait for it to learn about a typo."""
+    import socket
+    for endpoint in (endpoints.state, endpoints.command):
+        if not endpoint.startswith("tcp://"):
+            continue
+        host, _, port = endpoint[len("tcp://"):].rpartition(":")
+        try:
+            socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise RemoteConfigError(f"endpoint {endpoint!r}: host {host!r} cannot be resolved ({why}); expected "
+                                    "tcp://HOST:PORT, HOST:PORT or HOST with a known host name or address") from None
+
+
 def serve_command(args: argparse.Namespace, config_path: str | None = None) -> int:
     """`pico-teleop serve`: run the simulation server until Ctrl-C / SIGTERM (or --seconds)."""
     from app.config import ConfigError
@@ -133,7 +149,7 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
             k = generate_keys(args.generate_keys)
         except (KeyFileError, OSError) as exc:
             return _error(str(exc))
-        print(f"server:  pico-teleop serve --allow-remote --bind tcp://0.0.0.0:5560 --curve-secret {k.server_secret} "
+        print_to_stdout(f"server:  pico-teleop serve --allow-remote --bind tcp://0.0.0.0:5560 --curve-secret {k.server_secret} "
               f"--curve-clients {k.clients_dir}\nclient:  pico-teleop run --connect tcp://SERVER:5560 --server-key "
               f"{k.server_public} --client-key {k.client_secret}\nCopy {k.server_public} and {k.client_secret} to the "
               f"client machine; keep every *.key_secret private. More clients: put their public .key files in "
@@ -209,13 +225,28 @@ def probe_command(args: argparse.Namespace, config_path: str | None = None) -> i
     try:
         cfg = _app_config(config_path)
         ccfg = client_config(args, args.endpoint)
+        check_resolvable(ccfg.endpoints)
         scene = load_scene(cfg)
         local = fingerprint_of(scene.model, scene.path)
         report = probe(local, ccfg, args.count, args.timeout)
     except (ConfigError, RemoteConfigError, SceneError, KeyFileError) as exc:
         return _error(str(exc))
-    print(format_report(report, local))
+    print_to_stdout(format_report(report, local))
     return EXIT_OK if report.healthy else EXIT_FAILURE
+
+
+def print_to_stdout(text: str) -> None:
+    """Print and flush `text`; a reader that closed the pipe (`probe | head -4`) is no error: the rest
+    of the output is discarded quietly, and the command keeps its own exit code."""
+    import os
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python's final flush of sys.stdout would fail again (and print "Exception ignored"):
+        # point the descriptor at /dev/null so that nothing more can fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def open_remote_output(cfg, scene, args: argparse.Namespace):

@@ -38,6 +38,12 @@ def _num(v: Any, lo: float, hi: float) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
 
 
+def is_ipv6_endpoint(endpoint: str) -> bool:
+    """True for `tcp://[IPv6]:PORT`: ZMQ sockets leave IPv6 off (`ZMQ_IPV6`), and then fail to bind or
+    connect such an address ("No such device"), so a socket for this endpoint needs `ipv6 = True`."""
+    return endpoint.startswith("tcp://[")
+
+
 def _endpoint_ok(e: Any) -> bool:
     return isinstance(e, str) and e.startswith(("tcp://", "ipc://", "inproc://")) and len(e) > 6
 
@@ -125,7 +131,8 @@ class ServerConfig:
     max_messages_per_tick: int = 64
     """Commands and handshakes handled per tick at most; the rest wait for the next tick."""
     max_clients: int = 32
-    """Handshaken clients remembered; the least recently heard one is forgotten beyond this."""
+    """Handshaken clients remembered. A new client beyond this evicts the least recently heard one that
+    commands no arm; when every one commands an arm, the new client's hello is refused."""
     max_message_bytes: int = 65536
     """Larger incoming messages make ZMQ drop the connection (ZMQ_MAXMSGSIZE)."""
     curve_secret_key: str = ""

@@ -17,7 +17,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from app.remote import keys
-from app.remote.config import ClientConfig
+from app.remote.config import ClientConfig, is_ipv6_endpoint
 from app.remote.fingerprint import ModelFingerprint, compact_differences
 from app.remote.messages import (Hello, MessageError, Refused, State, Welcome, decode_server_reply, decode_state,
                                  encode_hello)
@@ -60,8 +60,9 @@ def probe(local: ModelFingerprint, cfg: ClientConfig, count: int = 200, timeout_
     dealer = ctx.socket(zmq.DEALER)
     mon = None
     try:
-        for s in (sub, dealer):
+        for s, endpoint in ((sub, cfg.endpoints.state), (dealer, cfg.endpoints.command)):
             s.linger = 0
+            s.ipv6 = is_ipv6_endpoint(endpoint)
             if cfg.curve:
                 keys.make_curve_client(s, cfg.curve_server_key, cfg.curve_client_key)
         dealer.immediate = True
@@ -186,8 +187,13 @@ def format_report(r: ProbeReport, local: ModelFingerprint) -> str:
     else:
         lines.append(f"  server     no state{': ' + r.connection_error if r.connection_error else ''}")
     files = ", ".join(n for n, _ in local.files)
-    lines.append(f"  model      {'differs: ' + '; '.join(r.fingerprint_diffs) if r.fingerprint_diffs else 'matches the local model'}"
-                 f" ({files})")
+    if r.fingerprint_diffs:
+        model = "differs: " + "; ".join(r.fingerprint_diffs)
+    elif r.welcome is None and r.refused is None and last is None:
+        model = "unknown (no state and no handshake)"  # nothing answered: no claim either way
+    else:
+        model = "matches the local model"
+    lines.append(f"  model      {model} ({files})")
     if r.welcome is not None:
         lines.append(f"  handshake  welcome in {r.handshake_rtt_s * 1e3:.1f} ms; server {r.welcome.state_rate_hz:g} Hz, "
                      f"commands valid at most {r.welcome.max_validity_s:.3f} s")

@@ -35,7 +35,7 @@ import zmq
 from app.config import Config
 from app.control.timing import LoopTimer
 from app.remote import keys
-from app.remote.config import ServerConfig
+from app.remote.config import ServerConfig, is_ipv6_endpoint
 from app.remote.fingerprint import ModelFingerprint, fingerprint_of
 from app.remote.messages import (Ack, ArmMode, ArmState, Command, ErrorReply, Hello, MessageError, RejectCode, Refused,
                                  Rejection, State, Welcome, decode_client_message, encode_ack, encode_error,
@@ -62,11 +62,19 @@ class _Peer:
 class _ArmSlot:
     """What the server is doing with one arm (only the server thread touches it)."""
 
+    q_target_rad: np.ndarray
+    """The joint targets applied now (feed-forward lead excluded); they move towards `q_goal_rad`
+    no faster than the policy's joint velocity limits."""
     mode: ArmMode = ArmMode.WAITING
     valid_until_s: float = -math.inf
     gripper: float = 0.0
     cmd_seq: int = -1
     owner: bytes = b""
+    q_goal_rad: np.ndarray | None = None
+    """The newest accepted command's joint targets (None while not ACTIVE)."""
+    qdot_goal_rad_s: np.ndarray | None = None
+    target_time_s: float = 0.0
+    """Simulation time at which `q_target_rad` was last applied (s)."""
 
 
 class _LogLimiter:
@@ -108,8 +116,11 @@ class SimServer:
         self.instance = uuid.uuid4().hex
         self.seq = 0
         self.counts: Counter[str] = Counter()
-        """accepted, rejected, rejected:<code>, malformed, deadman, skipped_steps, dropped_replies, hellos, refused."""
-        self._arms = {name: _ArmSlot(gripper=self._gripper_fraction(name)) for name in scene.arms}
+        """accepted, rejected, rejected:<code>, malformed, deadman, clamped, skipped_steps, dropped_replies, hellos,
+        refused, evicted."""
+        self._arms = {name: _ArmSlot(self.sim.data.ctrl[list(h.actuator_ids)].copy(), gripper=self._gripper_fraction(name))
+                      for name, h in scene.arms.items()}
+        self._vmax_rad_s = np.asarray(self.scfg.policy.max_joint_vel_rad_s, dtype=float)
         self._peers: OrderedDict[bytes, _Peer] = OrderedDict()
         self._stop = threading.Event()
         self._limiter = _LogLimiter()
@@ -138,8 +149,9 @@ class SimServer:
                 self._auth = keys.start_authenticator(self._ctx, s.curve_clients_dir)
             self._pub = self._ctx.socket(zmq.PUB)
             self._router = self._ctx.socket(zmq.ROUTER)
-            for sock in (self._pub, self._router):
+            for sock, endpoint in ((self._pub, s.endpoints.state), (self._router, s.endpoints.command)):
                 sock.linger = 0
+                sock.ipv6 = is_ipv6_endpoint(endpoint)
                 if s.curve:
                     keys.make_curve_server(sock, s.curve_secret_key)
             self._pub.sndhwm = 100
@@ -201,6 +213,7 @@ class SimServer:
     def tick(self, now_s: float) -> None:
         self._handle_messages(now_s)
         self._apply_deadman()
+        self._apply_targets()
         # A tick that stepped nothing (it ran right after a late one that caught up) would
         # publish the previous simulation time again; clients and `probe` rely on sim time
         # strictly increasing between states, so such a tick publishes nothing.
@@ -228,9 +241,30 @@ class SimServer:
             if slot.mode is ArmMode.ACTIVE and t > slot.valid_until_s:
                 q = self.sim.data.qpos[self._qpos_adr[name]]
                 self.sim.send(name, q, slot.gripper, None)
-                slot.mode = ArmMode.HELD
+                slot.mode, slot.q_target_rad, slot.q_goal_rad, slot.qdot_goal_rad_s = ArmMode.HELD, q.copy(), None, None
+                slot.target_time_s = t
                 self.counts["deadman"] += 1
                 log.info("deadman: arm %s held at sim time %.3f s (command #%d expired)", name, t, slot.cmd_seq)
+
+    def _apply_targets(self) -> None:
+        """Move each active arm's applied targets towards its command's, at most `max_joint_vel_rad_s`
+        times the simulation time since they were last applied: whatever a client sends, the commanded
+        trajectory never asks a joint to move faster than its velocity limit. Limited moves are
+        counted (`clamped`, one per arm and tick)."""
+        t = self.sim.sim_time_s
+        for name, slot in self._arms.items():
+            if slot.mode is not ArmMode.ACTIVE or slot.q_goal_rad is None:
+                # Holding a target counts as applying it: an arm idle for minutes gets no larger first step.
+                slot.target_time_s = t
+                continue
+            max_step = self._vmax_rad_s * max(0.0, t - slot.target_time_s)
+            step = slot.q_goal_rad - slot.q_target_rad
+            limited = np.clip(step, -max_step, max_step)
+            if np.any(limited != step):
+                self.counts["clamped"] += 1
+            slot.q_target_rad = slot.q_target_rad + limited
+            slot.target_time_s = t
+            self.sim.send(name, slot.q_target_rad, slot.gripper, slot.qdot_goal_rad_s)
 
     def state(self) -> State:
         d = self.sim.data
@@ -296,14 +330,30 @@ class SimServer:
             self._reply(ident, envelope, encode_refused(Refused(self.instance, "model mismatch: " + "; ".join(diffs), tuple(diffs))))
             return
         if ident not in self._peers:
+            if len(self._peers) >= self.scfg.max_clients and not self._evict_an_idle_peer():
+                self.counts["refused"] += 1
+                reason = (f"server full: all {len(self._peers)} clients it remembers (server.max_clients) are "
+                          "commanding an arm; try again when one stops")
+                self._limiter.warning("full", f"refused client {hello.client!r:.70} (peer {ident.hex()[:16]}): {reason}")
+                self._reply(ident, envelope, encode_refused(Refused(self.instance, reason, ())))
+                return
             log.info("client %r (peer %s) connected", hello.client, ident.hex()[:16])
         self._peers[ident] = _Peer(hello.client, now_s)
         self._peers.move_to_end(ident)
-        while len(self._peers) > self.scfg.max_clients:
-            old, peer = self._peers.popitem(last=False)
-            log.info("forgetting client %r (peer %s): more than %d clients", peer.name, old.hex()[:16], self.scfg.max_clients)
         self._reply(ident, envelope, encode_welcome(Welcome(self.instance, self.fingerprint, self.scfg.rate_hz,
                                                             self.scfg.policy.max_validity_s, self.policy.limits)))
+
+    def _evict_an_idle_peer(self) -> bool:
+        """Forget the longest idle peer that commands no arm (False: every peer commands one)."""
+        commanding = {slot.owner for slot in self._arms.values() if slot.mode is ArmMode.ACTIVE}
+        for ident, peer in self._peers.items():  # least recently heard first
+            if ident not in commanding:
+                del self._peers[ident]
+                self.counts["evicted"] += 1
+                log.info("forgetting client %r (peer %s): idle, and more than %d clients", peer.name, ident.hex()[:16],
+                         self.scfg.max_clients)
+                return True
+        return False
 
     def _on_command(self, ident: bytes, envelope: list[bytes], cmd: Command, now_s: float) -> None:
         t = self.sim.sim_time_s
@@ -335,8 +385,10 @@ class SimServer:
             self._reply(ident, envelope, encode_ack(Ack(cmd.seq, False, t, tuple(reasons))))
             return
         for arm, a in cmd.arms.items():
-            self.sim.send(arm, np.asarray(a.q_rad), a.gripper, None if a.qdot_rad_s is None else np.asarray(a.qdot_rad_s))
             slot = self._arms[arm]
+            # Applied by `_apply_targets` in this tick, within the joint velocity limits.
+            slot.q_goal_rad = np.asarray(a.q_rad, dtype=float)
+            slot.qdot_goal_rad_s = None if a.qdot_rad_s is None else np.asarray(a.qdot_rad_s, dtype=float)
             if slot.mode is not ArmMode.ACTIVE:
                 log.info("arm %s: following client %r from command #%d", arm, peer.name if peer else "?", cmd.seq)
             slot.mode, slot.valid_until_s, slot.gripper, slot.cmd_seq, slot.owner = (

@@ -22,6 +22,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from app.remote import keys
+from app.remote.config import is_ipv6_endpoint
 from app.remote.messages import MessageError, State, decode_state
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class StateReceiver:
     def _open(self) -> tuple[zmq.Socket, zmq.Socket]:
         sub = self._ctx.socket(zmq.SUB)
         sub.linger = 0
+        sub.ipv6 = is_ipv6_endpoint(self.endpoint)
         sub.rcvhwm = 1000
         sub.reconnect_ivl = 100
         sub.reconnect_ivl_max = 1000

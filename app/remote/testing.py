@@ -22,13 +22,14 @@ _READY = re.compile(r"pico-teleop serve: instance ([0-9a-f]{32})")
 
 def free_port_pair(host: str = "127.0.0.1", attempts: int = 50) -> int:
     """A port P such that P and P + 1 were both free a moment ago (state and command sockets)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(attempts):
-        with socket.socket() as a:
+        with socket.socket(family) as a:
             a.bind((host, 0))
             port = a.getsockname()[1]
             if port >= 65535:
                 continue
-            with socket.socket() as b:
+            with socket.socket(family) as b:
                 try:
                     b.bind((host, port + 1))
                 except OSError:
@@ -110,6 +111,7 @@ class Observer:
         self._ctx = zmq.Context()
         self.sub = self._ctx.socket(zmq.SUB)
         self.sub.linger = 0
+        self.sub.ipv6 = endpoint.startswith("tcp://[")
         if curve is not None:
             keys.make_curve_client(self.sub, *curve)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"")
@@ -160,6 +162,7 @@ class RawClient:
         self._ctx = zmq.Context()
         self.sock = self._ctx.socket(zmq.DEALER)
         self.sock.linger = 0
+        self.sock.ipv6 = endpoint.startswith("tcp://[")
         if curve is not None:
             keys.make_curve_client(self.sock, *curve)
         self.sock.connect(endpoint)

@@ -9,12 +9,17 @@ playback resets the deploy would make, protocol versions and changes, the field 
 from `timestamp_monotonic` (same-host clocks only) and the violation counts.
 
 Exit code (`InspectReport.exit_code`): 0 when messages arrived and all conform (NOTEs allowed), 1
-when any message has an ERROR or WARNING, or when nothing arrived.
+when any message has an ERROR or WARNING, when nothing arrived, or when the connection was lost
+(a check that missed messages cannot pass).
 
 Memory is bounded for any run length and any publisher: counters, capped histograms, capped
 topic/layout tables and a fixed-size latency window; at most `max_printed_per_code` lines per
-violation kind are printed (all are counted). The socket refuses messages over
-`max_message_bytes` (libzmq then drops that connection and reconnects).
+violation kind are printed (all are counted). Every line that carries publisher-controlled text
+(topics, field names, values) is printed with its non-printable characters escaped (`printable`).
+The socket refuses messages over
+`max_message_bytes`: libzmq then drops that connection for good, so the inspector watches its
+socket's disconnections, counts each loss (printed, and in `InspectReport.connection_losses`),
+opens a new connection and keeps checking; any loss fails the check.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import TextIO
 
 import numpy as np
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from app.streaming.protocol import TOPIC_COMMAND, TOPIC_POSE, DecodeError, Message, decode
 from app.streaming.validation import (
@@ -53,6 +59,15 @@ LATENCY_WINDOW = 4096
 MAX_VERSION_CHANGES_LISTED = 20
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 """Largest message accepted (1 MiB; a 5-frame pose message is ~7 KB, a 100-frame one ~50 KB)."""
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped as Python writes it (`\\x1b`, `\\r`,
+    `\\u2028`): topics, field names and values come from the publisher, and raw ESC, BEL or CR
+    in them would let it rewrite the terminal the inspector prints to."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 @dataclass
@@ -104,6 +119,7 @@ class InspectReport:
     messages: int
     nonconforming: int
     topics: tuple[str, ...]
+    connection_losses: int = 0
 
 
 class StreamInspector:
@@ -125,6 +141,16 @@ class StreamInspector:
         self.topics: dict[str, TopicStats] = {}
         self._printed: Counter = Counter()
         self._planner_mode = True  # zmq_manager starts in PLANNER mode
+        self.connection_losses = 0
+        """Times the connection dropped; messages sent meanwhile were never seen, so the check is incomplete."""
+
+    def connection_lost(self, max_message_bytes: int) -> None:
+        """The connection dropped after message #`self.messages` (the caller reconnects)."""
+        self.connection_losses += 1
+        if self.connection_losses <= self.max_printed_per_code:
+            print(f"connection to the publisher lost after message #{self.messages} (a message over "
+                  f"{_size(max_message_bytes)}, or the publisher closed the connection): reconnecting; what was "
+                  "sent meanwhile is not checked", file=self.out)
 
     # -- feeding ----------------------------------------------------------------------------
     def process(self, parts: list[bytes], recv_time_s: float) -> list[Violation]:
@@ -238,17 +264,17 @@ class StreamInspector:
         key = ("event", text[:40])
         self._printed[key] += 1
         if self._printed[key] <= self.max_printed_per_code:
-            print(f"#{n} {topic}: {text}", file=self.out)
+            print(printable(f"#{n} {topic}: {text}"), file=self.out)
 
     def _print_violation(self, n: int, topic: str, v: Violation) -> None:
         key = (v.severity, v.code)
         self._printed[key] += 1
         count = self._printed[key]
         if count <= self.max_printed_per_code:
-            print(f"#{n} {topic}: {v.severity.value.upper()} {v}", file=self.out)
+            print(printable(f"#{n} {topic}: {v.severity.value.upper()} {v}"), file=self.out)
         elif count == self.max_printed_per_code + 1:
-            print(f"#{n} {topic}: ({v.severity.value} '{v.code}' keeps occurring; further ones are counted, "
-                  "not printed)", file=self.out)
+            print(printable(f"#{n} {topic}: ({v.severity.value} '{v.code}' keeps occurring; further ones are counted, "
+                            "not printed)"), file=self.out)
 
     @property
     def conforming(self) -> bool:
@@ -258,7 +284,7 @@ class StreamInspector:
         lines: list[str] = []
         for stats in self.topics.values():
             lines += self._topic_summary(stats)
-        return "\n".join(lines)
+        return "\n".join(printable(line) for line in lines)
 
     def _topic_summary(self, s: TopicStats) -> list[str]:
         dur = (s.last_rx_s - s.first_rx_s) if s.first_rx_s is not None and s.last_rx_s is not None else 0.0
@@ -301,6 +327,10 @@ class StreamInspector:
         return out
 
     def verdict(self, endpoint: str, seconds: float | None) -> tuple[int, str]:
+        if self.connection_losses:
+            return 1, (f"CONNECTION LOST {self.connection_losses} time(s): messages were missed, so the stream "
+                       f"cannot be called conforming ({self.messages} message(s) checked, {self.nonconforming} "
+                       "break a rule)")
         if self.messages == 0:
             span = f"in {seconds:g} s" if seconds is not None else "before stopping"
             return 1, (f"NOTHING RECEIVED from {endpoint} {span}: is the publisher running and bound there "
@@ -308,6 +338,51 @@ class StreamInspector:
         if self.nonconforming:
             return 1, f"DOES NOT CONFORM: {self.nonconforming} of {self.messages} message(s) break a rule"
         return 0, f"CONFORMS: all {self.messages} message(s) follow the receiving side's rules"
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def _open_sub(ctx: zmq.Context, endpoint: str, max_message_bytes: int) -> tuple[zmq.Socket, zmq.Socket]:
+    """A SUB on `endpoint` (everything subscribed) and a monitor socket that reports its disconnections."""
+    sock = ctx.socket(zmq.SUB)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVHWM, 256)
+    sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
+    sock.setsockopt(zmq.IPV6, int(endpoint.startswith("tcp://[")))
+    sock.setsockopt(zmq.SUBSCRIBE, b"")
+    mon = sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+    try:
+        sock.connect(endpoint)
+    except zmq.ZMQError as exc:
+        _close_sub(sock, mon)
+        raise ValueError(f"cannot connect to {endpoint!r}: {exc}") from None
+    return sock, mon
+
+
+def _close_sub(sock: zmq.Socket, mon: zmq.Socket) -> None:
+    sock.disable_monitor()
+    mon.close(0)
+    sock.close(0)
+
+
+def _drain(sock: zmq.Socket, core: StreamInspector, max_messages: int | None) -> None:
+    while max_messages is None or core.messages < max_messages:
+        try:
+            parts = sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        core.process(parts, time.monotonic())
+
+
+def _disconnected(mon: zmq.Socket) -> bool:
+    lost = False
+    while True:
+        try:
+            lost |= recv_monitor_message(mon, zmq.NOBLOCK)["event"] == zmq.EVENT_DISCONNECTED
+        except zmq.Again:
+            return lost
 
 
 def inspect(endpoint: str, seconds: float | None, *, out: TextIO | None = None, max_messages: int | None = None,
@@ -322,47 +397,41 @@ def inspect(endpoint: str, seconds: float | None, *, out: TextIO | None = None, 
     if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"seconds must be a positive number or None, got {seconds!r}")
     ctx = context or zmq.Context.instance()
-    sock = ctx.socket(zmq.SUB)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RCVHWM, 256)
-    sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
-    sock.setsockopt(zmq.SUBSCRIBE, b"")
-    try:
-        sock.connect(endpoint)
-    except zmq.ZMQError as exc:
-        sock.close(0)
-        raise ValueError(f"cannot connect to {endpoint!r}: {exc}") from None
+    sock, mon = _open_sub(ctx, endpoint, max_message_bytes)
     core = StreamInspector(out, pose_topic=pose_topic, max_printed_per_code=max_printed_per_code)
     span = f"{seconds:g} s" if seconds is not None else "until Ctrl-C"
     print(f"inspect {endpoint}: all topics, {span}" + (f", at most {max_messages} messages" if max_messages else ""),
           file=out)
     deadline = None if seconds is None else time.monotonic() + seconds
-    poller = zmq.Poller()
-    poller.register(sock, zmq.POLLIN)
     try:
         while max_messages is None or core.messages < max_messages:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 break
             wait_ms = 100 if deadline is None else max(1, min(100, int((deadline - now) * 1e3)))
-            if not poller.poll(wait_ms):
-                continue
-            while max_messages is None or core.messages < max_messages:
-                try:
-                    parts = sock.recv_multipart(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                core.process(parts, time.monotonic())
+            poller = zmq.Poller()
+            poller.register(sock, zmq.POLLIN)
+            poller.register(mon, zmq.POLLIN)
+            events = dict(poller.poll(wait_ms))
+            if sock in events:
+                _drain(sock, core, max_messages)
+            if mon in events and _disconnected(mon):
+                # libzmq ends a connection on a message over MAXMSGSIZE as a protocol error and,
+                # unlike after a network error, never reconnects it: the SUB would stay deaf.
+                _drain(sock, core, max_messages)  # what arrived before the loss still counts
+                core.connection_lost(max_message_bytes)
+                _close_sub(sock, mon)
+                sock, mon = _open_sub(ctx, endpoint, max_message_bytes)
     except KeyboardInterrupt:
         print("(interrupted)", file=out)
     finally:
-        sock.close(0)
+        _close_sub(sock, mon)
     summary = core.summary()
     if summary:
         print(summary, file=out)
     code, verdict = core.verdict(endpoint, seconds)
     print(verdict, file=out)
-    return InspectReport(code, core.messages, core.nonconforming, tuple(core.topics))
+    return InspectReport(code, core.messages, core.nonconforming, tuple(core.topics), core.connection_losses)
 
 
 def main_inspect(endpoint: str, seconds: float | None, out: TextIO | None = None) -> int:
@@ -375,4 +444,4 @@ def main_inspect(endpoint: str, seconds: float | None, out: TextIO | None = None
         return 2
 
 
-__all__ = ["InspectReport", "StreamInspector", "TopicStats", "inspect", "main_inspect"]
+__all__ = ["InspectReport", "StreamInspector", "TopicStats", "inspect", "main_inspect", "printable"]
