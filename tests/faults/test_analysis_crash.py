@@ -25,7 +25,7 @@ from app.sessions.recorder import Recorder
 from app.sessions.schema import sidecar_path
 from tests.test_sessions import make_snapshots
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FLUSH_INTERVAL_S = 1.0
 """The recorder's default: rows reach the file (and the disk) at least this often."""
 SLACK_S = 0.35
