@@ -115,3 +115,26 @@ def test_buttons_toggling_every_tick_and_absurd_sticks_move_nothing_wild(base_re
     for arm in ("left", "right"):
         g = replayed.data[f"{arm}_gripper_cmd"]
         assert np.all((g >= 0.0) & (g <= 1.0)), "a gripper command left 0..1"
+
+
+def test_flipped_quaternions_are_the_same_rotation_and_move_nothing(base_recording, joint_ranges, tmp_path):
+    """q and -q are one rotation: a controller whose quaternion sign flips every other tick is a
+    valid input (not rejected) and must not make the arm or its target jump."""
+    base = read_session(base_recording)
+    data = {c: np.array(base.data[c], dtype=float) for c in INPUT_COLUMNS if c in base.data}
+    flip = np.where(np.arange(len(data["t_s"])) % 2 == 1, -1.0, 1.0)
+    for dev in ("left", "right", "head"):
+        for a in QUAT:
+            data[f"in_{dev}_{a}"] = data[f"in_{dev}_{a}"] * flip
+    out = tmp_path / "flipped-replayed.csv"
+    run = cli("run", "--replay", str(write_inputs(tmp_path / "flipped.csv", data)), "--fast", "--quiet",
+              "--record", str(out))
+    assert run.code == 0, run.stderr[-2000:]
+    assert_no_traceback(run)
+    replayed = read_session(out)
+    assert int(replayed.data["rejected_total"][-1]) == 0
+    check_motion_promises(replayed, joint_ranges)
+    original = read_session(base_recording)
+    for arm in ("left", "right"):  # the same motion as with unflipped quaternions
+        for a in ("x_m", "y_m", "z_m"):
+            assert np.allclose(replayed.data[f"{arm}_target_{a}"], original.data[f"{arm}_target_{a}"], atol=1e-6)
