@@ -129,3 +129,21 @@ def test_gui_replay_reproduces_the_recorded_targets(window, qtbot, tmp_path):
         expected = tuple(rec.data[f"{arm}_target_{a}"][i] for arm in ("left", "right") for a in ("x_m", "y_m", "z_m"))
         assert got.get(round(float(t), 6)) == pytest.approx(expected, abs=1e-12), f"tick at t={t:.3f} s differs"
     window.select_source("demo")
+
+
+def test_a_dead_core_is_shown_at_once_and_restarts(window, qtbot):
+    old = window.runner
+    qtbot.waitUntil(lambda: old.latest() is not None, timeout=10000)
+    old.process.kill()
+    t_kill = time.monotonic()
+    qtbot.waitUntil(lambda: window.banner.level == "error" and "not running" in window.banner.text(), timeout=2000)
+    shown_s = time.monotonic() - t_kill
+    assert shown_s <= 0.5 + 0.1, f"the window said so after {shown_s:.2f} s"  # one UI refresh of margin
+    assert window.viewport.hud.alert.startswith("CORE LOST")
+    qtbot.waitUntil(lambda: "ended" in window.status_panel.core_label.text(), timeout=1000)
+    window.act_restart_core.trigger()
+    new = window.runner
+    assert new is not old and new.process.pid != old.process.pid
+    qtbot.waitUntil(lambda: new.latest() is not None and new.running, timeout=15000)
+    qtbot.waitUntil(lambda: window.viewport.hud.alert == "", timeout=3000)
+    assert window.plots.buffers is new.buffers
