@@ -230,18 +230,23 @@ class Pipeline:
         self.stop()
         self.close_stream()
 
+    # Read from other threads too (the core's sender): each takes the loop once, as it may be replaced meanwhile.
+
     @property
     def running(self) -> bool:
-        return self.loop is not None and self.loop.running
+        loop = self.loop
+        return loop is not None and loop.running
 
     @property
     def finished(self) -> bool:
         """The loop ended by itself (tick budget reached, replay finished, fatal error)."""
-        return self.loop is not None and not self.loop.running and self.loop.wait(0)
+        loop = self.loop
+        return loop is not None and not loop.running and loop.wait(0)
 
     @property
     def fatal_error(self) -> str:
-        return self.loop.fatal_error if self.loop is not None else ""
+        loop = self.loop
+        return loop.fatal_error if loop is not None else ""
 
     def send(self, command: Command) -> None:
         if self.loop is None:
@@ -249,10 +254,12 @@ class Pipeline:
         self.loop.send(command)
 
     def latest(self) -> Snapshot | None:
-        return self.loop.latest() if self.loop is not None else None
+        loop = self.loop
+        return loop.latest() if loop is not None else None
 
     def stats(self) -> TimingStats | None:
-        return self.loop.stats() if self.loop is not None else None
+        loop = self.loop
+        return loop.stats() if loop is not None else None
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until the loop ends by itself; True if it has."""
