@@ -15,8 +15,9 @@ from app.remote.config import ClientConfig, Endpoints
 from app.remote.connection import ConnectionState
 from app.remote.keys import generate_keys
 from app.remote.messages import ArmMode
-from app.remote.testing import Observer, ServerProcess
-from app.runtime import build_engine, load_scene, make_demo
+from app.remote.tools import Observer, ServerProcess
+from app.runtime import build_engine, make_demo
+from app.sim.scene import load_scene
 
 
 @pytest.fixture(scope="module")

@@ -141,8 +141,7 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
     from app.config import ConfigError
     from app.remote.keys import KeyFileError, generate_keys
     from app.remote.server import ServerError, SimServer
-    from app.runtime import load_scene
-    from app.sim.scene import SceneError
+    from app.sim.scene import SceneError, load_scene
 
     if args.generate_keys:
         try:
@@ -218,8 +217,7 @@ def probe_command(args: argparse.Namespace, config_path: str | None = None) -> i
     from app.remote.fingerprint import fingerprint_of
     from app.remote.keys import KeyFileError
     from app.remote.probe import format_report, probe
-    from app.runtime import load_scene
-    from app.sim.scene import SceneError
+    from app.sim.scene import SceneError, load_scene
 
     config_path = config_path or getattr(args, "run_config", None) or getattr(args, "config", None)
     try:
