@@ -226,7 +226,7 @@ def test_endpoints_and_settings():
                                    "policy": {"max_target_offset_rad": 0.3}, "client": {"validity_s": 0.08}})
     assert cfg.server.endpoints.command == "tcp://127.0.0.1:6001" and cfg.server.rate_hz == 250.0
     assert cfg.server.policy.max_target_offset_rad == 0.3 and cfg.client.validity_s == 0.08
-    with pytest.raises(RemoteConfigError, match="unknown setting 'policy.max_speed'"):
+    with pytest.raises(RemoteConfigError, match="unknown config key 'policy.max_speed'"):
         remote_config_from_dict({"policy": {"max_speed": 1.0}})
 
 

@@ -173,7 +173,7 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
         scene = load_scene(cfg)
         server = SimServer(cfg, scene, rcfg)
     except (ConfigError, RemoteConfigError, SceneError) as exc:
-        return _error(str(exc).replace("setting 'server endpoints'", "--bind"))
+        return _error(str(exc).replace("config key 'server endpoints'", "--bind"))
     if not rcfg.endpoints.loopback:
         print(f"pico-teleop serve: WARNING: binding {rcfg.endpoints.state} and {rcfg.endpoints.command}, reachable from "
               "the network" + ("" if rcfg.curve else ", WITHOUT CurveZMQ: anyone who reaches them can move the robot"),
