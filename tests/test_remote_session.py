@@ -15,15 +15,15 @@ import pytest
 from app.config import Config
 from app.control.loop import ControlLoop
 from app.remote.client import RemoteConnectError, connect_remote
-from app.remote.config import ClientConfig, Endpoints
+from app.remote.config import ClientConfig, Endpoints, PolicyConfig
 from app.remote.connection import LinkState
 from app.remote.fingerprint import fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, ArmMode, ErrorReply, Hello, RejectCode, ServerCommand, Welcome,
                                  encode_command, encode_hello)
 from app.remote.tools import Observer, RawClient, ServerProcess
-from tests.remote_helpers import ClientProcess
 from app.runtime import build_engine, make_demo
 from app.sim.scene import load_scene
+from tests.remote_helpers import ClientProcess
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,8 @@ def test_bad_commands_are_rejected_with_reasons_and_change_nothing(server, scene
         q_out = q.copy()
         q_out[3] = 0.5  # joint4 ctrlrange is [-3.07, -0.07]
         q_policy = q.copy()
-        q_policy[0] = 2.893  # inside the ctrlrange (2.8973), outside the policy (2.8873)
+        ctrl_hi = scene.arms["left"].ctrl_range[0, 1]
+        q_policy[0] = ctrl_hi - PolicyConfig().joint_margin_rad / 2  # inside the ctrlrange, outside the policy
         q_far = q.copy()
         q_far[0] += 0.7
         cases = [
@@ -280,7 +281,8 @@ def test_the_client_output_reports_its_state_and_never_blocks(server, scene):
         out.send("left", q, 0.0)
         assert out.step(0.005) == 0 and len(new_engine) == 1 and out.state is LinkState.CONNECTED
         q_sent, g = out.send("left", q + np.array([10.0, 0, 0, 0, 0, 0, 0]), 2.0)  # clipped to the policy
-        assert q_sent[0] == pytest.approx(2.8873) and g == 1.0
+        policy_hi = scene.arms["left"].ctrl_range[0, 1] - PolicyConfig().joint_margin_rad
+        assert policy_hi < scene.arms["left"].ctrl_range[0, 1] and q_sent[0] == pytest.approx(policy_hi) and g == 1.0
     finally:
         out.close()
     assert out.status().state is LinkState.CLOSED

@@ -8,7 +8,7 @@ every command the same way (`clip_command`), each against its own limits (`Comma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Protocol, runtime_checkable
 
 import mujoco
 import numpy as np
@@ -69,6 +69,7 @@ def clip_command(arm: str, q_cmd_rad, gripper_close: float, qdot_cmd_rad_s, limi
     return q_sent, g, qdot
 
 
+@runtime_checkable
 class ArmsOutput(Protocol):
     """Two arms the engine commands: joint position targets and grippers in, joints and TCPs out."""
 
