@@ -15,7 +15,7 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ARMS: tuple[str, ...] = ("left", "right")
 
@@ -54,6 +54,11 @@ class ConfigError(ValueError):
 def _require(cond: bool, key: str, expected: str, found: Any) -> None:
     if not cond:
         raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
+
+
+require = _require
+"""`require(cond, key, expected, found)`: ConfigError naming the key, the expected and the found value
+unless `cond`; the one check that every module's settings (`__post_init__`) use."""
 
 
 def _quat_is_unit(q, tol: float) -> bool:
@@ -386,6 +391,10 @@ def _num(v, lo: float, hi: float) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
 
 
+is_number_in = _num
+"""`is_number_in(v, lo, hi)`: a finite int or float (not a bool) in lo..hi."""
+
+
 def is_loopback_endpoint(endpoint: str) -> bool:
     """True for `tcp://` on 127.0.0.0/8, ::1 or localhost, and for host-local `ipc://` / `inproc://`."""
     if endpoint.startswith(("ipc://", "inproc://")):
@@ -660,6 +669,12 @@ def config_from_dict(data: dict[str, Any], base: Config | None = None) -> Config
     return _build(Config, data, "", base if base is not None else Config())
 
 
+def overlay(base: Any, data: dict[str, Any], prefix: str) -> Any:
+    """`base` (a settings dataclass) with the values in `data` (parsed TOML) on top, checked as
+    `load_config` checks them; errors name the keys as `prefix.key`."""
+    return _build(type(base), data, prefix, base)
+
+
 MAX_CONFIG_BYTES = 1 << 20
 """Size of a TOML configuration file `load_config` reads; a real one is a few kB."""
 
@@ -673,34 +688,46 @@ def load_config(path: str | Path | None, base: Config | None = None) -> Config:
     """
     if path is None:
         return base if base is not None else Config()
+    return settings_from_file(path, lambda data: config_from_dict(data, base))
+
+
+def read_toml(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The parsed TOML file at `path`; ConfigError with one line naming the `what`, the file and,
+    where the parser says, the line and column otherwise (see `load_config`)."""
     p = Path(path)
     try:
         with open(p, "rb") as f:
             raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(f"config file not found: {p}") from None
+        raise ConfigError(f"{what} not found: {p}") from None
     except OSError as exc:
-        raise ConfigError(f"config file {p} cannot be read: {exc.strerror or exc}") from None
+        raise ConfigError(f"{what} {p} cannot be read: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file {p} is larger than the limit of {MAX_CONFIG_BYTES} bytes")
+        raise ConfigError(f"{what} {p} is larger than the limit of {MAX_CONFIG_BYTES} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, col = _line_col(raw, exc.start)
-        raise ConfigError(f"config file {p} line {line}, column {col}: not UTF-8 text (byte {raw[exc.start]:#04x})") from None
+        raise ConfigError(f"{what} {p} line {line}, column {col}: not UTF-8 text (byte {raw[exc.start]:#04x})") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+        raise ConfigError(f"{what} {p} is not valid TOML: {exc}") from None
     except RecursionError:
         where = _deepest(text)
-        what = "nested more than 100 deep" if where else "nested too deeply to read"
-        raise ConfigError(f"config file {p}{where}: arrays or inline tables {what}") from None
+        nesting = "nested more than 100 deep" if where else "nested too deeply to read"
+        raise ConfigError(f"{what} {p}{where}: arrays or inline tables {nesting}") from None
     except ValueError as exc:
         # tomllib lets int() refuse a literal of more than sys.get_int_max_str_digits() digits.
-        raise ConfigError(f"config file {p}{_long_integer(text) or ': ' + _first_clause(exc)}") from None
+        raise ConfigError(f"{what} {p}{_long_integer(text) or ': ' + _first_clause(exc)}") from None
+
+
+def settings_from_file(path: str | Path, build: Callable[[dict[str, Any]], Any], what: str = "config file") -> Any:
+    """`build(data)` of the TOML file at `path` (`read_toml`); any error is one ConfigError line naming the file."""
+    p = Path(path)
+    data = read_toml(p, what)
     try:
-        return config_from_dict(data, base)
+        return build(data)
     except ConfigError as exc:
         raise ConfigError(f"{p}: {exc}") from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:

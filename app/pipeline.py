@@ -27,10 +27,11 @@ from app.control.engine import Command
 from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
 from app.control.timing import TimingStats
-from app.runtime import Scene, build_engine, load_scene, make_source, session_sidecar
+from app.runtime import build_engine, make_source, session_sidecar
 from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
 from app.sessions.run_summary import RunSummary
 from app.sim.mirror import SceneMirror
+from app.sim.scene import Scene, load_scene
 from app.tracking.source import TrackingSource
 
 if TYPE_CHECKING:

@@ -1,82 +1,32 @@
-"""Assembles a running teleop system from configuration: scene, simulated arms, engine, source.
+"""Assembles a running teleop system from configuration: the engine on its output, and the source.
 
 The CLI and the GUI both build through here, so they run the very same pipeline.
 """
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import mujoco
-import numpy as np
 
 from app import __version__
-from app.config import ARMS, Config
+from app.config import Config
 from app.control.engine import TeleopEngine
-from app.paths import resolve_asset
-from app.sim.scene import ArmHandles, SceneError, load_model, resolve_arm
-from app.sim.sim_arms import SimulatedArms
+from app.sim.model_files import model_file_digests
+from app.sim.output import ArmsOutput
+from app.sim.scene import Scene, SceneError
+from app.sim.sim_arms import make_sim
 from app.tracking.demo_operator import ArmTask, DemoOperator
 from app.tracking.source import TrackingSource, TrackingSourceError
 
 SOURCE_KINDS = ("auto", "demo", "openvr", "replay")
 
 
-@dataclass
-class Scene:
-    path: Path
-    model: mujoco.MjModel
-    arms: dict[str, ArmHandles]
-    home_qpos: np.ndarray
-
-
-def load_scene(cfg: Config) -> Scene:
-    path = resolve_asset(cfg.scene.file)
-    model = load_model(path)
-    arms = {name: resolve_arm(model, name, cfg.arms.arm(name).prefix) for name in ARMS}
-    check_home_pose(arms, cfg.scene.home_qpos_rad, cfg.ik.joint_limit_margin_rad)
-    home = model.qpos0.copy()
-    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
-    if key >= 0:
-        home = model.key_qpos[key].copy()
-    for h in arms.values():
-        home[np.asarray(h.qpos_adr)] = cfg.scene.home_qpos_rad
-    return Scene(path, model, arms, home)
-
-
-def check_home_pose(arms: dict[str, ArmHandles], home_qpos_rad, margin_rad: float) -> None:
-    """SceneError naming every joint whose home value lies outside its range less the IK margin.
-
-    The IK clamps its commands to that band, so a home outside it is a jump at the first tick
-    (and, far outside, joints past their limits for the whole run)."""
-    problems = []
-    for i, v in enumerate(home_qpos_rad):
-        bad = [h for h in arms.values()
-               if not h.joint_range_rad[i, 0] + margin_rad <= v <= h.joint_range_rad[i, 1] - margin_rad]
-        if bad:
-            lo, hi = bad[0].joint_range_rad[i]
-            names = ", ".join(f"{h.prefix}joint{i + 1}" for h in bad)
-            problems.append(f"{names} = {float(v)!r} (range [{lo:.4f}, {hi:.4f}], "
-                            f"so {lo + margin_rad:.4f}..{hi - margin_rad:.4f})")
-    if problems:
-        raise SceneError(f"config key 'scene.home_qpos_rad': expected each joint inside its range less "
-                         f"ik.joint_limit_margin_rad ({margin_rad:g} rad), found " + "; ".join(problems))
-
-
-def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None, output=None) -> TeleopEngine:
+def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None,
+                 output: ArmsOutput | None = None) -> TeleopEngine:
     """The engine on `output` (e.g. a connected `app.remote.RemoteArms`), or on a new local simulation."""
-    if output is not None:
-        sim = output
-    else:
-        sim = SimulatedArms(scene.model, scene.arms, scene.home_qpos)
-        for name, h in scene.arms.items():
-            sim.data.qpos[np.asarray(h.qpos_adr)] = cfg.scene.home_qpos_rad
-            sim.data.ctrl[list(h.actuator_ids)] = cfg.scene.home_qpos_rad
-        mujoco.mj_forward(scene.model, sim.data)
+    sim = output if output is not None else make_sim(scene)
     haptic = source.pulse_haptic if source is not None else None
     return TeleopEngine(cfg, sim, scene.arms, haptic=haptic, source_name=source.name if source else "")
 
@@ -128,21 +78,6 @@ def make_source(kind: str, cfg: Config, scene: Scene, replay_path: str | None = 
     return make_demo(scene, cfg), f"SteamVR not found ({reason}): running the built-in demo operator instead."
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 16), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def model_files(scene: Scene) -> list[Path]:
-    """The scene file and every MJCF it pulls in (by the `file=` attributes under assets/)."""
-    root = scene.path.parent.parent
-    files = [scene.path] + sorted(p for p in (root / "robots").glob("*.xml"))
-    return [p for p in files if p.exists()]
-
-
 def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine) -> dict:
     return {
         "app": "pico-teleop",
@@ -152,7 +87,7 @@ def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopE
         "platform": platform.platform(),
         "source": source_name,
         "scene_file": str(scene.path),
-        "model_sha256": {p.name: file_sha256(p) for p in model_files(scene)},
+        "model_sha256": dict(model_file_digests(scene.path)),
         "config": cfg.to_dict(),
         "calibration": {"heading_rad": engine.heading_rad, "scale": cfg.mapping.scale,
                         "precision_factor": cfg.mapping.precision_factor},

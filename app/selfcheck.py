@@ -58,7 +58,7 @@ def run_self_check(config_path: str | None = None, out: TextIO = sys.stdout) -> 
         return f"{config_path or 'built-in defaults'}: {cfg.loop.rate_hz:g} Hz, scale {cfg.mapping.scale:g}"
 
     def scene() -> str:
-        from app.runtime import load_scene
+        from app.sim.scene import load_scene
         state["scene"] = s = load_scene(state["cfg"])
         return f"{s.path.name}: {s.model.nbody} bodies, nq {s.model.nq}, {s.model.nu} actuators, arms {', '.join(s.arms)}"
 

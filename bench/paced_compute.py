@@ -15,7 +15,8 @@ import time
 
 from app.config import Config
 from app.control.loop import ControlLoop
-from app.runtime import build_engine, load_scene, make_demo
+from app.runtime import build_engine, make_demo
+from app.sim.scene import load_scene
 
 
 def _gap(kind: str, seconds: float = 0.004):

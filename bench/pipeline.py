@@ -13,8 +13,9 @@ import numpy as np
 
 from app.config import Config
 from app.control.loop import ControlLoop
-from app.runtime import build_engine, load_scene, make_demo, session_sidecar
+from app.runtime import build_engine, make_demo, session_sidecar
 from app.sessions.recorder import Recorder
+from app.sim.scene import load_scene
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
 from bench.common import Report, p50_p99_max, rss_mb
 from calibration import frames

@@ -39,10 +39,11 @@ def measure(seconds: float) -> dict[str, object]:
     from app.remote.client import connect_remote
     from app.remote.config import ClientConfig, Endpoints
     from app.remote.fingerprint import fingerprint_of
-    from app.remote.messages import (ArmCommand, Command, Hello, decode_client_message, decode_state, encode_command,
-                                     encode_hello, encode_state)
-    from app.remote.testing import Observer, RawClient, ServerProcess
-    from app.runtime import build_engine, load_scene, make_demo
+    from app.remote.messages import (ArmCommand, Hello, ServerCommand, decode_client_message, decode_state,
+                                     encode_command, encode_hello, encode_state)
+    from app.remote.tools import Observer, RawClient, ServerProcess
+    from app.runtime import build_engine, make_demo
+    from app.sim.scene import load_scene
 
     cfg = Config()
     scene = load_scene(cfg)
@@ -83,7 +84,7 @@ def measure(seconds: float) -> dict[str, object]:
                         time.sleep(rng.uniform(0.0, 0.005))
                         seq += 1
                         until = s.sim_time_s + (time.perf_counter() - t_state) + 0.1  # as RemoteArms does
-                        cmd = encode_command(Command(srv.instance, seq, until,
+                        cmd = encode_command(ServerCommand(srv.instance, seq, until,
                                                      {"left": ArmCommand(tuple(s.qpos[adr]), 0.0)}))
                         t0 = time.perf_counter()
                         ack = peer.request(cmd)
@@ -111,11 +112,11 @@ def measure(seconds: float) -> dict[str, object]:
         out["loop_commands"] = (st.commands_sent, st.commands_accepted, st.commands_rejected)
         out["loop_rate_hz"] = loop.stats().achieved_rate_hz
 
-    from app.remote.messages import ArmMode, ArmState, State  # codec costs: a synthetic state of the real size
+    from app.remote.messages import ArmMode, RemoteArmState, State  # codec costs: a synthetic state of the real size
     st_msg = State("a" * 32, 1, 1.0, time.time(), fp.compact(), np.zeros(fp.nq), np.zeros(fp.nv), np.zeros(fp.nu),
-                   {n: ArmState(ArmMode.ACTIVE, 0.0, 1, 0.05) for n in ("left", "right")}, False, {"accepted": 1})
+                   {n: RemoteArmState(ArmMode.ACTIVE, 0.0, 1, 0.05) for n in ("left", "right")}, False, {"accepted": 1})
     buf = encode_state(st_msg)
-    cmd = Command("a" * 32, 1, 1.0, {n: ArmCommand(tuple(cfg.scene.home_qpos_rad), 0.0, (0.0,) * 7) for n in ("left", "right")})
+    cmd = ServerCommand("a" * 32, 1, 1.0, {n: ArmCommand(tuple(cfg.scene.home_qpos_rad), 0.0, (0.0,) * 7) for n in ("left", "right")})
     cbuf = encode_command(cmd)
     out["codec_us"] = {
         "encode state": _per_call_us(lambda: encode_state(st_msg)),

@@ -7,7 +7,8 @@ import dataclasses
 import numpy as np
 
 from app.config import Config
-from app.runtime import build_engine, load_scene
+from app.runtime import build_engine
+from app.sim.scene import load_scene
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
 from calibration import frames
 

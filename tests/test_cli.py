@@ -32,7 +32,8 @@ def test_demo_run_records_every_tick_with_sidecar(recorded):
     assert not s.truncated_last_line
     assert s.sidecar["complete"] is True
     assert s.sidecar["config"]["mapping"]["scale"] == 0.7
-    assert set(s.sidecar["model_sha256"]) >= {"dual_panda.xml", "panda.xml"}
+    # The files the scene pulls in, named as the remote fingerprint names them (g1.xml is not one).
+    assert set(s.sidecar["model_sha256"]) == {"scenes/dual_panda.xml", "robots/panda.xml"}
     assert s.data["left_engaged"].sum() > 0
     for arm in ("left", "right"):
         for c in ("target_x_m", "tcp_qz", "q7_rad"):
@@ -156,8 +157,9 @@ def test_replay_uses_the_recorded_configuration_and_reissues_commands(tmp_path, 
     from app.config import config_from_dict
     from app.control.engine import Command, CommandKind
     from app.control.loop import ControlLoop
-    from app.runtime import build_engine, load_scene, make_demo, session_sidecar
+    from app.runtime import build_engine, make_demo, session_sidecar
     from app.sessions.recorder import Recorder
+    from app.sim.scene import load_scene
 
     cfg = config_from_dict({"mapping": {"scale": 0.5}})
     scene = load_scene(cfg)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from app.config import Config
-from app.runtime import build_engine, demo_tasks, load_scene, make_demo
+from app.runtime import build_engine, demo_tasks, make_demo
+from app.sim.scene import load_scene
 from app.tracking.demo_operator import CYCLE_S
 
 

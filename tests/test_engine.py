@@ -272,7 +272,8 @@ def test_keyboard_engage_without_grip():
 
 
 def test_haptic_pulse_on_tracking_loss_is_rate_limited():
-    from app.runtime import build_engine, load_scene
+    from app.runtime import build_engine
+    from app.sim.scene import load_scene
     cfg = with_(Config(), safety=SafetyConfig(haptic_min_interval_s=0.5))
     pulses = []
 

@@ -15,8 +15,8 @@ from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.remote.client import RemoteArms  # noqa: E402
 from app.remote.config import ClientConfig, Endpoints  # noqa: E402
-from app.remote.connection import ConnectionState  # noqa: E402
-from app.remote.testing import ServerProcess  # noqa: E402
+from app.remote.connection import LinkState  # noqa: E402
+from app.remote.tools import ServerProcess  # noqa: E402
 
 
 def test_top_level_connect_option_is_parsed_for_the_gui():
@@ -42,7 +42,7 @@ def test_window_shows_the_servers_state_and_its_loss(qapp, qtbot, tmp_path):
         runner = window.runner
         assert isinstance(runner.output, RemoteArms) and runner.engine.sim is runner.output
         hud = window.viewport.hud
-        qtbot.waitUntil(lambda: runner.remote_status().state is ConnectionState.CONNECTED
+        qtbot.waitUntil(lambda: runner.remote_status().state is LinkState.CONNECTED
                         and runner.remote_seq() is not None, timeout=15000)
         qtbot.waitUntil(lambda: any("connected" in line for line in hud.lines), timeout=5000)
         assert "local dynamics: off" in hud.lines and hud.alert == ""

@@ -138,7 +138,7 @@ def test_software_renderers_are_recognised():
 
 def test_renderer_draws_the_scene_and_the_target_frames():
     from app.gui.scene_renderer import FrameMarker, SceneRenderer
-    from app.runtime import load_scene
+    from app.sim.scene import load_scene
     scene = load_scene(Config())
     r = SceneRenderer(scene.model)
     try:
@@ -180,7 +180,8 @@ def test_self_check_fails_with_a_message_on_a_bad_config(tmp_path):
 def test_loop_unsubscribe_stops_the_calls_of_that_subscriber_only():
     """The GUI stops a recording mid-run with `ControlLoop.unsubscribe` (bound methods match by ==)."""
     from app.control.loop import ControlLoop
-    from app.runtime import build_engine, load_scene, make_source
+    from app.runtime import build_engine, make_source
+    from app.sim.scene import load_scene
 
     class Counter:
         def __init__(self) -> None:

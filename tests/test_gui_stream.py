@@ -14,7 +14,7 @@ from app.config import Config  # noqa: E402
 from app.gui import theme  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
-from app.remote.testing import free_port_pair  # noqa: E402
+from app.remote.tools import free_port_pair  # noqa: E402
 from app.streaming.publisher import StreamState  # noqa: E402
 
 

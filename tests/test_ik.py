@@ -8,7 +8,7 @@ import pytest
 
 from app.config import Config, IKConfig
 from app.control.ik import ArmIK
-from app.runtime import load_scene
+from app.sim.scene import load_scene
 from calibration import quat as Q
 
 CFG = Config()

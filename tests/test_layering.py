@@ -37,8 +37,10 @@ RULES = [
     ("app/pipeline.py", ("app.gui", "app.core", "app.cli"), "one Qt-free session for every front end"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli"), "sessions are data, read by the front ends"),
     ("app/streaming", ("app.gui", "app.core", "app.pipeline", "app.cli"), "the stream is fed snapshots"),
-    ("app/remote", ("app.gui", "app.core", "app.pipeline"), "the remote output sits below the pipeline"),
+    ("app/remote", ("app.gui", "app.core", "app.pipeline", "app.runtime", "app.control.engine"),
+     "the remote output sits below the pipeline and beside the engine, which it serves through the ArmsOutput port"),
     ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli"), "sources feed the loop"),
+    ("app", ("tests",), "test support is not application code"),
 ]
 
 

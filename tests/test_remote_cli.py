@@ -9,7 +9,7 @@ import pytest
 
 from app.remote.commands import add_connect_arguments, add_remote_parsers, dispatch, open_remote_output
 from app.remote.config import RemoteConfigError
-from app.remote.testing import free_port_pair
+from app.remote.tools import free_port_pair
 
 
 def cli(argv):

@@ -12,11 +12,12 @@ from app.config import Config
 from app.control.loop import ControlLoop
 from app.remote.client import RemoteConnectError, connect_remote
 from app.remote.config import ClientConfig, Endpoints
-from app.remote.connection import ConnectionState
+from app.remote.connection import LinkState
 from app.remote.keys import generate_keys
 from app.remote.messages import ArmMode
-from app.remote.testing import Observer, ServerProcess
-from app.runtime import build_engine, load_scene, make_demo
+from app.remote.tools import Observer, ServerProcess
+from app.runtime import build_engine, make_demo
+from app.sim.scene import load_scene
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +51,13 @@ def test_server_killed_and_restarted_stale_then_reconnect_and_resync_without_jum
         wait_until(lambda: out.status().commands_accepted > 200, 20.0, "commanding the first server")
         first_instance = out.status().server_instance
         srv.kill()  # SIGKILL, mid-session (the demo operator is moving the arms)
-        took = wait_until(lambda: out.state in (ConnectionState.STALE, ConnectionState.DISCONNECTED), 5.0, "STALE")
+        took = wait_until(lambda: out.state in (LinkState.STALE, LinkState.DISCONNECTED), 5.0, "STALE")
         assert took < 1.0
         stale = out.status()
         assert "no state from" in stale.error and not stale.sending
         time.sleep(0.5)
         assert out.status().commands_sent == stale.commands_sent  # nothing sent while stale
-        wait_until(lambda: out.state is ConnectionState.DISCONNECTED, 5.0, "DISCONNECTED")
+        wait_until(lambda: out.state is LinkState.DISCONNECTED, 5.0, "DISCONNECTED")
         assert "no state from" in out.status().error and out.status().commands_sent == stale.commands_sent
         assert loop.running and not loop.fatal_error
 
@@ -65,7 +66,7 @@ def test_server_killed_and_restarted_stale_then_reconnect_and_resync_without_jum
         assert restarted.instance != first_instance
         observer = Observer(restarted.endpoint)
         try:
-            wait_until(lambda: out.state is ConnectionState.CONNECTED, 15.0, "reconnection")
+            wait_until(lambda: out.state is LinkState.CONNECTED, 15.0, "reconnection")
             wait_until(lambda: out.status().commands_accepted > accepted_before + 100, 10.0, "commanding the new server")
             after = observer.latest()
         finally:

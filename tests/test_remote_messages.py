@@ -14,15 +14,16 @@ import zmq
 
 from app.config import Config
 from app.remote.config import ClientConfig, Endpoints, PolicyConfig, RemoteConfigError, ServerConfig, remote_config_from_dict
-from app.remote.connection import ConnectionMachine, ConnectionState, IllegalConnectionTransition
-from app.remote.fingerprint import compact_differences, fingerprint_of, scene_files
-from app.remote.messages import (Ack, ArmCommand, ArmMode, ArmState, Command, Hello, MessageError, RejectCode, Rejection,
-                                 State, decode_client_message, decode_server_reply, decode_state, encode_ack,
+from app.remote.connection import ConnectionMachine, IllegalConnectionTransition, LinkState
+from app.remote.fingerprint import compact_differences, fingerprint_of
+from app.remote.messages import (Ack, ArmCommand, ArmMode, Hello, MessageError, RejectCode, Rejection, RemoteArmState,
+                                 ServerCommand, State, decode_client_message, decode_server_reply, decode_state, encode_ack,
                                  encode_command, encode_hello, encode_state)
 from app.remote.policy import CommandPolicy
 from app.remote.state_receiver import StateReceiver
-from app.remote.testing import free_port_pair
-from app.runtime import load_scene
+from app.remote.tools import free_port_pair
+from app.sim.model_files import scene_files
+from app.sim.scene import load_scene
 
 HOME = np.array(Config().scene.home_qpos_rad)
 
@@ -37,13 +38,13 @@ def fp(scene):
     return fingerprint_of(scene.model, scene.path)
 
 
-def command(arms=None, seq=1, until=10.0, instance="abc") -> Command:
-    return Command(instance, seq, until, arms if arms is not None else {"left": ArmCommand(tuple(HOME), 0.0)})
+def command(arms=None, seq=1, until=10.0, instance="abc") -> ServerCommand:
+    return ServerCommand(instance, seq, until, arms if arms is not None else {"left": ArmCommand(tuple(HOME), 0.0)})
 
 
 def state_msg(fp, seq=0, t=0.0, instance="a" * 32) -> State:
     return State(instance, seq, t, time.time(), fp.compact(), np.zeros(fp.nq), np.zeros(fp.nv), np.zeros(fp.nu),
-                 {"left": ArmState(ArmMode.WAITING, 0.0, -1, 0.0)}, False, {"accepted": 0})
+                 {"left": RemoteArmState(ArmMode.WAITING, 0.0, -1, 0.0)}, False, {"accepted": 0})
 
 
 # ---- codec and schema ----------------------------------------------------------------------------
@@ -225,7 +226,7 @@ def test_endpoints_and_settings():
                                    "policy": {"max_target_offset_rad": 0.3}, "client": {"validity_s": 0.08}})
     assert cfg.server.endpoints.command == "tcp://127.0.0.1:6001" and cfg.server.rate_hz == 250.0
     assert cfg.server.policy.max_target_offset_rad == 0.3 and cfg.client.validity_s == 0.08
-    with pytest.raises(RemoteConfigError, match="unknown setting 'policy.max_speed'"):
+    with pytest.raises(RemoteConfigError, match="unknown config key 'policy.max_speed'"):
         remote_config_from_dict({"policy": {"max_speed": 1.0}})
 
 
@@ -234,22 +235,22 @@ def test_endpoints_and_settings():
 
 def test_connection_state_machine_transitions():
     c = ConnectionMachine()
-    assert c.state is ConnectionState.CONNECTING
+    assert c.state is LinkState.CONNECTING
     with pytest.raises(IllegalConnectionTransition, match="cannot finish resync while connecting; only from resyncing"):
         c.resynced()
     c.ready()
     c.resynced()
-    assert c.state is ConnectionState.CONNECTED and c.error == ""
+    assert c.state is LinkState.CONNECTED and c.error == ""
     c.stale("no state for 0.3 s")
     c.lost("no state for 1.0 s")
-    assert (c.state, c.error) == (ConnectionState.DISCONNECTED, "no state for 1.0 s")
+    assert (c.state, c.error) == (LinkState.DISCONNECTED, "no state for 1.0 s")
     c.ready()
-    assert c.state is ConnectionState.RESYNCING
+    assert c.state is LinkState.RESYNCING
     c.refuse("model mismatch")
     with pytest.raises(IllegalConnectionTransition):
         c.ready()
     c.restart("new instance")
-    assert c.state is ConnectionState.CONNECTING
+    assert c.state is LinkState.CONNECTING
 
 
 # ---- state receiver against a scripted publisher -------------------------------------------------

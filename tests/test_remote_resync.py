@@ -33,7 +33,7 @@ def test_resync_takes_the_outputs_joints_and_re_latches_without_a_jump():
 def test_an_output_with_a_resync_hook_gets_the_engine_registered():
     from app.config import Config
     from app.control.engine import TeleopEngine
-    from app.runtime import load_scene
+    from app.sim.scene import load_scene
     eng = make_engine()
     hooks = []
 
@@ -58,10 +58,10 @@ def test_a_client_the_server_forgot_handshakes_and_resyncs_again():
     from app.config import Config
     from app.remote.client import connect_remote
     from app.remote.config import ClientConfig, Endpoints, ServerConfig
-    from app.remote.connection import ConnectionState
+    from app.remote.connection import LinkState
     from app.remote.server import SimServer
-    from app.remote.testing import free_port_pair
-    from app.runtime import load_scene
+    from app.remote.tools import free_port_pair
+    from app.sim.scene import load_scene
 
     cfg = Config()
     scene = load_scene(cfg)
@@ -90,7 +90,7 @@ def test_a_client_the_server_forgot_handshakes_and_resyncs_again():
         assert "no handshake" in out.status().last_rejection
         accepted = out.status().commands_accepted
         tick_until(lambda: out.status().commands_accepted > accepted + 10)
-        assert len(hooks) == 2 and out.state is ConnectionState.CONNECTED
+        assert len(hooks) == 2 and out.state is LinkState.CONNECTED
         assert out.status().commands_rejected <= 3  # the commands in flight when it was forgotten
     finally:
         out.close()

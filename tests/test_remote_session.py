@@ -15,13 +15,15 @@ import pytest
 from app.config import Config
 from app.control.loop import ControlLoop
 from app.remote.client import RemoteConnectError, connect_remote
-from app.remote.config import ClientConfig, Endpoints
-from app.remote.connection import ConnectionState
+from app.remote.config import ClientConfig, Endpoints, PolicyConfig
+from app.remote.connection import LinkState
 from app.remote.fingerprint import fingerprint_of
-from app.remote.messages import (Ack, ArmCommand, ArmMode, Command, ErrorReply, Hello, RejectCode, Welcome,
+from app.remote.messages import (Ack, ArmCommand, ArmMode, ErrorReply, Hello, RejectCode, ServerCommand, Welcome,
                                  encode_command, encode_hello)
-from app.remote.testing import ClientProcess, Observer, RawClient, ServerProcess
-from app.runtime import build_engine, load_scene, make_demo
+from app.remote.tools import Observer, RawClient, ServerProcess
+from app.runtime import build_engine, make_demo
+from app.sim.scene import load_scene
+from tests.remote_helpers import ClientProcess
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +102,7 @@ def test_session_end_to_end_the_demo_operator_moves_the_servers_arms(server, sce
 
 
 def _command(instance, seq, until, q, gripper=0.0, qdot=None, arm="left"):
-    return encode_command(Command(instance, seq, until, {arm: ArmCommand(tuple(q), gripper, qdot)}))
+    return encode_command(ServerCommand(instance, seq, until, {arm: ArmCommand(tuple(q), gripper, qdot)}))
 
 
 def test_bad_commands_are_rejected_with_reasons_and_change_nothing(server, scene, fp, observer):
@@ -120,7 +122,8 @@ def test_bad_commands_are_rejected_with_reasons_and_change_nothing(server, scene
         q_out = q.copy()
         q_out[3] = 0.5  # joint4 ctrlrange is [-3.07, -0.07]
         q_policy = q.copy()
-        q_policy[0] = 2.893  # inside the ctrlrange (2.8973), outside the policy (2.8873)
+        ctrl_hi = scene.arms["left"].ctrl_range[0, 1]
+        q_policy[0] = ctrl_hi - PolicyConfig().joint_margin_rad / 2  # inside the ctrlrange, outside the policy
         q_far = q.copy()
         q_far[0] += 0.7
         cases = [
@@ -259,7 +262,7 @@ def test_a_client_with_another_model_is_refused_naming_what_differs(server, tmp_
 def test_the_client_output_reports_its_state_and_never_blocks(server, scene):
     out = connect_remote(scene, client_cfg(server))
     try:
-        assert out.state is ConnectionState.RESYNCING  # nothing is sent before the engine re-reads the joints
+        assert out.state is LinkState.RESYNCING  # nothing is sent before the engine re-reads the joints
         q = out.read("left").q_rad
         out.send("left", q, 0.0)
         t0 = time.perf_counter()
@@ -270,18 +273,19 @@ def test_the_client_output_reports_its_state_and_never_blocks(server, scene):
         out.set_resync_hook(calls.append)
         out.send("left", q, 0.0)
         out.step(0.005)
-        assert out.state is ConnectionState.CONNECTED and len(calls) == 1 and set(calls[0]) == {"left", "right"}
+        assert out.state is LinkState.CONNECTED and len(calls) == 1 and set(calls[0]) == {"left", "right"}
         out.send("left", q, 0.0)
         assert out.step(0.005) == 1
         new_engine = []
         out.set_resync_hook(new_engine.append)  # another engine takes the output over: it re-reads first
         out.send("left", q, 0.0)
-        assert out.step(0.005) == 0 and len(new_engine) == 1 and out.state is ConnectionState.CONNECTED
+        assert out.step(0.005) == 0 and len(new_engine) == 1 and out.state is LinkState.CONNECTED
         q_sent, g = out.send("left", q + np.array([10.0, 0, 0, 0, 0, 0, 0]), 2.0)  # clipped to the policy
-        assert q_sent[0] == pytest.approx(2.8873) and g == 1.0
+        policy_hi = scene.arms["left"].ctrl_range[0, 1] - PolicyConfig().joint_margin_rad
+        assert policy_hi < scene.arms["left"].ctrl_range[0, 1] and q_sent[0] == pytest.approx(policy_hi) and g == 1.0
     finally:
         out.close()
-    assert out.status().state is ConnectionState.CLOSED
+    assert out.status().state is LinkState.CLOSED
 
 
 def _cli(argv):

@@ -148,7 +148,8 @@ def test_stats_use_the_shared_distribution_over_every_tick():
 def test_a_failing_subscriber_is_counted_every_tick_but_logged_at_most_once_a_second(caplog):
     from app.config import Config
     from app.control.loop import ControlLoop
-    from app.runtime import build_engine, load_scene, make_demo
+    from app.runtime import build_engine, make_demo
+    from app.sim.scene import load_scene
 
     cfg = Config()
     scene = load_scene(cfg)

@@ -24,8 +24,8 @@ from app.control.safety import (WORKSPACE_ENTRY_SPEED_M_S, PoseGate, RateLimiter
                                 step_toward)
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
+from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.scene import ArmHandles
-from app.sim.sim_arms import CommandRejected, SimulatedArms
 from app.tracking.sample import ControllerButtons, TrackingSample
 from calibration import frames
 from calibration.filters import OneEuroFilter, OneEuroQuatFilter
@@ -111,7 +111,7 @@ class _Arm:
 
 
 class TeleopEngine:
-    def __init__(self, cfg: Config, sim: SimulatedArms, arms: dict[str, ArmHandles],
+    def __init__(self, cfg: Config, sim: ArmsOutput, arms: dict[str, ArmHandles],
                  haptic: Callable[[str, int], None] | None = None, source_name: str = "") -> None:
         self.cfg = cfg
         self.sim = sim
@@ -154,9 +154,7 @@ class TeleopEngine:
         self._steps_dropped = 0
         # An output that can lose its robot and find it again (a remote server) asks the engine to
         # re-read the joints before it sends anything after each (re)connection.
-        register = getattr(sim, "set_resync_hook", None)
-        if register is not None:
-            register(self.resync_from_output)
+        sim.set_resync_hook(self.resync_from_output)
 
     def resync_from_output(self, grippers: dict[str, float] | None = None) -> None:
         """Restart commanding from the output's actual joints: q_cmd, targets and clutch latches.

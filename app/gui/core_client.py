@@ -31,8 +31,8 @@ from app.core import wire
 from app.core.launcher import CoreEndpoints, launch_core, pid_alive
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
-from app.runtime import Scene, load_scene
 from app.sim.mirror import SceneMirror
+from app.sim.scene import Scene, load_scene
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from app.remote.client import RemoteStatus
-from app.remote.connection import ConnectionState
+from app.remote.connection import LinkState
 
-ALERT_STATES = (ConnectionState.STALE, ConnectionState.DISCONNECTED, ConnectionState.REFUSED, ConnectionState.CLOSED)
+ALERT_STATES = (LinkState.STALE, LinkState.DISCONNECTED, LinkState.REFUSED, LinkState.CLOSED)
 """States in which the view shows the last server frame it had, under a banner saying why."""
 
 
@@ -40,7 +40,7 @@ def status_text(st: RemoteStatus, seq: int | None) -> str:
     head = st.state.value.upper() if st.state in ALERT_STATES else st.state.value
     text = (f"{head} {st.endpoint}, seq {seq if seq is not None else '-'}, sim {st.server_sim_time_s:.2f} s, "
             f"age {_age_text(st.state_age_s)}, sent {st.commands_sent}, rejected {st.commands_rejected}")
-    if st.error and st.state is not ConnectionState.CONNECTED:
+    if st.error and st.state is not LinkState.CONNECTED:
         text += f": {st.error}"
     return text
 

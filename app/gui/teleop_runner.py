@@ -10,7 +10,7 @@ from app.config import Config
 from app.control.loop import ControlLoop
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import Pipeline
-from app.runtime import Scene
+from app.sim.scene import Scene
 from app.tracking.source import TrackingSource
 
 

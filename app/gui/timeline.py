@@ -21,8 +21,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 from app.config import ARMS
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.sim.mirror import SceneMirror
-from app.runtime import Scene
 from app.sessions.reader import Session, SessionFormatError, read_session
+from app.sim.scene import Scene
 
 PLAY_FPS = 30.0
 """Timeline advance rate while playing (display only)."""

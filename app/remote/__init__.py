@@ -9,7 +9,7 @@ from importlib import import_module
 _API = {
     "RemoteArms": "client", "RemoteConnectError": "client", "RemoteStatus": "client", "connect_remote": "client",
     "ClientConfig": "config", "Endpoints": "config", "PolicyConfig": "config", "RemoteConfigError": "config",
-    "ServerConfig": "config", "ConnectionState": "connection", "ModelFingerprint": "fingerprint",
+    "ServerConfig": "config", "LinkState": "connection", "ModelFingerprint": "fingerprint",
     "fingerprint_of": "fingerprint", "ServerError": "server", "SimServer": "server",
 }
 

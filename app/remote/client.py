@@ -1,8 +1,7 @@
 """`RemoteArms`: the teleop output that commands a simulation server instead of a local simulation.
 
-Same interface as `SimulatedArms` (`send`, `step`, `read`, `sim_time_s`, `model`, `data`), so the
-`TeleopEngine` runs unchanged: tracking, calibration, safety and IK stay in the client, physics
-runs only on the server.
+An `ArmsOutput` (`app/sim/output.py`) like `SimulatedArms`, so the `TeleopEngine` runs unchanged:
+tracking, calibration, safety and IK stay in the client, physics runs only on the server.
 
 - `send(arm, q, gripper, qdot)` clips to the server's policy (from the welcome) and keeps the
   command for this tick; it returns what will be sent.
@@ -26,7 +25,6 @@ import math
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Callable
 
 import mujoco
 import numpy as np
@@ -34,19 +32,15 @@ import zmq
 
 from app.remote import keys
 from app.remote.config import ClientConfig, is_ipv6_endpoint
-from app.remote.connection import ConnectionMachine, ConnectionState
+from app.remote.connection import ConnectionMachine, LinkState
 from app.remote.fingerprint import ModelFingerprint, compact_differences, fingerprint_of
-from app.remote.messages import (Ack, ArmCommand, ArmLimits, Command, ErrorReply, Hello, MessageError, Refused,
-                                 RejectCode, State, Welcome, decode_server_reply, encode_command, encode_hello)
+from app.remote.messages import (Ack, ArmCommand, ErrorReply, Hello, MessageError, Refused, RejectCode, ServerCommand,
+                                 State, Welcome, decode_server_reply, encode_command, encode_hello)
 from app.remote.state_receiver import StateReceiver
-from app.runtime import Scene
-from app.sim.scene import ArmHandles
-from app.sim.sim_arms import ArmReading, CommandRejected
+from app.sim.output import ArmReading, CommandLimits, ResyncHook, clip_command
+from app.sim.scene import ArmHandles, Scene
 
 log = logging.getLogger(__name__)
-
-ResyncHook = Callable[[dict[str, float]], None]
-"""Called with each arm's gripper command in force on the server; re-reads joints via `read()`."""
 
 
 class RemoteConnectError(RuntimeError):
@@ -55,7 +49,7 @@ class RemoteConnectError(RuntimeError):
 
 @dataclass(frozen=True)
 class RemoteStatus:
-    state: ConnectionState
+    state: LinkState
     error: str
     """Why the output is not CONNECTED (the connection error); '' when it is."""
     endpoint: str
@@ -88,7 +82,7 @@ class RemoteStatus:
 
     @property
     def sending(self) -> bool:
-        return self.state is ConnectionState.CONNECTED
+        return self.state is LinkState.CONNECTED
 
     def as_dict(self) -> dict:
         """Plain values (for a JSON summary)."""
@@ -100,7 +94,7 @@ class RemoteStatus:
 
     def text(self) -> str:
         """One line for a status bar."""
-        if self.state is ConnectionState.CONNECTED:
+        if self.state is LinkState.CONNECTED:
             held = " DEADMAN" if self.server_deadman else ""
             return (f"remote {self.state.value}{held} age {self.state_age_s * 1e3:.0f} ms rtt {self.rtt_p50_ms:.1f} ms "
                     f"sent {self.commands_sent} rej {self.commands_rejected}")
@@ -167,14 +161,14 @@ class RemoteArms:
             now = time.perf_counter()
             self._pump(now)
             st = self._conn.state
-            if st in (ConnectionState.RESYNCING, ConnectionState.CONNECTED):
+            if st in (LinkState.RESYNCING, LinkState.CONNECTED):
                 log.info("connected to server %s... at %s", self._instance[:12], self.endpoint)
                 return self
             security = self._receiver.security_error
-            if st is ConnectionState.REFUSED or security or now >= deadline:
+            if st is LinkState.REFUSED or security or now >= deadline:
                 why = self._conn.error or self._receiver.last_error or "no answer"
                 self.close()
-                if st is ConnectionState.REFUSED:
+                if st is LinkState.REFUSED:
                     raise RemoteConnectError(f"server at {self.endpoint} refused: {why}")
                 if security:  # a key does not become right by waiting
                     raise RemoteConnectError(f"no connection to the server at {self.endpoint}: {security}")
@@ -233,27 +227,8 @@ class RemoteArms:
     def send(self, arm: str, q_cmd_rad: np.ndarray, gripper_close: float,
              qdot_cmd_rad_s: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Keep one arm's command for this tick, clipped to the server's policy; returns what will be sent."""
-        h = self.arms[arm]
-        q = np.asarray(q_cmd_rad, dtype=float)
-        if q.shape != (7,) or not np.all(np.isfinite(q)) or not np.isfinite(gripper_close):
-            raise CommandRejected(f"arm {arm}: non-finite or mis-shaped command {q!r}, gripper {gripper_close!r}")
-        lim = self._limits(arm)
-        if lim is not None:
-            lo, hi, g_lo, g_hi = np.asarray(lim.q_lo_rad), np.asarray(lim.q_hi_rad), *lim.gripper_range
-        else:
-            lo, hi, g_lo, g_hi = h.ctrl_range[:, 0], h.ctrl_range[:, 1], 0.0, 1.0
-        q_sent = np.clip(q, lo, hi)
-        qdot_sent = None
-        if qdot_cmd_rad_s is not None:
-            qdot = np.asarray(qdot_cmd_rad_s, dtype=float)
-            if qdot.shape != (7,) or not np.all(np.isfinite(qdot)):
-                raise CommandRejected(f"arm {arm}: non-finite or mis-shaped velocity command {qdot!r}")
-            if lim is not None:
-                vmax = np.asarray(lim.qdot_max_rad_s)
-                qdot = np.clip(qdot, -vmax, vmax)
-            qdot_sent = tuple(qdot.tolist())
-        g = min(max(float(gripper_close), g_lo), g_hi)
-        self._pending[arm] = ArmCommand(tuple(q_sent.tolist()), g, qdot_sent)
+        q_sent, g, qdot = clip_command(arm, q_cmd_rad, gripper_close, qdot_cmd_rad_s, self._command_limits(arm))
+        self._pending[arm] = ArmCommand(tuple(q_sent.tolist()), g, None if qdot is None else tuple(qdot.tolist()))
         return q_sent, g
 
     def step(self, duration_s: float = 0.0) -> int:
@@ -262,13 +237,13 @@ class RemoteArms:
         sent = 0
         try:
             self._pump(now)
-            if self._resync_requested and self._conn.state is ConnectionState.CONNECTED:
+            if self._resync_requested and self._conn.state is LinkState.CONNECTED:
                 self._conn.require_resync("a new engine re-reads the server's joints")
             self._resync_requested = False
             st = self._conn.state
-            if st is ConnectionState.RESYNCING and self._resync_hook is not None:
+            if st is LinkState.RESYNCING and self._resync_hook is not None:
                 self._resync(now)
-            elif st is ConnectionState.CONNECTED and self._pending:
+            elif st is LinkState.CONNECTED and self._pending:
                 sent = self._send_pending(now)
             elif self._pending:
                 self.commands_withheld += 1
@@ -291,7 +266,7 @@ class RemoteArms:
     # ----- status -----
 
     @property
-    def state(self) -> ConnectionState:
+    def state(self) -> LinkState:
         return self._conn.state
 
     def latest_state(self) -> State | None:
@@ -320,9 +295,14 @@ class RemoteArms:
 
     # ----- internals (caller's thread during connect(), then the loop thread) -----
 
-    def _limits(self, arm: str) -> ArmLimits | None:
-        w = self._welcome
-        return w.limits.get(arm) if w is not None else None
+    def _command_limits(self, arm: str) -> CommandLimits:
+        """The server's policy for `arm` (from its welcome); the model's control ranges before one."""
+        lim = self._welcome.limits.get(arm) if self._welcome is not None else None
+        if lim is None:
+            h = self.arms[arm]
+            return CommandLimits(h.ctrl_range[:, 0], h.ctrl_range[:, 1])
+        return CommandLimits(np.asarray(lim.q_lo_rad), np.asarray(lim.q_hi_rad), *lim.gripper_range,
+                             np.asarray(lim.qdot_max_rad_s))
 
     @property
     def _welcomed(self) -> bool:
@@ -344,9 +324,9 @@ class RemoteArms:
             # The handshake is the authority on the model (its refusal names the files that
             # differ); until it answers, the compact fingerprint keeps a foreign state out of `data`.
             self._mismatch = compact_differences(self.fingerprint, s.fingerprint)
-            if previous and self._conn.state is not ConnectionState.CLOSED:
+            if previous and self._conn.state is not LinkState.CLOSED:
                 self._conn.restart(f"server restarted (instance {previous[:12]}... -> {s.instance[:12]}...): handshaking")
-        if self._conn.state in (ConnectionState.REFUSED, ConnectionState.CLOSED):
+        if self._conn.state in (LinkState.REFUSED, LinkState.CLOSED):
             return
         if self._mismatch:
             self._conn.note(f"the server runs another model ({'; '.join(self._mismatch)}); waiting for the handshake")
@@ -361,15 +341,15 @@ class RemoteArms:
 
     def _advance(self, now: float) -> None:
         conn = self._conn
-        if conn.state in (ConnectionState.CLOSED, ConnectionState.REFUSED):
+        if conn.state in (LinkState.CLOSED, LinkState.REFUSED):
             return
         age = now - (self._state_recv_s if self._state is not None else self._started_s)
         fresh = self._state is not None and age < self.cfg.stale_after_s and self._state.instance == self._instance
         if not self._welcomed and now - self._last_hello_s >= self.cfg.handshake_retry_s:
             self._send_hello(now)
         if fresh:
-            if self._welcomed and conn.state in (ConnectionState.CONNECTING, ConnectionState.STALE,
-                                                 ConnectionState.DISCONNECTED):
+            if self._welcomed and conn.state in (LinkState.CONNECTING, LinkState.STALE,
+                                                 LinkState.DISCONNECTED):
                 conn.ready()
             elif not self._welcomed:
                 conn.note(f"waiting for the handshake with {self.cfg.endpoints.command}")
@@ -377,11 +357,11 @@ class RemoteArms:
         what = f"no state from {self.endpoint} for {age:.2f} s" if self._state is not None else \
             f"no state from {self.endpoint} yet"
         extra = f" ({self._receiver.last_error})" if self._receiver.last_error else ""
-        if conn.state in (ConnectionState.CONNECTED, ConnectionState.RESYNCING):
+        if conn.state in (LinkState.CONNECTED, LinkState.RESYNCING):
             conn.stale(what + extra)
             self._welcome = None  # after a gap the server may not know this connection: handshake again
             log.warning("remote output STALE: %s; commands withheld", what)
-        elif conn.state in (ConnectionState.STALE, ConnectionState.CONNECTING) and age >= self.cfg.disconnected_after_s:
+        elif conn.state in (LinkState.STALE, LinkState.CONNECTING) and age >= self.cfg.disconnected_after_s:
             conn.lost(what + extra)
             log.warning("remote output DISCONNECTED: %s", what + extra)
         else:
@@ -415,7 +395,7 @@ class RemoteArms:
             elif isinstance(msg, Welcome):
                 self._on_welcome(msg)
             elif isinstance(msg, Refused):
-                if self._conn.state is not ConnectionState.CLOSED and (not self._instance or msg.instance == self._instance):
+                if self._conn.state is not LinkState.CLOSED and (not self._instance or msg.instance == self._instance):
                     self._conn.refuse(f"server refused the handshake: {msg.reason}")
                     log.error("server %s: %s", self.endpoint, self._conn.error)
             elif isinstance(msg, ErrorReply):
@@ -444,7 +424,7 @@ class RemoteArms:
         self.last_rejection = "; ".join(r.message for r in a.reasons)
         for code in {r.code.value for r in a.reasons}:
             self._rejected_codes[code] += 1
-        if any(r.code is RejectCode.NO_HANDSHAKE for r in a.reasons) and self._conn.state is not ConnectionState.CLOSED:
+        if any(r.code is RejectCode.NO_HANDSHAKE for r in a.reasons) and self._conn.state is not LinkState.CLOSED:
             # The connection was re-established under a new peer id the server does not know yet.
             self._welcome = None
             self._last_hello_s = -math.inf
@@ -465,7 +445,7 @@ class RemoteArms:
         assert s is not None and d is not None
         self._seq += 1
         valid_until = s.sim_time_s + (now - self._state_recv_s) + self.cfg.validity_s
-        buf = encode_command(Command(self._instance, self._seq, valid_until, dict(self._pending)))
+        buf = encode_command(ServerCommand(self._instance, self._seq, valid_until, dict(self._pending)))
         try:
             d.send(buf, zmq.NOBLOCK)
         except zmq.Again:

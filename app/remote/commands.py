@@ -141,8 +141,7 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
     from app.config import ConfigError
     from app.remote.keys import KeyFileError, generate_keys
     from app.remote.server import ServerError, SimServer
-    from app.runtime import load_scene
-    from app.sim.scene import SceneError
+    from app.sim.scene import SceneError, load_scene
 
     if args.generate_keys:
         try:
@@ -174,7 +173,7 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
         scene = load_scene(cfg)
         server = SimServer(cfg, scene, rcfg)
     except (ConfigError, RemoteConfigError, SceneError) as exc:
-        return _error(str(exc).replace("setting 'server endpoints'", "--bind"))
+        return _error(str(exc).replace("config key 'server endpoints'", "--bind"))
     if not rcfg.endpoints.loopback:
         print(f"pico-teleop serve: WARNING: binding {rcfg.endpoints.state} and {rcfg.endpoints.command}, reachable from "
               "the network" + ("" if rcfg.curve else ", WITHOUT CurveZMQ: anyone who reaches them can move the robot"),
@@ -218,8 +217,7 @@ def probe_command(args: argparse.Namespace, config_path: str | None = None) -> i
     from app.remote.fingerprint import fingerprint_of
     from app.remote.keys import KeyFileError
     from app.remote.probe import format_report, probe
-    from app.runtime import load_scene
-    from app.sim.scene import SceneError
+    from app.sim.scene import SceneError, load_scene
 
     config_path = config_path or getattr(args, "run_config", None) or getattr(args, "config", None)
     try:

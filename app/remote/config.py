@@ -1,8 +1,9 @@
 """Settings of the remote simulation: the server, its command policy, the client; and endpoints.
 
-Frozen dataclasses, validated at construction (`RemoteConfigError` names the key, what was
-expected and what was found). Defaults live here and only here; `load_remote_config` overlays a
-TOML file with the optional tables `[server]`, `[policy]` and `[client]` (see docs/remote.md).
+Frozen dataclasses, validated at construction with `app.config`'s checks (`ConfigError` names the
+key, what was expected and what was found). Defaults live here and only here; `load_remote_config`
+overlays a TOML file with the optional tables `[server]`, `[policy]` and `[client]` (see
+docs/remote.md), through `app.config`'s loader and overlay.
 
 Endpoints: the server binds two sockets, state (PUB) and commands (ROUTER). The short form
 `tcp://HOST:PORT` names both: state on PORT, commands on PORT + 1.
@@ -11,31 +12,20 @@ Endpoints: the server binds two sockets, state (PUB) and commands (ROUTER). The 
 from __future__ import annotations
 
 import dataclasses
-import math
-import tomllib
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.config import PANDA_MAX_JOINT_VEL_RAD_S, ConfigError, coerce_value, is_loopback_endpoint
+from app.config import (PANDA_MAX_JOINT_VEL_RAD_S, ConfigError, is_loopback_endpoint, is_number_in, overlay, require,
+                        settings_from_file)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STATE_PORT = 5560
 """State PUB port; the command ROUTER is on the next port (5561)."""
 
 
-class RemoteConfigError(ValueError):
-    """A remote setting or endpoint is missing, unknown, of the wrong type, or out of range."""
-
-
-def _require(cond: bool, key: str, expected: str, found: Any) -> None:
-    if not cond:
-        raise RemoteConfigError(f"setting '{key}': expected {expected}, found {found!r}")
-
-
-def _num(v: Any, lo: float, hi: float) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+RemoteConfigError = ConfigError
+"""The one configuration error (callers of the remote settings catch it by this name)."""
 
 
 def is_ipv6_endpoint(endpoint: str) -> bool:
@@ -56,8 +46,8 @@ class Endpoints:
     command: str = f"tcp://{DEFAULT_HOST}:{DEFAULT_STATE_PORT + 1}"
 
     def __post_init__(self) -> None:
-        _require(_endpoint_ok(self.state), "state endpoint", "a ZMQ endpoint such as 'tcp://127.0.0.1:5560'", self.state)
-        _require(_endpoint_ok(self.command), "command endpoint", "a ZMQ endpoint such as 'tcp://127.0.0.1:5561'", self.command)
+        require(_endpoint_ok(self.state), "endpoints.state", "a ZMQ endpoint such as 'tcp://127.0.0.1:5560'", self.state)
+        require(_endpoint_ok(self.command), "endpoints.command", "a ZMQ endpoint such as 'tcp://127.0.0.1:5561'", self.command)
 
     @property
     def loopback(self) -> bool:
@@ -69,7 +59,7 @@ class Endpoints:
         t = text.strip()
         body = t[len("tcp://"):] if t.startswith("tcp://") else t
         if "://" in body or not body:
-            raise RemoteConfigError(f"endpoint {text!r}: expected tcp://HOST:PORT, HOST:PORT or HOST")
+            raise ConfigError(f"endpoint {text!r}: expected tcp://HOST:PORT, HOST:PORT or HOST")
         host, sep, port_text = body.rpartition(":")
         if not sep or host.endswith(":") or (host.count(":") and not host.startswith("[")):
             # a bare host; a bare IPv6 address gets the brackets ZMQ needs
@@ -77,11 +67,11 @@ class Endpoints:
         try:
             port = int(port_text)
         except ValueError:
-            raise RemoteConfigError(f"endpoint {text!r}: port {port_text!r} is not a number") from None
+            raise ConfigError(f"endpoint {text!r}: port {port_text!r} is not a number") from None
         if not 1 <= port <= 65534:
-            raise RemoteConfigError(f"endpoint {text!r}: port {port} is outside 1..65534 (commands use PORT + 1)")
+            raise ConfigError(f"endpoint {text!r}: port {port} is outside 1..65534 (commands use PORT + 1)")
         if not host:
-            raise RemoteConfigError(f"endpoint {text!r}: no host")
+            raise ConfigError(f"endpoint {text!r}: no host")
         return Endpoints(f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}")
 
 
@@ -104,17 +94,17 @@ class PolicyConfig:
     """A command may stay valid at most this long past the server's current simulation time."""
 
     def __post_init__(self) -> None:
-        _require(_num(self.joint_margin_rad, 0.0, 0.5), "policy.joint_margin_rad", "a number in 0..0.5", self.joint_margin_rad)
-        _require(len(self.joint_range_rad) in (0, 7) and all(
-            len(r) == 2 and _num(r[0], -10, 10) and _num(r[1], -10, 10) and r[0] < r[1] for r in self.joint_range_rad),
+        require(is_number_in(self.joint_margin_rad, 0.0, 0.5), "policy.joint_margin_rad", "a number in 0..0.5", self.joint_margin_rad)
+        require(len(self.joint_range_rad) in (0, 7) and all(
+            len(r) == 2 and is_number_in(r[0], -10, 10) and is_number_in(r[1], -10, 10) and r[0] < r[1] for r in self.joint_range_rad),
             "policy.joint_range_rad", "nothing, or 7 pairs [lo, hi] with lo < hi (rad)", self.joint_range_rad)
         g = self.gripper_range
-        _require(len(g) == 2 and _num(g[0], 0.0, 1.0) and _num(g[1], 0.0, 1.0) and g[0] <= g[1],
-                 "policy.gripper_range", "[lo, hi] within 0..1", g)
-        _require(len(self.max_joint_vel_rad_s) == 7 and all(_num(v, 1e-3, 20.0) for v in self.max_joint_vel_rad_s),
-                 "policy.max_joint_vel_rad_s", "7 numbers in 0.001..20", self.max_joint_vel_rad_s)
-        _require(_num(self.max_target_offset_rad, 0.01, 6.3), "policy.max_target_offset_rad", "a number in 0.01..6.3", self.max_target_offset_rad)
-        _require(_num(self.max_validity_s, 0.005, 5.0), "policy.max_validity_s", "a number in 0.005..5", self.max_validity_s)
+        require(len(g) == 2 and is_number_in(g[0], 0.0, 1.0) and is_number_in(g[1], 0.0, 1.0) and g[0] <= g[1],
+                "policy.gripper_range", "[lo, hi] within 0..1", g)
+        require(len(self.max_joint_vel_rad_s) == 7 and all(is_number_in(v, 1e-3, 20.0) for v in self.max_joint_vel_rad_s),
+                "policy.max_joint_vel_rad_s", "7 numbers in 0.001..20", self.max_joint_vel_rad_s)
+        require(is_number_in(self.max_target_offset_rad, 0.01, 6.3), "policy.max_target_offset_rad", "a number in 0.01..6.3", self.max_target_offset_rad)
+        require(is_number_in(self.max_validity_s, 0.005, 5.0), "policy.max_validity_s", "a number in 0.005..5", self.max_validity_s)
 
 
 @dataclass(frozen=True)
@@ -142,16 +132,16 @@ class ServerConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
     def __post_init__(self) -> None:
-        _require(_num(self.rate_hz, 100.0, 2000.0), "server.rate_hz", "a number in 100..2000 (state is published every tick)", self.rate_hz)
-        _require(_num(self.spin_s, 0.0, 0.005), "server.spin_s", "a number in 0..0.005", self.spin_s)
-        _require(_num(self.max_catchup_s, 0.005, 5.0), "server.max_catchup_s", "a number in 0.005..5", self.max_catchup_s)
+        require(is_number_in(self.rate_hz, 100.0, 2000.0), "server.rate_hz", "a number in 100..2000 (state is published every tick)", self.rate_hz)
+        require(is_number_in(self.spin_s, 0.0, 0.005), "server.spin_s", "a number in 0..0.005", self.spin_s)
+        require(is_number_in(self.max_catchup_s, 0.005, 5.0), "server.max_catchup_s", "a number in 0.005..5", self.max_catchup_s)
         for name, lo, hi in (("max_messages_per_tick", 1, 10000), ("max_clients", 1, 10000), ("max_message_bytes", 1024, 1 << 24)):
             v = getattr(self, name)
-            _require(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi, f"server.{name}", f"an integer in {lo}..{hi}", v)
-        _require(self.allow_remote or self.endpoints.loopback, "server endpoints",
-                 "loopback endpoints (127.0.0.1, ::1, localhost) unless allow_remote is set", self.endpoints)
-        _require(bool(self.curve_secret_key) == bool(self.curve_clients_dir), "server.curve_secret_key / curve_clients_dir",
-                 "both set (CurveZMQ) or both empty", (self.curve_secret_key, self.curve_clients_dir))
+            require(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi, f"server.{name}", f"an integer in {lo}..{hi}", v)
+        require(self.allow_remote or self.endpoints.loopback, "server endpoints",
+                "loopback endpoints (127.0.0.1, ::1, localhost) unless allow_remote is set", self.endpoints)
+        require(bool(self.curve_secret_key) == bool(self.curve_clients_dir), "server.curve_secret_key / curve_clients_dir",
+                "both set (CurveZMQ) or both empty", (self.curve_secret_key, self.curve_clients_dir))
 
     @property
     def period_s(self) -> float:
@@ -183,16 +173,16 @@ class ClientConfig:
     """This client's secret key file (zmq.auth format, holds both keys)."""
 
     def __post_init__(self) -> None:
-        _require(_num(self.validity_s, 0.005, 5.0), "client.validity_s", "a number in 0.005..5", self.validity_s)
-        _require(_num(self.stale_after_s, 0.02, 10.0), "client.stale_after_s", "a number in 0.02..10", self.stale_after_s)
-        _require(_num(self.disconnected_after_s, self.stale_after_s, 60.0), "client.disconnected_after_s",
-                 f"a number in stale_after_s ({self.stale_after_s})..60", self.disconnected_after_s)
-        _require(_num(self.handshake_retry_s, 0.01, 10.0), "client.handshake_retry_s", "a number in 0.01..10", self.handshake_retry_s)
-        _require(_num(self.connect_timeout_s, 0.1, 600.0), "client.connect_timeout_s", "a number in 0.1..600", self.connect_timeout_s)
-        _require(isinstance(self.client_name, str) and 0 < len(self.client_name) <= 64, "client.client_name",
-                 "1..64 characters", self.client_name)
-        _require(bool(self.curve_server_key) == bool(self.curve_client_key), "client.curve_server_key / curve_client_key",
-                 "both set (CurveZMQ) or both empty", (self.curve_server_key, self.curve_client_key))
+        require(is_number_in(self.validity_s, 0.005, 5.0), "client.validity_s", "a number in 0.005..5", self.validity_s)
+        require(is_number_in(self.stale_after_s, 0.02, 10.0), "client.stale_after_s", "a number in 0.02..10", self.stale_after_s)
+        require(is_number_in(self.disconnected_after_s, self.stale_after_s, 60.0), "client.disconnected_after_s",
+                f"a number in stale_after_s ({self.stale_after_s})..60", self.disconnected_after_s)
+        require(is_number_in(self.handshake_retry_s, 0.01, 10.0), "client.handshake_retry_s", "a number in 0.01..10", self.handshake_retry_s)
+        require(is_number_in(self.connect_timeout_s, 0.1, 600.0), "client.connect_timeout_s", "a number in 0.1..600", self.connect_timeout_s)
+        require(isinstance(self.client_name, str) and 0 < len(self.client_name) <= 64, "client.client_name",
+                "1..64 characters", self.client_name)
+        require(bool(self.curve_server_key) == bool(self.curve_client_key), "client.curve_server_key / curve_client_key",
+                "both set (CurveZMQ) or both empty", (self.curve_server_key, self.curve_client_key))
 
     @property
     def curve(self) -> bool:
@@ -208,48 +198,26 @@ class RemoteConfig:
 # ---- TOML --------------------------------------------------------------------------------------
 
 
-def _overlay(obj: Any, data: dict[str, Any], prefix: str) -> Any:
-    hints = typing.get_type_hints(type(obj))
-    names = [f.name for f in dataclasses.fields(obj)]
-    changes: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in names:
-            raise RemoteConfigError(f"unknown setting '{prefix}.{key}'; known here: {', '.join(names)}")
-        tp = hints[key]
-        if dataclasses.is_dataclass(tp):
-            _require(isinstance(value, dict), f"{prefix}.{key}", "a table", value)
-            changes[key] = _overlay(getattr(obj, key), value, f"{prefix}.{key}")
-        else:
-            try:
-                changes[key] = coerce_value(f"{prefix}.{key}", tp, value)
-            except ConfigError as exc:
-                raise RemoteConfigError(str(exc).replace("config key", "setting", 1)) from None
-    try:
-        return dataclasses.replace(obj, **changes)
-    except TypeError as exc:
-        raise RemoteConfigError(f"table '{prefix}': {exc}") from None
-
-
 def remote_config_from_dict(data: dict[str, Any], base: RemoteConfig | None = None) -> RemoteConfig:
     """Overlay parsed TOML (`[server]`, `[policy]`, `[client]`; endpoints as `bind` / `connect`) on `base`."""
     cfg = base or RemoteConfig()
     known = ("server", "policy", "client")
     for key, value in data.items():
-        _require(key in known, key, f"one of the tables {', '.join(known)}", key)
-        _require(isinstance(value, dict), key, "a table", value)
+        require(key in known, key, f"one of the tables {', '.join(known)}", key)
+        require(isinstance(value, dict), key, "a table", value)
     server, client = cfg.server, cfg.client
     s = dict(data.get("server", {}))
     if "bind" in s:
-        _require(isinstance(s["bind"], str), "server.bind", "an endpoint string", s["bind"])
+        require(isinstance(s["bind"], str), "server.bind", "an endpoint string", s["bind"])
         server = dataclasses.replace(server, endpoints=Endpoints.parse(s.pop("bind")))
-    server = _overlay(server, s, "server")
+    server = overlay(server, s, "server")
     if "policy" in data:
-        server = dataclasses.replace(server, policy=_overlay(server.policy, data["policy"], "policy"))
+        server = dataclasses.replace(server, policy=overlay(server.policy, data["policy"], "policy"))
     c = dict(data.get("client", {}))
     if "connect" in c:
-        _require(isinstance(c["connect"], str), "client.connect", "an endpoint string", c["connect"])
+        require(isinstance(c["connect"], str), "client.connect", "an endpoint string", c["connect"])
         client = dataclasses.replace(client, endpoints=Endpoints.parse(c.pop("connect")))
-    client = _overlay(client, c, "client")
+    client = overlay(client, c, "client")
     return RemoteConfig(server, client)
 
 
@@ -257,16 +225,4 @@ def load_remote_config(path: str | Path | None) -> RemoteConfig:
     """The defaults, overlaid with a TOML file when `path` is given."""
     if path is None:
         return RemoteConfig()
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RemoteConfigError(f"remote config file not found: {p}") from None
-    except OSError as exc:
-        raise RemoteConfigError(f"remote config file {p} cannot be read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RemoteConfigError(f"remote config file {p} is not valid TOML: {exc}") from None
-    try:
-        return remote_config_from_dict(data)
-    except RemoteConfigError as exc:
-        raise RemoteConfigError(f"{p}: {exc}") from None
+    return settings_from_file(path, remote_config_from_dict, what="remote config file")

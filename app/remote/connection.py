@@ -20,7 +20,9 @@ from __future__ import annotations
 from enum import Enum
 
 
-class ConnectionState(Enum):
+class LinkState(Enum):
+    """The client's link to a simulation server (a tracking source's `ConnectionState` is another thing)."""
+
     CONNECTING = "connecting"
     """Waiting for the server's state and the handshake."""
     RESYNCING = "resyncing"
@@ -37,24 +39,24 @@ class ConnectionState(Enum):
 
 
 class IllegalConnectionTransition(RuntimeError):
-    def __init__(self, action: str, current: ConnectionState, allowed: tuple[ConnectionState, ...]) -> None:
+    def __init__(self, action: str, current: LinkState, allowed: tuple[LinkState, ...]) -> None:
         names = " or ".join(s.value for s in allowed)
         super().__init__(f"connection: cannot {action} while {current.value}; only from {names}")
         self.current = current
         self.allowed = allowed
 
 
-_OPEN = (ConnectionState.CONNECTING, ConnectionState.RESYNCING, ConnectionState.CONNECTED, ConnectionState.STALE,
-         ConnectionState.DISCONNECTED, ConnectionState.REFUSED)
+_OPEN = (LinkState.CONNECTING, LinkState.RESYNCING, LinkState.CONNECTED, LinkState.STALE,
+         LinkState.DISCONNECTED, LinkState.REFUSED)
 
 
 class ConnectionMachine:
     def __init__(self) -> None:
-        self.state = ConnectionState.CONNECTING
+        self.state = LinkState.CONNECTING
         self.error = ""
         """Why the connection is not CONNECTED ('' when it is)."""
 
-    def _go(self, action: str, allowed: tuple[ConnectionState, ...], new: ConnectionState, error: str) -> None:
+    def _go(self, action: str, allowed: tuple[LinkState, ...], new: LinkState, error: str) -> None:
         if self.state not in allowed:
             raise IllegalConnectionTransition(action, self.state, allowed)
         self.state = new
@@ -62,34 +64,34 @@ class ConnectionMachine:
 
     def ready(self) -> None:
         """Handshake done and state fresh."""
-        self._go("become ready", (ConnectionState.CONNECTING, ConnectionState.STALE, ConnectionState.DISCONNECTED),
-                 ConnectionState.RESYNCING, "re-synchronising joint commands to the server's state")
+        self._go("become ready", (LinkState.CONNECTING, LinkState.STALE, LinkState.DISCONNECTED),
+                 LinkState.RESYNCING, "re-synchronising joint commands to the server's state")
 
     def resynced(self) -> None:
-        self._go("finish resync", (ConnectionState.RESYNCING,), ConnectionState.CONNECTED, "")
+        self._go("finish resync", (LinkState.RESYNCING,), LinkState.CONNECTED, "")
 
     def require_resync(self, why: str) -> None:
         """A new engine took over the output: it re-reads the joints before commanding."""
-        self._go("require a resync", (ConnectionState.CONNECTED,), ConnectionState.RESYNCING, why)
+        self._go("require a resync", (LinkState.CONNECTED,), LinkState.RESYNCING, why)
 
     def stale(self, why: str) -> None:
-        self._go("go stale", (ConnectionState.RESYNCING, ConnectionState.CONNECTED), ConnectionState.STALE, why)
+        self._go("go stale", (LinkState.RESYNCING, LinkState.CONNECTED), LinkState.STALE, why)
 
     def lost(self, why: str) -> None:
-        self._go("disconnect", (ConnectionState.CONNECTING, ConnectionState.STALE), ConnectionState.DISCONNECTED, why)
+        self._go("disconnect", (LinkState.CONNECTING, LinkState.STALE), LinkState.DISCONNECTED, why)
 
     def restart(self, why: str) -> None:
         """A new server instance: handshake again."""
-        self._go("restart", _OPEN, ConnectionState.CONNECTING, why)
+        self._go("restart", _OPEN, LinkState.CONNECTING, why)
 
     def refuse(self, why: str) -> None:
-        self._go("refuse", _OPEN, ConnectionState.REFUSED, why)
+        self._go("refuse", _OPEN, LinkState.REFUSED, why)
 
     def close(self) -> None:
-        self.state = ConnectionState.CLOSED
+        self.state = LinkState.CLOSED
         self.error = "closed"
 
     def note(self, error: str) -> None:
         """Update the reason shown while not CONNECTED (no state change)."""
-        if self.state is not ConnectionState.CONNECTED:
+        if self.state is not LinkState.CONNECTED:
             self.error = error

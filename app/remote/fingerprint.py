@@ -1,29 +1,21 @@
 """Model fingerprint: what a server and a client must share before one commands the other's robot.
 
-MuJoCo version, SHA-256 of the scene file and of every file it pulls in (MJCF models, includes,
-meshes, textures: found by following `file=` attributes), and the model sizes nq, nv, nu. A
-joint target means nothing on a different model, so any difference refuses the connection;
-`differences` says which item differs.
-
-File hashes are taken with line endings normalised to `\\n` for XML files, so a checkout with
-Windows line endings matches a Linux one. Files are named relative to the assets folder (the
-scene's grandparent, e.g. `scenes/dual_panda.xml`, `robots/panda.xml`).
+MuJoCo version, SHA-256 of the scene file and of every file it pulls in
+(`app.sim.model_files.model_file_digests`), and the model sizes nq, nv, nu. A joint target means
+nothing on a different model, so any difference refuses the connection; `differences` says which
+item differs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import mujoco
 
-_MESH_TAGS = ("mesh", "hfield", "skin")
-_TEXTURE_TAGS = ("texture",)
-_TEXTURE_FILE_ATTRS = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
+from app.sim.model_files import model_file_digests
 
 
 class FingerprintError(ValueError):
@@ -116,57 +108,6 @@ def compact_differences(mine: ModelFingerprint, compact: dict[str, Any], theirs:
     return out
 
 
-def _hash_file(path: Path) -> str:
-    data = path.read_bytes()
-    if path.suffix.lower() == ".xml":
-        data = data.replace(b"\r\n", b"\n")
-    return hashlib.sha256(data).hexdigest()
-
-
-def scene_files(scene_path: str | os.PathLike[str]) -> list[Path]:
-    """The scene file and every file it references, recursively (existing files only, no repeats)."""
-    seen: dict[Path, None] = {}
-
-    def visit(path: Path) -> None:
-        path = path.resolve()
-        if path in seen or not path.is_file():
-            return
-        seen[path] = None
-        if path.suffix.lower() != ".xml":
-            return
-        try:
-            root = ET.parse(path).getroot()
-        except ET.ParseError:
-            return  # MuJoCo itself reports a broken file when loading it
-        base = path.parent
-        meshdir = texturedir = None
-        for comp in root.iter("compiler"):
-            assetdir = comp.get("assetdir")
-            meshdir = comp.get("meshdir", assetdir) or meshdir
-            texturedir = comp.get("texturedir", assetdir) or texturedir
-        for el in root.iter():
-            if el.tag in _MESH_TAGS:
-                names, folder = [el.get("file")], meshdir
-            elif el.tag in _TEXTURE_TAGS:
-                names, folder = [el.get(a) for a in _TEXTURE_FILE_ATTRS], texturedir
-            else:
-                names, folder = [el.get("file")], None
-            for name in names:
-                if name:
-                    visit(base / folder / name if folder else base / name)
-
-    visit(Path(scene_path))
-    return list(seen)
-
-
 def fingerprint_of(model: mujoco.MjModel, scene_path: str | os.PathLike[str]) -> ModelFingerprint:
-    scene_path = Path(scene_path).resolve()
-    root = scene_path.parent.parent
-    files = []
-    for p in scene_files(scene_path):
-        try:
-            name = p.relative_to(root).as_posix()
-        except ValueError:
-            name = p.name
-        files.append((name, _hash_file(p)))
-    return ModelFingerprint(mujoco.__version__, int(model.nq), int(model.nv), int(model.nu), tuple(sorted(files)))
+    return ModelFingerprint(mujoco.__version__, int(model.nq), int(model.nv), int(model.nu),
+                            model_file_digests(scene_path))

@@ -109,7 +109,9 @@ class ArmCommand:
 
 
 @dataclass(frozen=True)
-class Command:
+class ServerCommand:
+    """A `command` message: joint targets for the server's arms (an operator's `app.control.engine.Command` is another thing)."""
+
     instance: str
     """The server instance the client saw (a command for an earlier instance is refused)."""
     seq: int
@@ -167,7 +169,9 @@ class ErrorReply:
 
 
 @dataclass(frozen=True)
-class ArmState:
+class RemoteArmState:
+    """What the server does with one arm, in a `state` message (the teleop `ArmState` is another thing)."""
+
     mode: ArmMode
     gripper: float
     """Gripper command in force (0 open .. 1 closed)."""
@@ -192,7 +196,7 @@ class State:
     qvel: np.ndarray
     ctrl: np.ndarray
     """Actuator targets in force (model units)."""
-    arms: dict[str, ArmState]
+    arms: dict[str, RemoteArmState]
     deadman: bool
     """True when any arm is HELD because its newest command expired."""
     stats: dict[str, int] = field(default_factory=dict)
@@ -220,7 +224,7 @@ def encode_state(s: State) -> bytes:
     })
 
 
-def encode_command(c: Command) -> bytes:
+def encode_command(c: ServerCommand) -> bytes:
     arms = {}
     for name, a in c.arms.items():
         d: dict[str, Any] = {"q_rad": _floats(a.q_rad), "gripper": float(a.gripper)}
@@ -429,10 +433,10 @@ def _arm_limits(v: Any, where: str) -> ArmLimits:
                      f["max_target_offset_rad"])
 
 
-def _arm_state(v: Any, where: str) -> ArmState:
+def _arm_state(v: Any, where: str) -> RemoteArmState:
     f = _fields(v, where, {"mode": _enum(ArmMode), "gripper": _number(), "cmd_seq": _int(-1),
                            "valid_for_s": _number()})
-    return ArmState(f["mode"], f["gripper"], f["cmd_seq"], f["valid_for_s"])
+    return RemoteArmState(f["mode"], f["gripper"], f["cmd_seq"], f["valid_for_s"])
 
 
 def _list_of_str(max_items: int, max_len: int) -> Checker:
@@ -467,7 +471,7 @@ def decode_state(buf: bytes) -> State:
                  np.array(f["qvel"]), np.array(f["ctrl"]), f["arms"], f["deadman"], f.get("stats", {}))
 
 
-def decode_client_message(buf: bytes) -> Hello | Command:
+def decode_client_message(buf: bytes) -> Hello | ServerCommand:
     """What the server accepts on its command socket."""
     d = _unpack(buf)
     t = _header(d, ("hello", "command"))
@@ -478,7 +482,7 @@ def decode_client_message(buf: bytes) -> Hello | Command:
                                "arms": _map_of(_arm_command)})
     if not f["arms"]:
         raise MessageError("command.arms: names no arm")
-    return Command(f["instance"], f["seq"], f["valid_until_s"], f["arms"])
+    return ServerCommand(f["instance"], f["seq"], f["valid_until_s"], f["arms"])
 
 
 def decode_server_reply(buf: bytes) -> Welcome | Refused | Ack | ErrorReply:

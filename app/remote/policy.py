@@ -15,8 +15,9 @@ from typing import Mapping
 import mujoco
 import numpy as np
 
-from app.remote.config import PolicyConfig, RemoteConfigError
-from app.remote.messages import ARM_DOF, ArmLimits, Command, RejectCode, Rejection
+from app.config import ConfigError
+from app.remote.config import PolicyConfig
+from app.remote.messages import ARM_DOF, ArmLimits, RejectCode, Rejection, ServerCommand
 from app.sim.scene import ArmHandles
 
 GRIPPER_MODEL_RANGE = (0.0, 1.0)
@@ -41,7 +42,7 @@ class CommandPolicy:
                          for i, a in enumerate(h.actuator_ids)]
             for i in range(ARM_DOF):
                 if lo[i] >= hi[i]:
-                    raise RemoteConfigError(
+                    raise ConfigError(
                         f"policy leaves no room for {act_names[i]}: [{lo[i]:.4f}, {hi[i]:.4f}] rad from ctrlrange "
                         f"[{ctrl[i, 0]:.4f}, {ctrl[i, 1]:.4f}] and the policy settings")
             self._ctrl[name] = ctrl
@@ -52,7 +53,7 @@ class CommandPolicy:
                                           (float(cfg.gripper_range[0]), float(cfg.gripper_range[1])),
                                           float(cfg.max_target_offset_rad))
 
-    def check(self, cmd: Command, q_measured: Mapping[str, np.ndarray], now_sim_s: float) -> list[Rejection]:
+    def check(self, cmd: ServerCommand, q_measured: Mapping[str, np.ndarray], now_sim_s: float) -> list[Rejection]:
         """Every reason `cmd` must not be applied at server time `now_sim_s`, given the measured joints."""
         out: list[Rejection] = []
         until = cmd.valid_until_s

@@ -28,7 +28,6 @@ import uuid
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 import zmq
 
@@ -37,12 +36,12 @@ from app.control.timing import LoopTimer
 from app.remote import keys
 from app.remote.config import ServerConfig, is_ipv6_endpoint
 from app.remote.fingerprint import ModelFingerprint, fingerprint_of
-from app.remote.messages import (Ack, ArmMode, ArmState, Command, ErrorReply, Hello, MessageError, RejectCode, Refused,
-                                 Rejection, State, Welcome, decode_client_message, encode_ack, encode_error,
-                                 encode_refused, encode_state, encode_welcome)
+from app.remote.messages import (Ack, ArmMode, ErrorReply, Hello, MessageError, Refused, RejectCode, Rejection,
+                                 RemoteArmState, ServerCommand, State, Welcome, decode_client_message, encode_ack,
+                                 encode_error, encode_refused, encode_state, encode_welcome)
 from app.remote.policy import CommandPolicy
-from app.runtime import Scene
-from app.sim.sim_arms import SimulatedArms
+from app.sim.scene import Scene
+from app.sim.sim_arms import make_sim
 
 log = logging.getLogger(__name__)
 
@@ -95,22 +94,12 @@ class _LogLimiter:
         log.warning("%s%s", text, f" (and {more} more like it)" if more else "")
 
 
-def make_sim(cfg: Config, scene: Scene) -> SimulatedArms:
-    """The scene at its home pose, as `app.runtime.build_engine` starts it."""
-    sim = SimulatedArms(scene.model, scene.arms, scene.home_qpos)
-    for h in scene.arms.values():
-        sim.data.qpos[np.asarray(h.qpos_adr)] = cfg.scene.home_qpos_rad
-        sim.data.ctrl[list(h.actuator_ids)] = cfg.scene.home_qpos_rad
-    mujoco.mj_forward(scene.model, sim.data)
-    return sim
-
-
 class SimServer:
     def __init__(self, cfg: Config, scene: Scene, server_cfg: ServerConfig | None = None) -> None:
         self.cfg = cfg
         self.scfg = server_cfg or ServerConfig()
         self.scene = scene
-        self.sim = make_sim(cfg, scene)
+        self.sim = make_sim(scene)
         self.fingerprint: ModelFingerprint = fingerprint_of(scene.model, scene.path)
         self.policy = CommandPolicy(scene.model, scene.arms, self.scfg.policy)
         self.instance = uuid.uuid4().hex
@@ -269,7 +258,7 @@ class SimServer:
     def state(self) -> State:
         d = self.sim.data
         t = float(d.time)
-        arms = {n: ArmState(s.mode, s.gripper, s.cmd_seq, max(0.0, s.valid_until_s - t) if s.mode is ArmMode.ACTIVE else 0.0)
+        arms = {n: RemoteArmState(s.mode, s.gripper, s.cmd_seq, max(0.0, s.valid_until_s - t) if s.mode is ArmMode.ACTIVE else 0.0)
                 for n, s in self._arms.items()}
         stats = {k: v for k, v in self.counts.items() if ":" not in k}
         stats["late_ticks"] = self.timer.late_ticks
@@ -355,7 +344,7 @@ class SimServer:
                 return True
         return False
 
-    def _on_command(self, ident: bytes, envelope: list[bytes], cmd: Command, now_s: float) -> None:
+    def _on_command(self, ident: bytes, envelope: list[bytes], cmd: ServerCommand, now_s: float) -> None:
         t = self.sim.sim_time_s
         peer = self._peers.get(ident)
         reasons: list[Rejection]

@@ -79,7 +79,7 @@ def session_limits(sidecar: dict | None) -> tuple[dict | None, tuple[float, ...]
         note = "the sidecar holds no configuration; limits from the defaults"
     speeds = tuple(cfg.limits.max_joint_vel_rad_s)
     try:
-        from app.runtime import load_scene
+        from app.sim.scene import load_scene
 
         scene = load_scene(cfg)
     except Exception as exc:  # any scene problem only costs the margins, never the report

@@ -1,11 +1,14 @@
-"""The simulated robots: scene loading and name resolution, and the dual-arm output.
-Names are loaded on first use."""
+"""The simulated robots: scene loading and name resolution, the arms output port and its local
+simulation. Names are loaded on first use."""
 
 import importlib
 
 _EXPORTS = {
-    "ArmHandles": "app.sim.scene", "SceneError": "app.sim.scene", "load_model": "app.sim.scene",
-    "resolve_arm": "app.sim.scene", "CommandRejected": "app.sim.sim_arms", "SimulatedArms": "app.sim.sim_arms",
+    "ArmHandles": "app.sim.scene", "Scene": "app.sim.scene", "SceneError": "app.sim.scene",
+    "load_model": "app.sim.scene", "load_scene": "app.sim.scene", "resolve_arm": "app.sim.scene",
+    "ArmReading": "app.sim.output", "ArmsOutput": "app.sim.output", "CommandLimits": "app.sim.output",
+    "CommandRejected": "app.sim.output", "clip_command": "app.sim.output",
+    "SimulatedArms": "app.sim.sim_arms", "make_sim": "app.sim.sim_arms",
 }
 __all__ = sorted(_EXPORTS)
 

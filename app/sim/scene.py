@@ -1,5 +1,8 @@
 """Load a MuJoCo scene and resolve each arm's named parts into index handles, once.
 
+`load_scene(cfg)` gives the `Scene` every part of the app starts from: the model, both arms'
+handles and the home pose (`home_state` is the one place that defines it).
+
 An arm is found by name prefix (`left/`, `right/`): joints `joint1`..`joint7`, fingers
 `finger_joint1`/`finger_joint2`, position actuators `actuator1`..`actuator7`, gripper `actuator8`,
 and the sites `tcp` and `flange` (see assets/robots/panda.xml). Everything that is missing or
@@ -15,6 +18,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+
+from app.config import ARMS, Config
+from app.paths import resolve_asset
 
 ARM_JOINTS: tuple[str, ...] = tuple(f"joint{i}" for i in range(1, 8))
 ARM_ACTUATORS: tuple[str, ...] = tuple(f"actuator{i}" for i in range(1, 8))
@@ -152,3 +158,61 @@ def home_qpos(model: mujoco.MjModel, key: str = HOME_KEY) -> np.ndarray:
         existing = [n for n in _names(model, mujoco.mjtObj.mjOBJ_KEY, model.nkey) if n]
         raise SceneError(f"keyframe '{key}' not found; keyframes in the model: {existing or 'none'}")
     return model.key_qpos[idx].copy()
+
+
+@dataclass(frozen=True, eq=False)
+class Scene:
+    """A loaded scene: the model, each arm's handles and the home pose (see `home_state`)."""
+
+    path: Path
+    model: mujoco.MjModel
+    arms: dict[str, ArmHandles]
+    home_qpos: np.ndarray
+    """(nq,) the whole model's qpos at home (arms, fingers, objects)."""
+    home_ctrl: np.ndarray
+    """(nu,) the actuator controls at home: arm servos at the home joints, grippers open."""
+
+
+def home_state(model: mujoco.MjModel, arms: dict[str, ArmHandles], arm_qpos_rad) -> tuple[np.ndarray, np.ndarray]:
+    """The home pose (qpos (nq,), ctrl (nu,)): the model's `home` keyframe where it has one (objects
+    on the table, fingers open), else `qpos0`; each arm's joints and servo targets at `arm_qpos_rad`
+    (7, rad: `scene.home_qpos_rad`, which the IK's posture bias uses too) and its gripper open, so
+    the arms hold still at the first tick."""
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, HOME_KEY)
+    qpos = model.key_qpos[key].copy() if key >= 0 else model.qpos0.copy()
+    ctrl = model.key_ctrl[key].copy() if key >= 0 else np.zeros(model.nu)
+    q = np.asarray(arm_qpos_rad, dtype=float)
+    for h in arms.values():
+        qpos[np.asarray(h.qpos_adr)] = q
+        ctrl[np.asarray(h.actuator_ids)] = q
+        ctrl[h.gripper_actuator_id] = h.gripper_ctrl_range[1]
+    return qpos, ctrl
+
+
+def check_home_pose(arms: dict[str, ArmHandles], home_qpos_rad, margin_rad: float) -> None:
+    """SceneError naming every joint whose home value lies outside its range less the IK margin.
+
+    The IK clamps its commands to that band, so a home outside it is a jump at the first tick
+    (and, far outside, joints past their limits for the whole run)."""
+    problems = []
+    for i, v in enumerate(home_qpos_rad):
+        bad = [h for h in arms.values()
+               if not h.joint_range_rad[i, 0] + margin_rad <= v <= h.joint_range_rad[i, 1] - margin_rad]
+        if bad:
+            lo, hi = bad[0].joint_range_rad[i]
+            names = ", ".join(f"{h.prefix}joint{i + 1}" for h in bad)
+            problems.append(f"{names} = {float(v)!r} (range [{lo:.4f}, {hi:.4f}], "
+                            f"so {lo + margin_rad:.4f}..{hi - margin_rad:.4f})")
+    if problems:
+        raise SceneError(f"config key 'scene.home_qpos_rad': expected each joint inside its range less "
+                         f"ik.joint_limit_margin_rad ({margin_rad:g} rad), found " + "; ".join(problems))
+
+
+def load_scene(cfg: Config) -> Scene:
+    """The configured scene (`scene.file`), both arms resolved and the home pose checked."""
+    path = resolve_asset(cfg.scene.file)
+    model = load_model(path)
+    arms = {name: resolve_arm(model, name, cfg.arms.arm(name).prefix) for name in ARMS}
+    check_home_pose(arms, cfg.scene.home_qpos_rad, cfg.ik.joint_limit_margin_rad)
+    qpos, ctrl = home_state(model, arms, cfg.scene.home_qpos_rad)
+    return Scene(path, model, arms, qpos, ctrl)

@@ -1,44 +1,31 @@
-"""The simulated dual-arm output: position actuators on the MuJoCo scene, stepped in real time.
+"""The simulated dual-arm output (`ArmsOutput`): position actuators on the MuJoCo scene, stepped in real time.
 
-This is the one place that writes `data.ctrl` and calls `mj_step`. Commands are validated here
-as the last line of defence: a non-finite value is refused (the previous command stays) and
-everything else is clipped to the actuator's control range; `send` returns what was sent.
+This is the one place that writes `data.ctrl` and calls `mj_step`. Commands are checked here
+as the last line of defence (`clip_command`): a non-finite value is refused (the previous command
+stays) and everything else is clipped to the actuator's control range; `send` returns what was sent.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mujoco
 import numpy as np
 
-from app.sim.scene import ArmHandles
-
-GRIPPER_OPEN_CTRL = 255.0
-
-
-class CommandRejected(ValueError):
-    """A command held a non-finite value; nothing was sent."""
-
-
-@dataclass(frozen=True)
-class ArmReading:
-    q_rad: np.ndarray
-    tcp_pos_m: np.ndarray
-    tcp_quat_wxyz: np.ndarray
+from app.sim.output import ArmReading, CommandLimits, ResyncHook, clip_command
+from app.sim.scene import ArmHandles, Scene
 
 
 class SimulatedArms:
-    def __init__(self, model: mujoco.MjModel, arms: dict[str, ArmHandles], home_qpos: np.ndarray) -> None:
+    def __init__(self, model: mujoco.MjModel, arms: dict[str, ArmHandles], home_qpos: np.ndarray,
+                 home_ctrl: np.ndarray) -> None:
+        """Start at `home_qpos` (nq,) with actuator controls `home_ctrl` (nu,), at rest (see `make_sim`)."""
         self.model = model
         self.data = mujoco.MjData(model)
         self.arms = arms
         self.data.qpos[:] = home_qpos
-        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
-        if key >= 0:
-            mujoco.mj_resetDataKeyframe(model, self.data, key)
+        self.data.ctrl[:] = home_ctrl
         mujoco.mj_forward(model, self.data)
         self._quat = np.zeros(4)
+        self._limits = {name: CommandLimits(h.ctrl_range[:, 0], h.ctrl_range[:, 1]) for name, h in arms.items()}
         # The position servos are PD: force = kp (ctrl - q) - kv qdot. Adding (kv / kp) * the
         # commanded joint velocity to ctrl turns the damping into kv (qdot_cmd - qdot), i.e. they
         # track a moving command instead of lagging it by kv / kp seconds (0.1 s for the Panda).
@@ -61,17 +48,10 @@ class SimulatedArms:
         Returns the (clipped) joint targets and gripper command actually applied.
         """
         h = self.arms[arm]
-        q = np.asarray(q_cmd_rad, dtype=float)
-        if q.shape != (7,) or not np.all(np.isfinite(q)) or not np.isfinite(gripper_close):
-            raise CommandRejected(f"arm {arm}: non-finite or mis-shaped command {q!r}, gripper {gripper_close!r}")
-        q_sent = np.clip(q, h.ctrl_range[:, 0], h.ctrl_range[:, 1])
+        q_sent, g, qdot = clip_command(arm, q_cmd_rad, gripper_close, qdot_cmd_rad_s, self._limits[arm])
         ctrl = q_sent
-        if qdot_cmd_rad_s is not None:
-            qdot = np.asarray(qdot_cmd_rad_s, dtype=float)
-            if qdot.shape != (7,) or not np.all(np.isfinite(qdot)):
-                raise CommandRejected(f"arm {arm}: non-finite or mis-shaped velocity command {qdot!r}")
+        if qdot is not None:
             ctrl = np.clip(q_sent + self._lead_s[arm] * qdot, h.ctrl_range[:, 0], h.ctrl_range[:, 1])
-        g = min(max(float(gripper_close), 0.0), 1.0)
         lo, hi = h.gripper_ctrl_range
         self.data.ctrl[list(h.actuator_ids)] = ctrl
         self.data.ctrl[h.gripper_actuator_id] = hi - g * (hi - lo)
@@ -96,3 +76,11 @@ class SimulatedArms:
     @property
     def sim_time_s(self) -> float:
         return float(self.data.time)
+
+    def set_resync_hook(self, hook: ResyncHook) -> None:
+        """Never called: the local simulation cannot lose its arms."""
+
+
+def make_sim(scene: Scene) -> SimulatedArms:
+    """The local simulation of `scene`, at its home pose."""
+    return SimulatedArms(scene.model, scene.arms, scene.home_qpos, scene.home_ctrl)

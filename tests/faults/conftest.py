@@ -33,6 +33,6 @@ def base_recording(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def joint_ranges() -> dict[str, np.ndarray]:
     from app.config import Config
-    from app.runtime import load_scene
+    from app.sim.scene import load_scene
     scene = load_scene(Config())
     return {name: np.asarray(h.joint_range_rad) for name, h in scene.arms.items()}

@@ -14,10 +14,11 @@ import pytest
 
 from app.config import Config
 from app.remote.config import Endpoints, ServerConfig
-from app.remote.messages import (Ack, ArmCommand, Command, ErrorReply, Hello, Welcome, encode_command, encode_hello)
+from app.remote.messages import (Ack, ArmCommand, ErrorReply, Hello, ServerCommand, Welcome, encode_command,
+                                 encode_hello)
 from app.remote.server import SimServer
-from app.remote.testing import RawClient, free_port_pair
-from app.runtime import load_scene
+from app.remote.tools import RawClient, free_port_pair
+from app.sim.scene import load_scene
 from tests.faults.test_remote_hardening import _CapturingPub, _Driver
 
 RANDOM_MESSAGES = 400
@@ -52,9 +53,9 @@ def test_random_and_crafted_messages_are_refused_with_reasons_and_a_working_clie
         rng = np.random.default_rng(11)
         q_home = {n: srv.sim.data.qpos[np.asarray(h.qpos_adr)].copy() for n, h in scene.arms.items()}
         crafted = [
-            encode_command(Command(srv.instance, 1, srv.sim.sim_time_s + 0.1,
+            encode_command(ServerCommand(srv.instance, 1, srv.sim.sim_time_s + 0.1,
                                    {"left": ArmCommand(tuple([math.nan] * 7), 0.0)})),   # no handshake, non-finite
-            encode_command(Command("not-this-instance", 2, 1.0, {"left": ArmCommand(tuple(q_home["left"]), 0.0)})),
+            encode_command(ServerCommand("not-this-instance", 2, 1.0, {"left": ArmCommand(tuple(q_home["left"]), 0.0)})),
             encode_hello(Hello("x" * 10, srv.fingerprint))[:-3],                              # truncated
             b"", b"\x00" * 5000, b"\xff" * 3,
         ]
@@ -70,7 +71,7 @@ def test_random_and_crafted_messages_are_refused_with_reasons_and_a_working_clie
                 bad.send_frames(rng.bytes(int(rng.integers(0, 2000))))
             sent_bad += 1
             seq += 1
-            good.send_frames(encode_command(Command(srv.instance, seq, srv.sim.sim_time_s + 0.1,
+            good.send_frames(encode_command(ServerCommand(srv.instance, seq, srv.sim.sim_time_s + 0.1,
                                                     {"left": ArmCommand(tuple(q_home["left"]), 0.0)})))
             _tick_until_replied(drv, (bad, good))
             reply = bad.reply(0.0)

@@ -12,11 +12,11 @@ import pytest
 from app.config import PANDA_MAX_JOINT_VEL_RAD_S, Config
 from app.remote.config import ClientConfig, Endpoints, ServerConfig
 from app.remote.fingerprint import fingerprint_of
-from app.remote.messages import (Ack, ArmCommand, Command, Hello, Refused, Welcome, decode_state, encode_command,
-                                 encode_hello)
+from app.remote.messages import (Ack, ArmCommand, Hello, Refused, ServerCommand, Welcome, decode_state,
+                                 encode_command, encode_hello)
 from app.remote.server import SimServer
-from app.remote.testing import RawClient, free_port_pair
-from app.runtime import load_scene
+from app.remote.tools import RawClient, free_port_pair
+from app.sim.scene import load_scene
 
 
 class _CapturingPub:
@@ -74,7 +74,7 @@ def _hello(srv, client: RawClient, drv: _Driver, name: str = "test"):
 
 
 def _command(srv, seq: int, arm: str, q, valid_for_s: float = 0.1) -> bytes:
-    return encode_command(Command(srv.instance, seq, srv.sim.sim_time_s + valid_for_s,
+    return encode_command(ServerCommand(srv.instance, seq, srv.sim.sim_time_s + valid_for_s,
                                   {arm: ArmCommand(tuple(float(v) for v in q), 0.0)}))
 
 

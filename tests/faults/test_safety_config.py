@@ -8,8 +8,7 @@ import pytest
 from app.cli import EXIT_USAGE, main
 from app.config import (HARD_MAX_JUMP_M, HARD_WORKSPACE_MAX_M, HARD_WORKSPACE_MIN_M, PANDA_MAX_JOINT_VEL_RAD_S,
                         Config, ConfigError, config_from_dict, safety_differences)
-from app.runtime import load_scene
-from app.sim.scene import SceneError
+from app.sim.scene import SceneError, load_scene
 
 
 def _home(q):
