@@ -31,7 +31,7 @@ from app.sessions.schema import (
     sidecar_path,
     snapshot_to_row,
 )
-from app.tracking.replay_source import ReplaySource
+from app.sessions.replay import ReplaySource
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
 from app.tracking.source import IllegalSourceState, TrackingSource
 
