@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from app.cli.common import UsageError, session_path, stream_option_error, stream_settings
+from app.cli.common import session_path, stream_option_error, stream_settings
 
 
 def add_gui_arguments(p: argparse.ArgumentParser) -> None:
