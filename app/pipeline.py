@@ -157,7 +157,7 @@ class Pipeline:
         if kind in ("openvr", "auto") and self.source is not None and self.source.name == "openvr":
             self.stop()
         if kind == "replay":
-            from app.tracking.replay_source import ReplaySource
+            from app.sessions.replay import ReplaySource
             source, note = ReplaySource(session), ""
         else:
             source, note = make_source(kind, cfg, scene, replay_path)

@@ -65,7 +65,7 @@ def make_source(kind: str, cfg: Config, scene: Scene, replay_path: str | None = 
     if kind == "replay":
         if not replay_path:
             raise TrackingSourceError("--source replay needs --replay PATH")
-        from app.tracking.replay_source import ReplaySource
+        from app.sessions.replay import ReplaySource
         return ReplaySource(replay_path), ""
     if kind == "demo":
         return make_demo(scene, cfg), ""

@@ -1,7 +1,7 @@
 """Remote simulation on loopback: state publish rate, state age, command round trip, codec cost.
 
 Run: python bench/remote_bench.py [--seconds S]
-Starts a server process (`python -m app.remote.server`) on free 127.0.0.1 ports and measures:
+Starts a server process (`python -m app.cli serve`) on free 127.0.0.1 ports and measures:
 
 - state messages received per second by a plain SUB, the gaps between them, and their age at
   receipt (server `time.time()` at publication -> client `time.time()`: same host clock);

@@ -16,9 +16,10 @@ import pytest
 
 import app.sessions.reader as reader_module
 from app.cli import main
+from app.cli.analyze import analyze_command
 from app.sessions.analysis import analyze_session
-from app.sessions.analyze_command import analyze_command, session_limits
 from app.sessions.health import Level, assess
+from app.sessions.limits import session_limits
 from app.sessions.reader import SessionFormatError, read_session
 from app.sessions.schema import ARMS, sidecar_path
 from app.tracking.demo_operator import CYCLE_S

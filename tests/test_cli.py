@@ -138,9 +138,17 @@ def test_unwritable_record_path_is_a_clear_error(tmp_path, capsys):
 
 
 def test_openvr_without_steamvr_exits_1_with_reason(capsys):
+    # tests/conftest.py: SteamVR is absent for every test, whatever this machine has
     code, _, err = run(capsys, "run", "--source", "openvr", "--seconds", "1")
     assert code == 1
     assert "SteamVR is not running or not installed" in err
+
+
+def test_auto_without_steamvr_runs_the_demo_and_says_so(capsys):
+    code, _, err = run(capsys, "run", "--seconds", "0.2", "--fast", "--quiet")
+    assert code == 0, err
+    assert "SteamVR not found (SteamVR (the OpenVR runtime) is not installed): running the built-in demo operator" in err
+    assert "source demo" in err
 
 
 def test_record_into_a_folder_generates_a_file_name(tmp_path, capsys):

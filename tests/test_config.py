@@ -1,3 +1,4 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -51,5 +52,8 @@ def test_file_errors_are_config_errors(tmp_path):
 
 def test_config_is_frozen():
     cfg = Config()
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'scale'"):
         cfg.mapping.scale = 2.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'mapping'"):
+        cfg.mapping = None  # type: ignore[misc]
+    assert cfg.mapping.scale == Config().mapping.scale

@@ -64,7 +64,7 @@ def _engaged_both(window) -> bool:
 
 
 def test_demo_runs_visibly_with_a_banner_saying_so(window, qtbot):
-    assert window.runner.source_kind == "demo"  # no SteamVR on this machine
+    assert window.runner.source_kind == "demo"  # no SteamVR for the tests (tests/conftest.py)
     assert not window.banner.isHidden() and "demo operator" in window.banner.text()
     qtbot.waitUntil(lambda: _engaged_both(window), timeout=8000)
     start = window.runner.latest()

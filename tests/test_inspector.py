@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import zmq
 
-from app.streaming.inspector import MAX_TOPICS, StreamInspector, inspect, main_inspect
+from app.cli.inspect import cmd_inspect
+from app.streaming.inspector import MAX_TOPICS, StreamInspector, inspect
 from app.streaming.protocol import build_command, build_planner, build_pose_v1, encode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,8 +162,8 @@ def test_nothing_received_is_exit_1_with_a_clear_line():
         ctx.term()
 
 
-def test_main_inspect_reports_an_unusable_endpoint(capsys):
-    assert main_inspect("not-an-endpoint", 0.1) == 2
+def test_the_inspect_command_reports_an_unusable_endpoint(capsys):
+    assert cmd_inspect("not-an-endpoint", 0.1) == 2
     assert "cannot connect" in capsys.readouterr().err
     with pytest.raises(ValueError, match="seconds"):
         inspect("tcp://127.0.0.1:1", 0)

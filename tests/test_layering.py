@@ -28,19 +28,25 @@ def _modules(folder: str) -> list[Path]:
 
 # (where, which imports are forbidden there, why)
 RULES = [
-    ("calibration", ("app",), "pure math knows nothing of the application"),
+    ("calibration", ("app", "tests", "bench"), "pure math knows nothing of the application"),
+    ("app", ("tests", "bench"), "the application ships without its tests and benchmarks"),
+    ("bench", ("tests",), "benchmarks use the application's own parts (a scripted SteamVR is app.tracking.fake_openvr)"),
     ("app/control", ("app.gui", "app.core", "app.pipeline", "app.sessions", "app.streaming", "app.remote", "app.cli"),
      "the loop and its math sit below every consumer of snapshots"),
     ("app/sim", ("app.gui", "app.core", "app.pipeline", "app.control.engine", "app.control.loop", "app.control.ik",
                  "app.cli"), "the simulation is a device (it may know the snapshot value type)"),
     ("app/core", ("app.gui", "app.cli"), "the core process runs without Qt"),
     ("app/pipeline.py", ("app.gui", "app.core", "app.cli"), "one Qt-free session for every front end"),
-    ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli"), "sessions are data, read by the front ends"),
+    ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",
+                      "app.control.engine", "app.control.loop", "app.control.ik"),
+     "sessions are data, read by the front ends; they know the snapshot type, and read joint ranges from the model "
+     "file (app.sim), not from the runtime"),
     ("app/streaming", ("app.gui", "app.core", "app.pipeline", "app.cli"), "the stream is fed snapshots"),
-    ("app/remote", ("app.gui", "app.core", "app.pipeline", "app.runtime", "app.control.engine"),
+    ("app/remote", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.control.engine"),
      "the remote output sits below the pipeline and beside the engine, which it serves through the ArmsOutput port"),
-    ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli"), "sources feed the loop"),
-    ("app", ("tests",), "test support is not application code"),
+    ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli", "app.sessions", "app.streaming",
+                      "app.remote", "app.runtime"),
+     "sources feed the loop and know nothing above them (the session replay lives in app/sessions)"),
 ]
 
 
@@ -58,3 +64,10 @@ def test_the_rules_see_imports_inside_functions(tmp_path):
     p = tmp_path / "m.py"
     p.write_text("def f():\n    from app.gui.main_window import MainWindow\n")
     assert "app.gui.main_window" in _imports(p)
+
+
+def test_only_the_cli_parses_the_command_line():
+    """Argument parsing and the printing of commands live in app/cli; the domain packages return data."""
+    bad = [f"{path.relative_to(ROOT)} imports argparse" for path in _modules("app")
+           if "argparse" in _imports(path) and path.parent.name != "cli"]
+    assert not bad, "; ".join(bad)

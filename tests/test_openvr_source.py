@@ -17,7 +17,7 @@ from app.config import ButtonMapConfig, OpenVRConfig
 from app.tracking.openvr_source import OpenVRSource, map_buttons, pose_from_matrix34, steamvr_available
 from app.tracking.sample import ControllerButtons, TrackingResult
 from app.tracking.source import ConnectionState, TrackingSource, TrackingSourceError
-from tests.fake_openvr import FakeVRSystem, matrix34
+from app.tracking.fake_openvr import FakeVRSystem, matrix34
 
 LEFT = openvr.TrackedControllerRole_LeftHand
 RIGHT = openvr.TrackedControllerRole_RightHand
@@ -406,10 +406,10 @@ def test_context_manager(fake):
 
 # ---- the probe ---------------------------------------------------------------------------------
 
-def test_steamvr_available_is_false_on_this_machine():
-    ok, reason = steamvr_available()
+def test_steamvr_available_is_false_without_the_runtime():
+    ok, reason = steamvr_available()  # tests/conftest.py: no OpenVR runtime for any test
     assert ok is False
-    assert isinstance(reason, str) and reason
+    assert reason == "SteamVR (the OpenVR runtime) is not installed"
 
 
 def test_steamvr_available_reports_a_stopped_server(monkeypatch):

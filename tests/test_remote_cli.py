@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from app.remote.commands import add_connect_arguments, add_remote_parsers, dispatch, open_remote_output
+from app.cli import EXIT_USAGE, main
+from app.cli.remote import add_connect_arguments, add_remote_parsers, client_config, dispatch
 from app.remote.config import RemoteConfigError
 from app.remote.tools import free_port_pair
 
@@ -70,15 +71,15 @@ def test_probe_of_an_unresolvable_host_is_a_usage_error_at_once(capsys):
     assert "'notanendpoint'" in captured.err and "cannot be resolved" in captured.err
 
 
-def test_run_connect_options(tmp_path):
+def test_run_connect_options(capsys):
     args, code = cli(["run", "--connect", "tcp://127.0.0.1:1", "--server-key", "s.key"])
     assert code is None  # `run` stays with the CLI
     with pytest.raises(RemoteConfigError, match="--server-key and --client-key go together"):
-        open_remote_output(None, None, args)
-    args, _ = cli(["run", "--connect", "tcp://127.0.0.1:1"])
-    args.fast = True
-    with pytest.raises(RemoteConfigError, match="--fast"):
-        open_remote_output(None, None, args)
+        client_config(args, args.connect)
+    assert main(["run", "--connect", "tcp://127.0.0.1:1", "--server-key", "s.key"]) == EXIT_USAGE
+    assert "--server-key and --client-key go together" in capsys.readouterr().err
+    assert main(["run", "--connect", "tcp://127.0.0.1:1", "--fast"]) == EXIT_USAGE
+    assert "--fast cannot drive a remote server" in capsys.readouterr().err
 
 
 def test_probe_into_a_pipe_closed_by_its_reader_exits_quietly_with_its_verdict():

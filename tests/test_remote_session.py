@@ -289,10 +289,10 @@ def test_the_client_output_reports_its_state_and_never_blocks(server, scene):
 
 
 def _cli(argv):
-    """The way app/cli.py wires the remote commands (add_remote_parsers + dispatch)."""
+    """The way app/cli wires the remote commands (add_remote_parsers + dispatch)."""
     import argparse
 
-    from app.remote.commands import add_remote_parsers, dispatch
+    from app.cli.remote import add_remote_parsers, dispatch
     p = argparse.ArgumentParser(prog="pico-teleop")
     p.add_argument("--config")
     add_remote_parsers(p.add_subparsers(dest="command"))

@@ -31,7 +31,7 @@ from app.sessions.schema import (
     sidecar_path,
     snapshot_to_row,
 )
-from app.tracking.replay_source import ReplaySource
+from app.sessions.replay import ReplaySource
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
 from app.tracking.source import IllegalSourceState, TrackingSource
 
@@ -422,6 +422,77 @@ def test_queue_overflow_is_counted_not_blocking(tmp_path, monkeypatch):
     final = rec.stop()
     assert (final.state, final.rows_written, final.dropped_rows) == (RecorderState.STOPPED, 3, 4)
     assert json.loads(sidecar_path(path).read_text())["dropped_rows"] == 4
+    assert list(read_session(path).data["tick"]) == [0.0, 1.0, 2.0]
+
+
+def _stuck_writer(monkeypatch, fail: bool = False):
+    """The writer thread stops inside its first row until `release` is set (then writes it, or
+    fails as on a full disk); returns (entered, release)."""
+    entered, release = threading.Event(), threading.Event()
+    real = recorder_module.snapshot_to_row
+    first = [True]
+
+    def stuck(snap):
+        if first[0]:
+            first[0] = False
+            entered.set()
+            assert release.wait(10.0)
+            if fail:
+                raise OSError(28, "No space left on device")
+        return real(snap)
+
+    monkeypatch.setattr(recorder_module, "snapshot_to_row", stuck)
+    return entered, release
+
+
+def _blocked_submit(rec: Recorder, snap: Snapshot) -> tuple[threading.Thread, list]:
+    """`rec.submit(snap)` in a thread (the loop thread of a --fast run); its result lands in the list."""
+    result: list = []
+    t = threading.Thread(target=lambda: result.append(rec.submit(snap)), daemon=True)
+    t.start()
+    time.sleep(0.1)  # into its put, waiting for room
+    assert t.is_alive() and not result
+    return t, result
+
+
+def test_a_blocking_submit_holds_no_lock_the_writer_needs(tmp_path, monkeypatch):
+    """--fast (block_when_full): a submit waiting for room never makes the writer wait. Before, it
+    held the recorder's lock across its put: a writer failing meanwhile waited for that lock until
+    the put timed out (1 s), and the row was counted as refused by a queue that was not draining."""
+    entered, release = _stuck_writer(monkeypatch, fail=True)
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, {}, queue_size=1, block_when_full=True)
+    rec.start()
+    snaps = make_snapshots(3)
+    assert rec.submit(snaps[0]) and entered.wait(10.0)
+    assert rec.submit(snaps[1])  # the queue is full now
+    t, result = _blocked_submit(rec, snaps[2])
+    release.set()  # the writer fails on its first row, then drains the queue, counting what it drops
+    t.join(10.0)
+    assert result == [True]  # queued once the failed writer made room: it did not wait for a lock
+    final = rec.stop()
+    assert (final.state, final.rows_written, final.dropped_rows) == (RecorderState.FAILED, 0, 3)
+    assert "No space left on device" in final.error
+
+
+def test_a_row_being_queued_when_stop_is_called_is_written(tmp_path, monkeypatch):
+    entered, release = _stuck_writer(monkeypatch)
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, {}, queue_size=1, block_when_full=True)
+    rec.start()
+    snaps = make_snapshots(3)
+    assert rec.submit(snaps[0]) and entered.wait(10.0)
+    assert rec.submit(snaps[1])
+    t, result = _blocked_submit(rec, snaps[2])
+    stopped: list = []
+    stopper = threading.Thread(target=lambda: stopped.append(rec.stop()), daemon=True)
+    stopper.start()
+    time.sleep(0.1)
+    assert not stopped  # stop() waits for the row being put: it goes before the stop marker
+    release.set()
+    t.join(10.0)
+    stopper.join(10.0)
+    assert result == [True] and stopped[0].rows_written == 3 and stopped[0].dropped_rows == 0
     assert list(read_session(path).data["tick"]) == [0.0, 1.0, 2.0]
 
 

@@ -28,7 +28,7 @@ from app.streaming.protocol import (
     decode,
     encode,
 )
-from app.streaming.validation import check_bytes, validate_message
+from app.streaming.validation import Severity, check_bytes, validate_message
 
 
 def pad(header_json: str) -> bytes:
@@ -475,13 +475,16 @@ def test_random_bytes_and_mutations_never_escape_as_exceptions():
                 text = bytes(buf[:HEADER_SIZE + 13]).replace(b'"shape":[', b'"shape":[' + str(rng.randrange(1, 10**12)).encode() + b",", 1)
                 buf = bytearray(text[:len(text)]) + buf[HEADER_SIZE + 13:]
             buf = bytes(buf)
+        checked = check_bytes(buf)  # never raises, and agrees with decode + validate_message
         try:
             msg = decode(buf)
         except DecodeError as err:
             assert err.text
             rejected += 1
+            assert checked.message is None and not checked.conforming
+            assert [(v.severity, v.code, v.text) for v in checked.violations] == [(Severity.ERROR, err.code, err.text)]
         else:
             decoded += 1
-            validate_message(msg)  # must not raise either
-        assert check_bytes(buf) is not None
+            assert checked.message is not None and checked.message.topic == msg.topic
+            assert checked.violations == tuple(validate_message(msg))  # must not raise either
     assert decoded > 100 and rejected > 100

@@ -1,7 +1,6 @@
 """Remote simulation: a headless server owns the physics; clients display its state and command it.
 
-Names are imported on first use, so that `python -m app.remote.server` does not import the
-server module twice.
+Names are imported on first use: importing one part does not load the others.
 """
 
 from importlib import import_module

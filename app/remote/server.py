@@ -14,14 +14,13 @@ newest command until that command's validity window ends (in server simulation t
 deadman holds the arm where it is (targets = measured joints, no velocity feed-forward) and the
 state reports the arm `held` and `deadman: true`.
 
-Run it: `pico-teleop serve` or `python -m app.remote.server` (same options).
+Run it: `pico-teleop serve` (`app/cli/remote.py`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import sys
 import threading
 import time
 import uuid
@@ -384,19 +383,3 @@ class SimServer:
                 ArmMode.ACTIVE, cmd.valid_until_s, a.gripper, cmd.seq, ident)
         self.counts["accepted"] += 1
         self._reply(ident, envelope, encode_ack(Ack(cmd.seq, True, t)))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m app.remote.server [options]`: the same as `pico-teleop serve [options]`."""
-    import argparse
-
-    from app.remote.commands import add_serve_arguments, serve_command
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(prog="python -m app.remote.server", description="Headless pico-teleop simulation server.")
-    parser.add_argument("--config", metavar="PATH", help="app TOML (scene, home pose)")
-    add_serve_arguments(parser)
-    return serve_command(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """A simulation server seen from outside, for benchmarks, tests and diagnosis.
 
-- `ServerProcess(port).start()` runs `python -m app.remote.server --bind tcp://127.0.0.1:PORT` and
+- `ServerProcess(port).start()` runs `python -m app.cli serve --bind tcp://127.0.0.1:PORT` and
   waits (bounded) for its ready line; the log goes to a file readable with `log()`. Every wait has
   a timeout, and `kill()` is SIGKILL: what a crash or a power cut looks like to the clients.
 - `Observer`: a plain SUB on the state socket (what the server really does, whatever a client thinks).
@@ -58,8 +58,9 @@ class ServerProcess:
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env.setdefault("PICO_TELEOP_LOG", "INFO")  # the clients' connections, which some tests count
         with open(self._log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "app.remote.server", "--bind", self.endpoint, *self.args],
+            self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--bind", self.endpoint, *self.args],
                                          cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -1,5 +1,5 @@
-"""Sessions: CSV recording with a JSON sidecar, reading back with clear errors, run summaries,
-analysis reports. Names are loaded on first use."""
+"""Sessions: CSV recording with a JSON sidecar, reading back with clear errors, replay as a
+tracking source, run summaries, analysis reports. Names are loaded on first use."""
 
 import importlib
 
@@ -7,7 +7,7 @@ _EXPORTS = {
     "Session": "app.sessions.reader", "SessionFormatError": "app.sessions.reader", "read_session": "app.sessions.reader",
     "Recorder": "app.sessions.recorder", "RecorderState": "app.sessions.recorder",
     "RecorderStateError": "app.sessions.recorder", "RecorderStatus": "app.sessions.recorder",
-    "RunSummary": "app.sessions.run_summary",
+    "ReplaySource": "app.sessions.replay", "RunSummary": "app.sessions.run_summary",
     "analyze_session": "app.sessions.analysis", "SessionAnalysis": "app.sessions.analysis",
     "compare_sessions": "app.sessions.compare", "write_report": "app.sessions.report",
 }

@@ -1,7 +1,9 @@
 """Recording snapshots to a session CSV plus a JSON sidecar, off the control thread.
 
 The control loop calls `submit(snapshot)`, which only puts the snapshot into a bounded queue
-and never blocks: when the queue is full the row is counted in `dropped_rows`. A writer
+and never blocks: when the queue is full the row is counted in `dropped_rows` (with
+`block_when_full`, for runs faster than real time, it waits up to a second for room, holding
+no lock, so neither the writer nor `stop()` waits on it). A writer
 thread formats rows (`schema.snapshot_to_row`), writes them, and at least every
 `flush_interval_s` flushes them to the operating system and `fsync`s them to the disk, so a
 killed program or a power cut loses at most that much (the reader drops a torn last line).
@@ -151,8 +153,12 @@ class Recorder:
         self._sidecar = dict(sidecar)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         # Guards state changes against a concurrent submit(): a row is either queued before
-        # the stop marker or not queued at all.
+        # the stop marker or not queued at all. Never held across a blocking call: submit()
+        # registers itself in `_submitting` under the lock, puts without it, and stop() waits
+        # (on `_no_submits`) for those in flight before it queues the stop marker.
         self._lock = threading.Lock()
+        self._no_submits = threading.Condition(self._lock)
+        self._submitting = 0
         self._state = RecorderState.IDLE
         self._starting = False
         self._stopping = False
@@ -234,29 +240,39 @@ class Recorder:
         return None
 
     def submit(self, snapshot: Snapshot) -> bool:
-        """Queue a snapshot for writing; True if queued. Never blocks and never raises.
+        """Queue a snapshot for writing; True if queued. Never raises, and never blocks unless
+        `block_when_full` (then up to a second, for the writer to make room, holding no lock).
 
         While FAILED, or when the queue is full, the snapshot is counted in `dropped_rows`.
         Before `start()` and from `stop()` on it is outside the recording: ignored (False).
         """
         with self._lock:
-            if self._state is RecorderState.RECORDING and not self._stopping:
-                try:
-                    if self.block_when_full:
-                        self._queue.put(snapshot, timeout=1.0)
-                    else:
-                        self._queue.put_nowait(snapshot)
-                    return True
-                except queue.Full:
-                    self._dropped_submit += 1
-                    return False
-            if self._state is RecorderState.FAILED and not self._stopping:
+            recording = self._state is RecorderState.RECORDING and not self._stopping
+            if recording:
+                self._submitting += 1
+            elif self._state is RecorderState.FAILED and not self._stopping:
                 self._dropped_submit += 1
                 return False
-        if not self._ignored_warned:
-            self._ignored_warned = True
-            log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, self._state.value)
-        return False
+        if not recording:
+            if not self._ignored_warned:
+                self._ignored_warned = True
+                log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, self._state.value)
+            return False
+        try:
+            if self.block_when_full:
+                self._queue.put(snapshot, timeout=1.0)
+            else:
+                self._queue.put_nowait(snapshot)
+            queued = True
+        except queue.Full:
+            queued = False
+        with self._lock:
+            if not queued:
+                self._dropped_submit += 1
+            self._submitting -= 1
+            if self._submitting == 0:
+                self._no_submits.notify_all()
+        return queued
 
     def stop(self, summary: dict | None = None) -> RecorderStatus:
         """Write the queued rows, close the file and complete the sidecar; returns the final status.
@@ -270,6 +286,10 @@ class Recorder:
                 note = " (already stopped)" if self._stopping or self._stopped else ""
                 raise RecorderStateError("stop", self._state, allowed, note)
             self._stopping = True
+            # A submit() that passed the check above is putting its row: it goes before the marker.
+            # The writer keeps draining meanwhile, so this waits at most one put's timeout.
+            while self._submitting:
+                self._no_submits.wait()
         if self._thread is not None:
             # The writer keeps draining (also after a failure); the timeout only guards
             # against a writer that died, whose queue would never make room.

@@ -1,4 +1,4 @@
-"""`pico-teleop inspect`: listen to any publisher of the GR00T ZMQ protocol and check every message.
+"""The stream inspector (`pico-teleop inspect`, `app/cli/inspect.py`): listen to any publisher of the GR00T ZMQ protocol and check every message.
 
 A SUB socket connects to the publisher's endpoint (the publisher binds, as the deploy expects),
 subscribes to every topic and, for `seconds` (or until Ctrl-C, or `max_messages`), decodes each
@@ -434,14 +434,4 @@ def inspect(endpoint: str, seconds: float | None, *, out: TextIO | None = None, 
     return InspectReport(code, core.messages, core.nonconforming, tuple(core.topics), core.connection_losses)
 
 
-def main_inspect(endpoint: str, seconds: float | None, out: TextIO | None = None) -> int:
-    """CLI entry: `pico-teleop inspect ENDPOINT [--seconds N]`. Exit 0 conforming, 1 not (or nothing
-    received), 2 for an unusable endpoint or duration (one line on stderr)."""
-    try:
-        return inspect(endpoint, seconds, out=out).exit_code
-    except ValueError as exc:
-        print(f"pico-teleop inspect: {exc}", file=sys.stderr)
-        return 2
-
-
-__all__ = ["InspectReport", "StreamInspector", "TopicStats", "inspect", "main_inspect", "printable"]
+__all__ = ["InspectReport", "StreamInspector", "TopicStats", "inspect", "printable"]

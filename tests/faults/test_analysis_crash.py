@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import app.sessions.recorder as recorder_module
-from app.sessions.analyze_command import analyze_command
+from app.cli.analyze import analyze_command
 from app.sessions.reader import read_session
 from app.sessions.recorder import Recorder
 from app.sessions.schema import sidecar_path

@@ -13,7 +13,7 @@ import pytest
 
 from app.cli import EXIT_OK, EXIT_USAGE, main
 from app.sessions import chunks as chunks_module
-from app.sessions.analyze_command import analyze_command
+from app.cli.analyze import analyze_command
 from app.sessions.chunks import SessionChunks
 from app.sessions.reader import MAX_COLUMNS, MAX_RECORD_CHARS, SessionFormatError, read_session
 from app.sessions.schema import INPUT_COLUMNS, REQUIRED_INPUT_COLUMNS, sidecar_path

@@ -1,4 +1,4 @@
-"""A scripted SteamVR behind pyopenvr's real `IVRSystem` marshalling.
+"""A scripted SteamVR behind pyopenvr's real `IVRSystem` marshalling, for tests and benchmarks.
 
 `FakeVRSystem` fills an `openvr.IVRSystem_FnTable` with ctypes callbacks and hands out a real
 `openvr.IVRSystem` whose `function_table` is that table, so code under test goes through

@@ -1,4 +1,4 @@
-"""`pico-teleop analyze FILE [--out DIR] [--compare B.csv]`: the command, without the argument parser.
+"""`pico-teleop analyze FILE [--out DIR] [--compare B.csv]`.
 
 `analyze_command(path, out_dir, compare)` analyses one session (or two, side by side) and
 writes the report; it returns the exit code: 0 when a report was written (whatever the
@@ -7,10 +7,8 @@ file and line, never a traceback), 1 when the report cannot be written.
 
 A progress bar goes to `err` while a file is read, only when `err` is a terminal.
 
-Joint limits come from the scene the session ran with (rebuilt from the sidecar's
-configuration; the default scene without a sidecar) and speed limits from the configuration's
-`limits.max_joint_vel_rad_s`. This module is command-line glue: it imports the runtime (scene
-loading) lazily, and the analysis itself does not depend on it.
+The limits each session is measured against are the ones its sidecar records
+(`app.sessions.limits`).
 """
 
 from __future__ import annotations
@@ -21,10 +19,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from app.cli.common import PROG as _PROG
 from app.sessions.reader import SessionFormatError
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-_PROG = "pico-teleop"
 
 
 class ProgressBar:
@@ -60,33 +57,6 @@ class ProgressBar:
             self._drawn = False
 
 
-def session_limits(sidecar: dict | None) -> tuple[dict | None, tuple[float, ...] | None, str]:
-    """(joint ranges per arm (7, 2) rad, joint speed limits rad/s, a note) for a session's sidecar.
-
-    The configuration recorded in the sidecar decides the scene; without one (or when it no
-    longer loads) the defaults are used and the note says so. Ranges are None when no scene loads.
-    """
-    from app.config import Config, ConfigError, config_from_dict
-
-    note = ""
-    cfg = Config()
-    if sidecar and isinstance(sidecar.get("config"), dict):
-        try:
-            cfg = config_from_dict(sidecar["config"])
-        except ConfigError as exc:
-            note = f"the sidecar's configuration does not load ({exc}); limits from the defaults"
-    elif sidecar is not None:
-        note = "the sidecar holds no configuration; limits from the defaults"
-    speeds = tuple(cfg.limits.max_joint_vel_rad_s)
-    try:
-        from app.sim.scene import load_scene
-
-        scene = load_scene(cfg)
-    except Exception as exc:  # any scene problem only costs the margins, never the report
-        return None, speeds, f"joint limits unknown: the scene does not load ({exc})"
-    return {name: h.joint_range_rad for name, h in scene.arms.items()}, speeds, note
-
-
 def _default_out(path: Path, compare: Path | None) -> Path:
     if compare is None:
         return path.with_name(f"{path.stem}-report")
@@ -94,23 +64,14 @@ def _default_out(path: Path, compare: Path | None) -> Path:
 
 
 def _analyze_one(path: Path, err: TextIO, progress: bool):
-    from dataclasses import replace
+    from app.sessions.limits import analyze_with_recorded_limits
 
-    from app.sessions.analysis import analyze_session
-    from app.sessions.chunks import SessionChunks
-
-    with SessionChunks(path) as head:  # the sidecar decides the limits before the pass
-        sidecar = head.sidecar
-    ranges, speeds, note = session_limits(sidecar)
     bar = ProgressBar(err, f"analyzing {path.name}") if progress else None
     try:
-        an = analyze_session(path, joint_range_rad=ranges, max_joint_vel_rad_s=speeds, progress=bar)
+        return analyze_with_recorded_limits(path, progress=bar)
     finally:
         if bar is not None:
             bar.close()
-    if note:
-        an = replace(an, notes=an.notes + (note,))
-    return an
 
 
 def analyze_command(path: str, out_dir: str | None = None, compare: str | None = None, *,
@@ -172,7 +133,7 @@ def _print_summary(an, stream: TextIO) -> None:
 
 
 def add_analyze_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `analyze` sub-command to an argparse sub-parser group (for app.cli)."""
+    """Add the `analyze` sub-command to an argparse sub-parser group."""
     p = subparsers.add_parser("analyze", help="analyse a recorded session: report (Markdown, JSON) and plots")
     p.add_argument("file", metavar="FILE", help="session CSV (its .csv.json sidecar is read when present)")
     p.add_argument("--out", metavar="DIR", help="report folder (default: FILE's name + '-report' next to it)")

@@ -1,26 +1,22 @@
-"""Command-line pieces of the remote simulation: `serve`, `probe`, and `run --connect`.
+"""The remote simulation's commands: `serve`, `probe`, and the options of `run --connect`.
 
-`app/cli.py` wires them with `add_remote_parsers(sub)` + `dispatch(args, config_path)`, and
-`add_connect_arguments(run_parser)` + `open_remote_output(cfg, scene, args)` for `run`
-(docs/remote.md). Exit codes follow the CLI: 0 ok, 1 failure (cannot bind, probe unhealthy,
-server unreachable), 2 usage (bad option, config, key file).
+`app.cli` wires them with `add_remote_parsers(sub)` + `dispatch(args, config_path)`, and
+`add_connect_arguments(run_parser)` + `client_config(args, endpoint)` for `run` (docs/remote.md).
+Exit codes follow the CLI: 0 ok, 1 failure (cannot bind, probe unhealthy, server unreachable),
+2 usage (bad option, config, key file).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import logging
 import signal
 import sys
 import threading
 import time
 
+from app.cli.common import EXIT_FAILURE, EXIT_OK, error, print_to_stdout
 from app.remote.config import ClientConfig, Endpoints, RemoteConfigError, load_remote_config
-
-log = logging.getLogger(__name__)
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def _positive(text: str) -> float:
@@ -96,11 +92,6 @@ def dispatch(args: argparse.Namespace, config_path: str | None = None) -> int | 
     return None
 
 
-def _error(text: str, code: int = EXIT_USAGE) -> int:
-    print(f"pico-teleop: error: {text}", file=sys.stderr)
-    return code
-
-
 def _app_config(config_path: str | None):
     from app.config import load_config
     return load_config(config_path)
@@ -139,41 +130,20 @@ def check_resolvable(endpoints: Endpoints) -> None:
 def serve_command(args: argparse.Namespace, config_path: str | None = None) -> int:
     """`pico-teleop serve`: run the simulation server until Ctrl-C / SIGTERM (or --seconds)."""
     from app.config import ConfigError
-    from app.remote.keys import KeyFileError, generate_keys
+    from app.remote.keys import KeyFileError
     from app.remote.server import ServerError, SimServer
     from app.sim.scene import SceneError, load_scene
 
     if args.generate_keys:
-        try:
-            k = generate_keys(args.generate_keys)
-        except (KeyFileError, OSError) as exc:
-            return _error(str(exc))
-        print_to_stdout(f"server:  pico-teleop serve --allow-remote --bind tcp://0.0.0.0:5560 --curve-secret {k.server_secret} "
-              f"--curve-clients {k.clients_dir}\nclient:  pico-teleop run --connect tcp://SERVER:5560 --server-key "
-              f"{k.server_public} --client-key {k.client_secret}\nCopy {k.server_public} and {k.client_secret} to the "
-              f"client machine; keep every *.key_secret private. More clients: put their public .key files in "
-              f"{k.clients_dir} (restart the server).")
-        return EXIT_OK
+        return _generate_keys(args.generate_keys)
     config_path = config_path or getattr(args, "run_config", None) or getattr(args, "config", None)
     try:
         cfg = _app_config(config_path)
-        rcfg = load_remote_config(args.remote_config).server
-        changes: dict = {}
-        if args.bind:
-            changes["endpoints"] = Endpoints.parse(args.bind)
-        if args.allow_remote:
-            changes["allow_remote"] = True
-        if args.rate_hz:
-            changes["rate_hz"] = args.rate_hz
-        if bool(args.curve_secret) != bool(args.curve_clients):
-            raise RemoteConfigError("--curve-secret and --curve-clients go together")
-        if args.curve_secret:
-            changes["curve_secret_key"], changes["curve_clients_dir"] = args.curve_secret, args.curve_clients
-        rcfg = dataclasses.replace(rcfg, **changes)
+        rcfg = _server_config(args)
         scene = load_scene(cfg)
         server = SimServer(cfg, scene, rcfg)
     except (ConfigError, RemoteConfigError, SceneError) as exc:
-        return _error(str(exc).replace("config key 'server endpoints'", "--bind"))
+        return error(str(exc).replace("config key 'server endpoints'", "--bind"))
     if not rcfg.endpoints.loopback:
         print(f"pico-teleop serve: WARNING: binding {rcfg.endpoints.state} and {rcfg.endpoints.command}, reachable from "
               "the network" + ("" if rcfg.curve else ", WITHOUT CurveZMQ: anyone who reaches them can move the robot"),
@@ -181,27 +151,14 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
     try:
         server.open()
     except KeyFileError as exc:
-        return _error(str(exc))
+        return error(str(exc))
     except ServerError as exc:
-        return _error(str(exc), EXIT_FAILURE)
-
-    def _on_signal(signum, frame):
-        server.stop()
-
-    handlers = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            handlers[sig] = signal.signal(sig, _on_signal)
+        return error(str(exc), EXIT_FAILURE)
     print(f"pico-teleop serve: instance {server.instance}: state on {rcfg.endpoints.state}, commands on "
           f"{rcfg.endpoints.command}, {rcfg.rate_hz:g} Hz, scene {scene.path.name}, model sha256 "
           f"{server.fingerprint.sha256[:12]}...{', CurveZMQ' if rcfg.curve else ''}", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    try:
-        server.run(args.seconds)
-    finally:
-        server.close()
-        for sig, old in handlers.items():
-            signal.signal(sig, old)
+    _run_until_stopped(server, args.seconds)
     st = server.timer.stats()
     c = server.counts
     print(f"pico-teleop serve: stopped after {time.perf_counter() - started:.1f} s: {server.seq} states at "
@@ -209,6 +166,55 @@ def serve_command(args: argparse.Namespace, config_path: str | None = None) -> i
           f"{c['rejected']}, malformed {c['malformed']}; deadman {c['deadman']}; skipped sim steps {c['skipped_steps']}",
           file=sys.stderr)
     return EXIT_OK
+
+
+def _generate_keys(folder: str) -> int:
+    """`serve --generate-keys DIR`: write the key pairs and print how to use them."""
+    from app.remote.keys import KeyFileError, generate_keys
+    try:
+        k = generate_keys(folder)
+    except (KeyFileError, OSError) as exc:
+        return error(str(exc))
+    print_to_stdout(f"server:  pico-teleop serve --allow-remote --bind tcp://0.0.0.0:5560 --curve-secret {k.server_secret} "
+                    f"--curve-clients {k.clients_dir}\nclient:  pico-teleop run --connect tcp://SERVER:5560 --server-key "
+                    f"{k.server_public} --client-key {k.client_secret}\nCopy {k.server_public} and {k.client_secret} to the "
+                    f"client machine; keep every *.key_secret private. More clients: put their public .key files in "
+                    f"{k.clients_dir} (restart the server).")
+    return EXIT_OK
+
+
+def _server_config(args: argparse.Namespace):
+    """The [server] settings with the command line's options on top (RemoteConfigError if bad)."""
+    rcfg = load_remote_config(args.remote_config).server
+    changes: dict = {}
+    if args.bind:
+        changes["endpoints"] = Endpoints.parse(args.bind)
+    if args.allow_remote:
+        changes["allow_remote"] = True
+    if args.rate_hz:
+        changes["rate_hz"] = args.rate_hz
+    if bool(args.curve_secret) != bool(args.curve_clients):
+        raise RemoteConfigError("--curve-secret and --curve-clients go together")
+    if args.curve_secret:
+        changes["curve_secret_key"], changes["curve_clients_dir"] = args.curve_secret, args.curve_clients
+    return dataclasses.replace(rcfg, **changes)
+
+
+def _run_until_stopped(server, seconds: float | None) -> None:
+    """Run an open server until Ctrl-C / SIGTERM (in the main thread) or `seconds`; then close it."""
+    def _on_signal(signum, frame):
+        server.stop()
+
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, _on_signal)
+    try:
+        server.run(seconds)
+    finally:
+        server.close()
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
 
 
 def probe_command(args: argparse.Namespace, config_path: str | None = None) -> int:
@@ -228,31 +234,6 @@ def probe_command(args: argparse.Namespace, config_path: str | None = None) -> i
         local = fingerprint_of(scene.model, scene.path)
         report = probe(local, ccfg, args.count, args.timeout)
     except (ConfigError, RemoteConfigError, SceneError, KeyFileError) as exc:
-        return _error(str(exc))
+        return error(str(exc))
     print_to_stdout(format_report(report, local))
     return EXIT_OK if report.healthy else EXIT_FAILURE
-
-
-def print_to_stdout(text: str) -> None:
-    """Print and flush `text`; a reader that closed the pipe (`probe | head -4`) is no error: the rest
-    of the output is discarded quietly, and the command keeps its own exit code."""
-    import os
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        # Python's final flush of sys.stdout would fail again (and print "Exception ignored"):
-        # point the descriptor at /dev/null so that nothing more can fail.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-def open_remote_output(cfg, scene, args: argparse.Namespace):
-    """A connected `RemoteArms` for `run --connect` (blocks up to the connect timeout).
-
-    Raises `RemoteConfigError` / `KeyFileError` (usage) or `RemoteConnectError` (server refused or absent).
-    """
-    from app.remote.client import connect_remote
-    if getattr(args, "fast", False):
-        raise RemoteConfigError("--fast cannot drive a remote server: it runs in real time")
-    return connect_remote(scene, client_config(args, args.connect))

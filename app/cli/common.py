@@ -1,0 +1,89 @@
+"""What every command of the CLI shares: exit codes, the usage error, the parser class, option types."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+PROG = "pico-teleop"
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print the whole usage block
+        raise UsageError(message)
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def error(text: str, code: int = EXIT_USAGE) -> int:
+    """Print `pico-teleop: error: TEXT` on stderr; returns `code`."""
+    print(f"{PROG}: error: {text}", file=sys.stderr)
+    return code
+
+
+def load_config(path: str | None):
+    """The application configuration; UsageError for a missing or malformed file."""
+    from app.config import ConfigError
+    from app.config import load_config as _load
+    try:
+        return _load(path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def session_path(record: str) -> Path:
+    """`--record DIR/` (or an existing folder) gets a fresh time-stamped file name inside it."""
+    p = Path(record)
+    if record.endswith(("/", os.sep)) or p.is_dir():
+        return p / time.strftime("session-%Y%m%d-%H%M%S.csv")
+    return p
+
+
+def stream_settings(mode: str | None, endpoint: str | None, allow_remote: bool) -> dict | None:
+    """The `--stream MODE [--stream-endpoint E] [--stream-allow-remote]` options as `StreamConfig`
+    changes (None without --stream); UsageError when they do not go together."""
+    if (endpoint or allow_remote) and not mode:
+        raise UsageError("--stream-endpoint and --stream-allow-remote go with --stream MODE")
+    if not mode:
+        return None
+    changes: dict = {"mode": mode}
+    if endpoint:
+        changes["endpoint"] = endpoint
+    if allow_remote:
+        changes["allow_remote"] = True
+    return changes
+
+
+def stream_option_error(exc: Exception) -> UsageError:
+    """A stream configuration error in the words of the command line."""
+    return UsageError(str(exc).replace("config key 'stream.endpoint'", "--stream-endpoint"))
+
+
+def print_to_stdout(text: str) -> None:
+    """Print and flush `text`; a reader that closed the pipe (`probe | head -4`) is no error: the rest
+    of the output is discarded quietly, and the command keeps its own exit code."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python's final flush of sys.stdout would fail again (and print "Exception ignored"):
+        # point the descriptor at /dev/null so that nothing more can fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

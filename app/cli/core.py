@@ -1,0 +1,34 @@
+"""`pico-teleop core` (hidden): the GUI's control-loop process (`app.core`, docs/architecture.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.cli.common import UsageError, load_config
+
+
+def add_core_parser(sub) -> argparse.ArgumentParser:
+    core = sub.add_parser("core", help=argparse.SUPPRESS)  # started by the GUI: its control-loop process
+    core.add_argument("--config", metavar="PATH", dest="run_config")
+    core.add_argument("--state-dir", metavar="DIR")
+    core.add_argument("--connect", metavar="ENDPOINT")
+    return core
+
+
+def cmd_core(args: argparse.Namespace, config_path: str | None) -> int:
+    """Serve one pipeline to the GUI until told to stop."""
+    from app.core.server import serve_core
+    from app.sim.scene import SceneError
+    cfg = load_config(config_path)
+    remote = None
+    if args.connect:
+        from app.remote.config import ClientConfig, Endpoints, RemoteConfigError
+        try:
+            remote = ClientConfig(endpoints=Endpoints.parse(args.connect))
+        except RemoteConfigError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        return serve_core(cfg, Path(args.state_dir) if args.state_dir else None, remote)
+    except SceneError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,296 @@
+"""`pico-teleop run`: the teleop loop headless, with a live status line and an end-of-run summary.
+
+Exit codes: 0 ok; 1 when the source cannot start (SteamVR absent when asked for), the run ends
+in a fault, or the recording failed; 2 for bad input (UsageError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from app import __version__
+from app.cli.common import (
+    EXIT_FAILURE, EXIT_OK, UsageError, load_config, positive_seconds, session_path, stream_option_error,
+    stream_settings,
+)
+
+
+def add_run_parser(sub) -> argparse.ArgumentParser:
+    run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
+    run.add_argument("--source", choices=["auto", "demo", "openvr", "replay"], default="auto",
+                     help="tracking source (default auto: OpenVR if SteamVR runs, else the demo operator)")
+    run.add_argument("--replay", metavar="PATH", help="session CSV to replay (with --source replay)")
+    run.add_argument("--seconds", type=positive_seconds, metavar="N", help="stop after N seconds of loop time")
+    run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar); a folder "
+                     "(ending in /) gets a time-stamped file name")
+    run.add_argument("--config", metavar="PATH", dest="run_config", help="TOML file overriding any subset of the defaults")
+    run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
+    run.add_argument("--quiet", action="store_true", help="no live status line")
+    run.add_argument("--summary-json", metavar="PATH", help="also write the end-of-run summary as JSON")
+    run.add_argument("--stream", choices=["planner-vr3pt", "pose-v1"],
+                     help="stream the operator's motion to a GR00T-WholeBodyControl humanoid over ZMQ, starting "
+                          "as soon as the operator is calibrated (this flag is the operator's go-ahead)")
+    run.add_argument("--stream-endpoint", metavar="ENDPOINT", help="where the stream's PUB socket binds "
+                     "(default tcp://127.0.0.1:5556)")
+    run.add_argument("--stream-allow-remote", action="store_true",
+                     help="allow binding a non-loopback interface (the protocol has no authentication)")
+    return run
+
+
+def _status_line(snap, stats_rate: float) -> str:
+    def arm(a) -> str:
+        flag = "" if a.tracking_ok else " LOST"
+        return f"{a.state[:3]}{' P' if a.precision else ''}{flag} grip {a.gripper_cmd:.2f}"
+    lat = snap.timing.lateness_s * 1e3
+    return (f"t {snap.t_s:7.2f}s  {stats_rate:6.1f} Hz  late {lat:5.2f} ms  overruns {snap.timing.overruns}  "
+            f"L[{arm(snap.left)}]  R[{arm(snap.right)}]  {snap.teleop_state}")
+
+
+def _read_replay(path: str):
+    """The session to replay; UsageError for a file that cannot be replayed. A torn last line
+    (a recording cut short) is noted on stderr, as `analyze` notes it."""
+    from app.sessions.reader import SessionFormatError, read_session
+    try:
+        session = read_session(path)
+    except SessionFormatError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read replay file {path}: {exc.strerror or exc}") from None
+    if session.n_rows == 0:
+        raise UsageError(f"{path}: no data rows to replay (only a header)")
+    if session.truncated_last_line:
+        print(f"pico-teleop: note: {path}: the last line was incomplete (a write cut short) and was left out; "
+              f"replaying its {session.n_rows} complete rows", file=sys.stderr)
+    return session
+
+
+def _check_run_args(args: argparse.Namespace) -> str:
+    """The source kind the run's options ask for; UsageError for options that do not go together."""
+    if args.replay and args.source not in ("replay", "auto"):
+        raise UsageError(f"--replay is only used with --source replay (got --source {args.source})")
+    source_kind = "replay" if args.replay and args.source == "auto" else args.source
+    if source_kind == "replay" and not args.replay:
+        raise UsageError("--source replay needs --replay PATH")
+    stream_settings(args.stream, args.stream_endpoint, args.stream_allow_remote)
+    if getattr(args, "connect", None) and args.fast:
+        raise UsageError("--fast cannot drive a remote server: it runs in real time")
+    return source_kind
+
+
+def _remote_config(args: argparse.Namespace):
+    """The simulation-server client settings of `run --connect` (None without it)."""
+    if not getattr(args, "connect", None):
+        return None
+    from app.cli.remote import client_config
+    from app.remote.config import RemoteConfigError
+    from app.remote.keys import KeyFileError
+    try:
+        return client_config(args, args.connect)
+    except (RemoteConfigError, KeyFileError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+class TerminationSignals:
+    """Ctrl-C and SIGTERM end a run cleanly (recording closed with its sidecar complete, summary
+    printed): the handler only asks `stop` to happen; the main thread does the closing."""
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        self._stop = stop
+        self.received: str = ""
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> "TerminationSignals":
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[sig] = signal.signal(sig, self._on_signal)
+            except ValueError:  # not the main thread (embedded use): the caller stops the run itself
+                pass
+        return self
+
+    def _on_signal(self, signum, frame) -> None:
+        self.received = signal.Signals(signum).name
+        self._stop()
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
+    from app.pipeline import Pipeline
+    from app.sessions.run_summary import RunSummary
+    from app.sim.scene import SceneError
+
+    source_kind = _check_run_args(args)
+    cfg = load_config(config_path)
+    session = _read_replay(args.replay) if source_kind == "replay" else None
+    explicit_cfg = cfg if (session is None or config_path) else None
+    remote = _remote_config(args)
+    try:
+        pipe = Pipeline(cfg, remote=remote)
+    except SceneError as exc:
+        raise UsageError(str(exc)) from None
+    if args.record:
+        args.record = str(session_path(args.record))
+    summary = RunSummary()
+    pipe.subscribe(summary.add)  # before the loop starts: a --fast run's first ticks count too
+    if not _start_pipeline(pipe, args, cfg, source_kind, session, explicit_cfg):
+        return EXIT_FAILURE
+    started = time.perf_counter()
+    with TerminationSignals(lambda: pipe.loop.stop(timeout_s=0)) as signals:
+        _watch_run(pipe, args, started)
+    result = _run_result(pipe, summary, started)
+    if signals.received:
+        result["stopped_by"] = signals.received
+    if pipe.recording:
+        rec = pipe.stop_recording(extra_summary=result)
+        result["recording"] = {"path": str(rec.path), "rows": rec.rows_written, "dropped": rec.dropped_rows,
+                               "state": rec.state.value, "error": rec.error}
+    pipe.close()
+    print_summary(result)
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(result, indent=2))
+    failed_recording = result.get("recording", {}).get("error")
+    return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
+
+
+def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: str, session, explicit_cfg) -> bool:
+    """Start the source, the recording and the stream and print the run's first line; False (after
+    printing why) when the source cannot start; UsageError for bad input."""
+    from app.config import ConfigError
+    from app.pipeline import PipelineError, RecordingError, StartOptions
+    from app.sim.scene import SceneError
+    from app.tracking.source import TrackingSourceError
+
+    max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
+    options = StartOptions(paced=not args.fast, max_ticks=max_ticks, block_recorder_when_full=args.fast)
+    try:
+        note = pipe.start(source_kind, args.replay, explicit_cfg, options, session=session, record_path=args.record)
+    except ConfigError as exc:
+        raise UsageError(f"{args.replay}: the configuration in its sidecar is not usable ({exc}); pass --config") from None
+    except (SceneError, RecordingError) as exc:
+        raise UsageError(str(exc)) from None
+    except (PipelineError, TrackingSourceError) as exc:
+        print(f"pico-teleop: {exc}", file=sys.stderr)
+        return False
+    if explicit_cfg is None and session is not None:  # the sidecar's configuration is in force: say what it changes
+        from app.config import safety_differences
+        for key, default, recorded in safety_differences(pipe.cfg):
+            print(f"pico-teleop: warning: the replay's recorded {key} = {recorded!r} differs from the default {default!r}",
+                  file=sys.stderr)
+    if note:
+        print(f"pico-teleop: {note}", file=sys.stderr)
+    try:
+        _start_stream(pipe, args)
+    except UsageError:
+        pipe.close()
+        raise
+    print(f"pico-teleop {__version__}: source {pipe.source_kind}, {pipe.cfg.loop.rate_hz:g} Hz, scene {pipe.scene.path.name}"
+          + (f", recording to {args.record}" if args.record else "") + (", fast" if args.fast else "")
+          + (f", streaming {pipe.publisher.cfg.mode} on {pipe.publisher.endpoint}" if pipe.publisher else ""),
+          file=sys.stderr)
+    return True
+
+
+def _start_stream(pipe, args: argparse.Namespace) -> None:
+    """`--stream` on a started pipeline; UsageError when it cannot start."""
+    import dataclasses
+    from app.config import ConfigError
+    changes = stream_settings(args.stream, args.stream_endpoint, args.stream_allow_remote)
+    if changes is None:
+        return
+    try:
+        stream_cfg = dataclasses.replace(pipe.cfg.stream, **changes)
+    except ConfigError as exc:
+        raise stream_option_error(exc) from None
+    try:
+        pipe.stream_when_calibrated(stream_cfg)
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+    if stream_cfg.allow_remote:
+        print(f"pico-teleop: WARNING: the humanoid stream binds {pipe.publisher.endpoint}, reachable from the "
+              "network (the protocol has no authentication)", file=sys.stderr)
+
+
+def _watch_run(pipe, args: argparse.Namespace, started: float) -> None:
+    """The main thread while the loop runs: the stream's auto-start and the live status line."""
+    tty = sys.stderr.isatty()
+    last_print = 0.0
+    while not pipe.wait(0.25):
+        pipe.poll()
+        snap = pipe.latest()
+        if args.quiet or snap is None:
+            continue
+        now = time.perf_counter()
+        remote = f"  {pipe.remote_status().text()}" if pipe.output is not None else ""
+        rate = pipe.loop.timer.ticks / max(now - started, 1e-9)
+        if tty:
+            print("\r" + _status_line(snap, rate) + remote, end="", file=sys.stderr, flush=True)
+        elif now - last_print >= 5.0:
+            last_print = now
+            print(_status_line(snap, rate) + remote, file=sys.stderr, flush=True)
+    if tty and not args.quiet:
+        print(file=sys.stderr)
+
+
+def _run_result(pipe, summary, started: float) -> dict:
+    """The end-of-run summary (printed, written with --summary-json, stored in the sidecar)."""
+    pipe.loop.stop()
+    result = summary.as_dict()
+    result["timing"] = dict(vars(pipe.stats()))
+    result["source"] = pipe.source_kind
+    result["wall_s"] = time.perf_counter() - started
+    if pipe.fatal_error:
+        result["fatal_error"] = pipe.fatal_error
+    if pipe.output is not None:
+        result["remote"] = pipe.remote_status().as_dict()
+    publisher, refusals = pipe.publisher, pipe.stream_refusals
+    if publisher is not None:
+        pipe.close_stream()  # sends the stop command when streaming
+        st = publisher.status()
+        result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
+                            "messages_sent": st.messages_sent, "dropped": st.dropped, "last_error": st.last_error,
+                            "refusals": refusals}
+    return result
+
+
+def _arm_line(arm: str, a: dict) -> str:
+    if not a["engaged_ticks"]:
+        return f"{arm:5s}: never engaged"
+    pe, re = a["pos_err_mm"], a["rot_err_deg"]
+    return (f"{arm:5s}: engaged {a['engaged_ticks']} ticks; TCP error RMS {pe['rms']:.2f} mm, p95 {pe['p95']:.2f} mm, "
+            f"max {pe['max']:.2f} mm; orientation RMS {re['rms']:.2f} deg, p95 {re['p95']:.2f} deg")
+
+
+def print_summary(r: dict) -> None:
+    """The end-of-run summary on stdout."""
+    t = r["timing"]
+    lines = [
+        f"ran {r['ticks']} ticks ({r['ticks'] / max(t['achieved_rate_hz'], 1e-9):.1f} s at {t['achieved_rate_hz']:.1f} Hz) from {r['source']}",
+        f"lateness p50 {t['lateness_p50_ms']:.3f} ms  p99 {t['lateness_p99_ms']:.3f} ms  max {t['lateness_max_ms']:.3f} ms; "
+        f"compute p50 {t['compute_p50_ms']:.3f} ms  p99 {t['compute_p99_ms']:.3f} ms; overruns {t['overruns']}, late ticks {t['late_ticks']}",
+    ]
+    lines += [_arm_line(arm, r[arm]) for arm in ("left", "right")]
+    lines.append(f"events {r.get('events', {})}; rejected samples {sum(r.get('rejected', {}).values())}; "
+                 f"clamps {r.get('clamps', {})}; state {r.get('teleop_state')}")
+    if r.get("error"):
+        lines.append(f"fault: {r['error']}")
+    if "stream" in r:
+        st = r["stream"]
+        lines.append(f"stream {st['mode']} on {st['endpoint']}: {st['state']}, {st['messages_sent']} messages sent, "
+                     f"{st['dropped']} dropped{'; ' + st['last_error'] if st['last_error'] else ''}")
+    if "recording" in r:
+        rec = r["recording"]
+        if rec["error"]:
+            # Last, and the reason the run exits 1: the operator must not mistake it for a good recording.
+            lines.append(f"recording FAILED: {rec['error']}; {rec['rows']} rows kept in {rec['path']} "
+                         f"({rec['dropped']} dropped)")
+        else:
+            lines.append(f"recorded {rec['rows']} rows to {rec['path']} ({rec['dropped']} dropped)")
+    print("\n".join(lines))
