@@ -198,7 +198,7 @@ class SolverConfig:
 class IKConfig(SolverConfig):
     """`[ik]`: the solver settings of the Panda arms' IK, on the 200 Hz path."""
 
-    # At most 50 iterations: 50 warm-started iterations of both arms already fill the 5 ms tick.
+    # Tighter bounds than the retargeting's: 50 iterations of both arms already take milliseconds of the 5 ms tick.
     _KEY = "ik"
     _MAX_ITERATIONS = 50
     _MAX_POS_TOL_M = 0.01

@@ -98,3 +98,19 @@ def test_speed_limit_scales_the_whole_step():
 def test_group_shapes_are_checked():
     with pytest.raises(ValueError, match="q_lo: expected 5 values for joints 1..5"):
         Group(M, slice(1, 6), np.zeros(4), np.zeros(5), np.zeros(5), np.ones(5))
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"ik": {"max_iterations": 51}}, ["'ik.max_iterations'", "1..50", "51"]),
+    ({"ik": {"damping_min": 0.0}}, ["'ik.damping_min'", "1e-12..1.0"]),
+    ({"stream": {"retarget": {"max_iterations": 201}}}, ["'stream.retarget.max_iterations'", "1..200", "201"]),
+    ({"stream": {"retarget": {"damping_min": 0.0}}}, ["'stream.retarget.damping_min'", "1e-12..1.0"]),
+    ({"stream": {"retarget": {"rot_weight_m_per_rad": 0.2}}}, ["unknown config key 'stream.retarget.rot_weight_m_per_rad'",
+                                                              "wrist_rot_weight_m_per_rad"]),
+])
+def test_both_tables_share_the_solver_checks_and_name_their_own_keys(data, words):
+    from app.config import ConfigError, config_from_dict
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(data)
+    for w in words:
+        assert w in str(err.value)
