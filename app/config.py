@@ -15,7 +15,7 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 ARMS: tuple[str, ...] = ("left", "right")
 
@@ -160,31 +160,62 @@ class SafetyConfig:
 
 
 @dataclass(frozen=True)
-class IKConfig:
+class SolverConfig:
+    """Settings of the damped-least-squares core (`app/control/dls.py`), one set of names, meanings
+    and checks for both of its users: the Panda IK (`[ik]`, `IKConfig`) and the G1 retargeting
+    (`[stream.retarget]`, `RetargetConfig`). Each user's table keeps its own defaults, adds its
+    task weights, and names its own keys in errors."""
+
+    _KEY: ClassVar[str] = "solver"
+    """The TOML table that error messages name."""
+    _MAX_ITERATIONS: ClassVar[int] = 200
+    _MAX_POS_TOL_M: ClassVar[float] = 0.1
+    _MAX_ROT_TOL_RAD: ClassVar[float] = 1.0
+
     max_iterations: int = 1
-    """Damped-least-squares iterations per tick and arm (warm-started from the last command)."""
+    """Damped-least-squares iterations per solve (warm-started from the last answer)."""
     pos_tol_m: float = 2e-5
-    """Stop iterating once the position error is below this..."""
+    """Stop iterating once every position error is below this..."""
     rot_tol_rad: float = 2e-5
-    """...and the orientation error below this."""
+    """...and every orientation error below this."""
     damping_min: float = 1e-4
     """Floor of the squared damping (m^2): keeps the solve regular at singularities."""
     damping_error_gain: float = 0.5
     """Squared damping added per unit of squared weighted error (Levenberg-Marquardt adaptivity)."""
-    rot_weight_m_per_rad: float = 0.2
-    """Orientation error weight: 1 rad of error counts as this many metres."""
     posture_gain: float = 0.05
-    """Fraction of the distance to the home posture closed per iteration, in the null space."""
+    """Fraction of the distance to the rest posture closed per iteration, in the null space."""
     joint_limit_margin_rad: float = 0.02
-    """Commands stay at least this far inside each joint's range."""
+    """Joint answers stay at least this far inside each joint's range."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.max_iterations, int) and 1 <= self.max_iterations <= 50, "ik.max_iterations", "an integer in 1..50", self.max_iterations)
-        for name, lo, hi in (("pos_tol_m", 1e-9, 0.01), ("rot_tol_rad", 1e-9, 0.1), ("damping_min", 1e-12, 1.0),
-                             ("damping_error_gain", 0.0, 100.0), ("rot_weight_m_per_rad", 0.0, 10.0),
+        key = self._KEY
+        _require(isinstance(self.max_iterations, int) and not isinstance(self.max_iterations, bool)
+                 and 1 <= self.max_iterations <= self._MAX_ITERATIONS,
+                 f"{key}.max_iterations", f"an integer in 1..{self._MAX_ITERATIONS}", self.max_iterations)
+        for name, lo, hi in (("pos_tol_m", 1e-9, self._MAX_POS_TOL_M), ("rot_tol_rad", 1e-9, self._MAX_ROT_TOL_RAD),
+                             ("damping_min", 1e-12, 1.0), ("damping_error_gain", 0.0, 100.0),
                              ("posture_gain", 0.0, 1.0), ("joint_limit_margin_rad", 0.0, 0.5)):
             v = getattr(self, name)
-            _require(_finite(v) and lo <= v <= hi, f"ik.{name}", f"a number in {lo}..{hi}", v)
+            _require(_finite(v) and lo <= v <= hi, f"{key}.{name}", f"a number in {lo}..{hi}", v)
+
+
+@dataclass(frozen=True)
+class IKConfig(SolverConfig):
+    """`[ik]`: the solver settings of the Panda arms' IK, on the 200 Hz path."""
+
+    # Tighter bounds than the retargeting's: 50 iterations of both arms already take milliseconds of the 5 ms tick.
+    _KEY = "ik"
+    _MAX_ITERATIONS = 50
+    _MAX_POS_TOL_M = 0.01
+    _MAX_ROT_TOL_RAD = 0.1
+
+    rot_weight_m_per_rad: float = 0.2
+    """Orientation error weight: 1 rad of error counts as this many metres."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require(_finite(self.rot_weight_m_per_rad) and 0.0 <= self.rot_weight_m_per_rad <= 10.0,
+                 "ik.rot_weight_m_per_rad", "a number in 0.0..10.0", self.rot_weight_m_per_rad)
 
 
 @dataclass(frozen=True)
@@ -341,39 +372,32 @@ class ThreePointConfig:
 
 
 @dataclass(frozen=True)
-class RetargetConfig:
+class RetargetConfig(SolverConfig):
+    """`[stream.retarget]`: the solver settings of the G1 retargeting (50 Hz, off the control loop)."""
+
+    _KEY = "stream.retarget"
+
     max_iterations: int = 12
     """IK iterations per frame (warm-started from the previous frame)."""
     pos_tol_m: float = 1e-4
     """Stop iterating once both wrists are this close..."""
     rot_tol_rad: float = 1e-3
     """...and every orientation task is within this."""
-    damping_min: float = 1e-4
-    """Floor of the squared damping (m^2): keeps the solve regular at singularities."""
-    damping_error_gain: float = 0.5
-    """Squared damping added per unit of squared weighted error (Levenberg-Marquardt adaptivity)."""
+    posture_gain: float = 0.02
+    """Fraction of the distance to the standing posture closed per iteration (regularisation)."""
     wrist_rot_weight_m_per_rad: float = 0.2
     """Wrist orientation error weight: 1 rad counts as this many metres of position error."""
     torso_rot_weight_m_per_rad: float = 0.3
     """Torso (neck) orientation error weight, same unit."""
-    posture_gain: float = 0.02
-    """Fraction of the distance to the standing posture closed per iteration (regularisation)."""
-    joint_limit_margin_rad: float = 0.02
-    """Joint targets stay at least this far inside each joint's range."""
     max_joint_vel_rad_s: float = 4.0
     """Per-joint speed limit of the streamed frames (`step`); larger moves take several frames."""
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.max_iterations, int) and 1 <= self.max_iterations <= 200):
-            raise ConfigError(f"config key 'retarget.max_iterations': expected an integer in 1..200, found {self.max_iterations!r}")
-        for name, lo, hi in (("pos_tol_m", 1e-9, 0.1), ("rot_tol_rad", 1e-9, 1.0), ("damping_min", 1e-12, 1.0),
-                             ("damping_error_gain", 0.0, 100.0), ("wrist_rot_weight_m_per_rad", 0.0, 10.0),
-                             ("torso_rot_weight_m_per_rad", 0.0, 10.0), ("posture_gain", 0.0, 1.0),
-                             ("joint_limit_margin_rad", 0.0, 0.5), ("max_joint_vel_rad_s", 0.01, 50.0)):
+        super().__post_init__()
+        for name, lo, hi in (("wrist_rot_weight_m_per_rad", 0.0, 10.0), ("torso_rot_weight_m_per_rad", 0.0, 10.0),
+                             ("max_joint_vel_rad_s", 0.01, 50.0)):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
-                raise ConfigError(f"config key 'retarget.{name}': expected a number in {lo}..{hi}, found {v!r}")
-
+            _require(_finite(v) and lo <= v <= hi, f"stream.retarget.{name}", f"a number in {lo}..{hi}", v)
 
 
 MODE_PLANNER_VR3PT = "planner-vr3pt"

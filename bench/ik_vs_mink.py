@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 
 from app.config import Config
-from app.control.ik import ArmIK, MultiArmIK
+from app.control.ik import MultiArmIK
 from app.paths import resolve_asset
 from app.sim.scene import resolve_arm
 from bench.common import Report, p50_p99_max
@@ -148,10 +148,10 @@ def ik_vs_mink(report: Report, seconds: float) -> None:
     model = kinematic_model(cfg)
     dt = cfg.loop.period_s
     home_q = np.array(cfg.scene.home_qpos_rad)
-    hp, hq = {}, {}
-    for arm in ARMS:
-        ik = ArmIK(model, resolve_arm(model, arm, cfg.arms.arm(arm).prefix), cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
-        hp[arm], hq[arm] = ik.tcp_pose(home_q)
+    ik = MultiArmIK(model, [resolve_arm(model, arm, cfg.arms.arm(arm).prefix) for arm in ARMS], cfg.ik,
+                    cfg.limits.max_joint_vel_rad_s, home_q)
+    hp = {arm: ik.tcp_pose(home_q, i)[0] for i, arm in enumerate(ARMS)}
+    hq = {arm: ik.tcp_pose(home_q, i)[1] for i, arm in enumerate(ARMS)}
     all_ours, all_mink = [], []
     for name, traj in trajectories(hp, hq, seconds, dt).items():
         t_o, pe_o, re_o = _ours(model, cfg, home_q, traj, dt)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from calibration.quat import _from_matrix_rows, _seq, from_matrix
+from calibration.quat import _seq, from_matrix
 
 R_ROBOT_FROM_VR: np.ndarray = np.array(
     [
@@ -82,23 +82,6 @@ def quat_robot_to_vr(q_robot_wxyz) -> np.ndarray:
 def matrix_vr_to_robot(R_vr) -> np.ndarray:
     """A rotation matrix (3, 3) from VR axes to robot axes: ``R_ROBOT_FROM_VR @ R_vr @ R_ROBOT_FROM_VR.T``."""
     return R_ROBOT_FROM_VR @ np.asarray(R_vr, dtype=float) @ R_ROBOT_FROM_VR.T
-
-
-def pose_from_openvr_matrix34(m) -> tuple[np.ndarray, np.ndarray]:
-    """Position (3,) and orientation ``w, x, y, z`` (4,) of an OpenVR row-major ``[R | t]`` (3, 4).
-
-    ``m`` is a nested sequence (list of lists, numpy array, pyopenvr's ``HmdMatrix34_t.m``).
-    The pose stays in VR axes. Raises ValueError for a wrong shape and
-    `calibration.quat.DegenerateQuaternionError` for non-finite entries.
-    """
-    rows = m.tolist() if type(m) is np.ndarray else [list(r) for r in m]
-    if len(rows) != 3 or any(len(r) != 4 for r in rows):
-        raise ValueError(
-            f"expected a 3x4 OpenVR pose matrix, got rows of lengths {[len(r) for r in rows]}"
-        )
-    (r00, r01, r02, tx), (r10, r11, r12, ty), (r20, r21, r22, tz) = rows
-    q = _from_matrix_rows((r00, r01, r02), (r10, r11, r12), (r20, r21, r22))
-    return np.array((tx, ty, tz), dtype=float), np.array(q)
 
 
 def _yaw_of_forward(q_robot_wxyz) -> float | None:

@@ -134,26 +134,6 @@ def _from_rotvec(v) -> tuple[float, float, float, float]:
     return (math.cos(half), k * vx, k * vy, k * vz)
 
 
-def _slerp(a, b, t: float) -> tuple[float, float, float, float]:
-    """Shortest-path slerp of unit quaternions; the result is on ``a``'s hemisphere."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    d = aw * bw + ax * bx + ay * by + az * bz
-    if d < 0.0:
-        bw, bx, by, bz, d = -bw, -bx, -by, -bz, -d
-    # Gram-Schmidt form: r = cos(t W) a + sin(t W) p / |p| with p = b - (a.b) a, W the angle
-    # between a and b in R^4. |p| = sin W computed this way stays accurate as W -> 0, where
-    # sqrt(1 - d^2) and acos(d) lose half of their digits.
-    pw, px, py, pz = bw - d * aw, bx - d * ax, by - d * ay, bz - d * az
-    s = math.sqrt(pw * pw + px * px + py * py + pz * pz)
-    if s < 1e-12:
-        return (aw, ax, ay, az)
-    big_w = math.atan2(s, d)
-    c = math.cos(t * big_w)
-    k = math.sin(t * big_w) / s
-    return _normalize((c * aw + k * pw, c * ax + k * px, c * ay + k * py, c * az + k * pz))
-
-
 def _angle_between(a, b) -> float:
     w, x, y, z = _conj_mul(a, b)
     # 2 atan2(|v|, |w|) is exact at both ends and ignores q/-q and non-unit scaling.
@@ -281,14 +261,6 @@ def from_rotvec(v) -> np.ndarray:
 def angle_between(a, b) -> float:
     """Angle in rad, in [0, pi], of the rotation taking ``a`` to ``b``; ignores the signs of both."""
     return _angle_between(_seq(a), _seq(b))
-
-
-def slerp(a, b, t: float) -> np.ndarray:
-    """Spherical interpolation along the shorter arc: ``t = 0`` gives ``a``, ``t = 1`` gives ``b`` (or -b).
-
-    Inputs are normalized first; the result is unit and on the hemisphere of ``a``.
-    """
-    return np.array(_slerp(_normalize(_seq(a)), _normalize(_seq(b)), float(t)))
 
 
 def to_scipy(q) -> Rotation:

@@ -160,26 +160,6 @@ def test_round_trips_are_identity():
         assert frames.quat_robot_to_vr(frames.quat_vr_to_robot(q)).tolist() == q.tolist()
 
 
-# --- OpenVR matrices ---------------------------------------------------------------------------
-
-
-def test_pose_from_openvr_matrix34():
-    q_vr = _vr_yaw_pitch_roll(0.4, -0.2, 0.1)
-    R = quat.to_matrix(q_vr)
-    t = [0.1, 1.6, -0.3]
-    m = [list(R[0]) + [t[0]], list(R[1]) + [t[1]], list(R[2]) + [t[2]]]
-    for given in (m, np.array(m), tuple(tuple(r) for r in m)):
-        pos, q = frames.pose_from_openvr_matrix34(given)
-        assert pos.tolist() == t
-        assert_allclose(q, quat.canonical(q_vr), atol=1e-15)
-    with pytest.raises(ValueError, match="3x4"):
-        frames.pose_from_openvr_matrix34(np.eye(3))
-    nan_m = np.array(m)
-    nan_m[1, 1] = math.nan
-    with pytest.raises(ValueError):
-        frames.pose_from_openvr_matrix34(nan_m)
-
-
 # --- heading ----------------------------------------------------------------------------------
 
 

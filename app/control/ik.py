@@ -1,21 +1,18 @@
-"""Damped-least-squares inverse kinematics for several arms at once, on its own kinematic MjData.
+"""The Panda arms' inverse kinematics: TCP pose tasks for the damped-least-squares core
+(`app.control.dls`), several arms at once, on the IK's own kinematic MjData.
 
-Each call starts from the arms' last joint commands (warm start) and runs a few
-Levenberg-Marquardt iterations, all arms together (one kinematics pass per iteration, then a
-6x6 Cholesky solve per arm):
+Each call starts from the arms' last joint commands (warm start) and runs a few iterations of the
+core, all arms together: one kinematics pass per iteration, then one 6x7 problem per arm with
 
-    e  = [p_target - p_tcp ; w * log(q_target * q_tcp^-1)]        (world frame, w in m/rad)
-    λ² = damping_min + damping_error_gain * |e|²                   (error-adaptive damping)
-    Δq = Jᵀ (J Jᵀ + λ² I)⁻¹ e  +  (I - J⁺ J) z,   z = k (q_home - q) (posture bias in the null space)
-       = z + Jᵀ (J Jᵀ + λ² I)⁻¹ (e - J z)                           (one solve, no 7x7 projector)
+    e = [p_target - p_tcp ; w * log(q_target * q_tcp^-1)]        (world frame, w in m/rad)
 
-then scales each arm's whole step so no joint exceeds its velocity limit over one tick, and
-clamps to the joint range less a margin. Physics data is never touched.
+and the posture bias toward the home pose. Each arm's whole step is scaled so no joint exceeds
+its velocity limit over one tick, and clamped to the joint range less a margin. Physics data is
+never touched.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -23,6 +20,7 @@ import mujoco
 import numpy as np
 
 from app.config import IKConfig
+from app.control.dls import DampedLeastSquares, Group, orientation_error, position_error
 from app.sim.scene import ArmHandles
 
 
@@ -40,6 +38,50 @@ class IKResult:
     joint_limit_clamped: bool
 
 
+class _TcpTasks:
+    """One TCP pose task per arm; arm i is the core's group i and moves joints 7i..7i+6 of q."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, arms: Sequence[ArmHandles],
+                 groups: Sequence[Group], rot_weight_m_per_rad: float) -> None:
+        self.model, self.data = model, data
+        self.groups = list(groups)
+        self.rot_weight = rot_weight_m_per_rad
+        self.target_pos = np.zeros((len(arms), 3))
+        """TCP targets (world frame) of the solve in progress, one row per arm."""
+        self.target_quat = np.zeros((len(arms), 4))
+        self._qadr = np.concatenate([np.asarray(a.qpos_adr) for a in arms])
+        self._sites = [int(a.tcp_site_id) for a in arms]
+        self._dadr = [np.asarray(a.dof_adr) for a in arms]
+        self._jacp = np.zeros((3, model.nv))
+        self._jacr = np.zeros((3, model.nv))
+        self._cur = np.zeros(4)
+        self._local = np.zeros(3)
+        self._jac_ready = False
+
+    def update(self, q: np.ndarray) -> None:
+        model, data = self.model, self.data
+        data.qpos[self._qadr] = q
+        mujoco.mj_kinematics(model, data)
+        self._jac_ready = False
+        cur, w = self._cur, self.rot_weight
+        for i, g in enumerate(self.groups):
+            site, e = self._sites[i], g.e
+            g.pos_err_m = position_error(e[:3], self.target_pos[i], data.site_xpos[site])
+            mujoco.mju_mat2Quat(cur, data.site_xmat[site])
+            g.rot_err_rad = orientation_error(e[3:], self.target_quat[i], cur, w, self._local)
+
+    def jacobian(self, group: int) -> None:
+        model, data = self.model, self.data
+        if not self._jac_ready:
+            mujoco.mj_comPos(model, data)
+            self._jac_ready = True
+        J = self.groups[group].J
+        mujoco.mj_jacSite(model, data, self._jacp, self._jacr, self._sites[group])
+        np.take(self._jacp, self._dadr[group], axis=1, out=J[:3])
+        np.take(self._jacr, self._dadr[group], axis=1, out=J[3:])
+        J[3:] *= self.rot_weight
+
+
 class MultiArmIK:
     """Solves every arm of `arms` in one pass; arms are independent kinematic chains."""
 
@@ -50,30 +92,17 @@ class MultiArmIK:
         mujoco.mj_resetData(model, self.data)
         self.arms = list(arms)
         self.cfg = cfg
-        n = len(self.arms)
-        self.n = n
-        self.home_q = np.tile(np.asarray(home_q_rad, dtype=float), (n, 1))
+        self.n = len(self.arms)
         margin = cfg.joint_limit_margin_rad
-        self.q_lo = np.stack([a.joint_range_rad[:, 0] + margin for a in self.arms])
-        self.q_hi = np.stack([a.joint_range_rad[:, 1] - margin for a in self.arms])
-        self._inv_vmax = 1.0 / np.asarray(max_joint_vel_rad_s, dtype=float)
-        self._qadr = np.concatenate([np.asarray(a.qpos_adr) for a in self.arms])
-        self._sites = np.array([a.tcp_site_id for a in self.arms])
-        self._jacp = np.zeros((n, 3, model.nv))
-        self._jacr = np.zeros((n, 3, model.nv))
-        self._J = np.zeros((n, 6, 7))
-        self._e = np.zeros((n, 6))
-        self._A = np.zeros((n, 6, 6))
-        self._y = np.zeros((n, 6))
-        self._r = np.zeros((n, 6))
-        self._dq = np.zeros((n, 7))
-        self._cur = np.zeros(4)
-        self._rv_local = np.zeros(3)
-        self._rv = np.zeros(3)
-        self._pos_err = np.zeros(n)
-        self._rot_err = np.zeros(n)
-        self._sites_list = [int(a.tcp_site_id) for a in self.arms]
-        self._dadr = [np.asarray(a.dof_adr) for a in self.arms]
+        vmax = np.asarray(max_joint_vel_rad_s, dtype=float)
+        home = np.asarray(home_q_rad, dtype=float)
+        self.groups = [Group(6, slice(7 * i, 7 * i + 7), a.joint_range_rad[:, 0] + margin,
+                             a.joint_range_rad[:, 1] - margin, home, vmax) for i, a in enumerate(self.arms)]
+        self.tasks = _TcpTasks(model, self.data, self.arms, self.groups, cfg.rot_weight_m_per_rad)
+        self.solver = DampedLeastSquares(cfg, self.tasks, self.groups, np.zeros(7 * self.n), np.zeros(7 * self.n))
+        self.q_lo = self.solver.q_lo.reshape(self.n, 7)
+        """Lowest joint command (rad) per arm: the joint range less the margin."""
+        self.q_hi = self.solver.q_hi.reshape(self.n, 7)
 
     def tcp_pose(self, q_rad: np.ndarray, arm: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics of one arm: TCP position and w,x,y,z orientation (world frame)."""
@@ -84,107 +113,12 @@ class MultiArmIK:
         mujoco.mju_mat2Quat(quat, self.data.site_xmat[site])
         return self.data.site_xpos[site].copy(), quat
 
-    def _errors(self, target_pos: np.ndarray, target_quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fill self._e at the current kinematics; return position and rotation errors (n,).
-
-        The rotation error is log(q_target q_tcp⁻¹) as a world-frame rotation vector: MuJoCo's
-        mju_subQuat gives it in the TCP frame (shortest way round), one rotation takes it to the world.
-        """
-        d = self.data
-        e, cur, local, world = self._e, self._cur, self._rv_local, self._rv
-        w = self.cfg.rot_weight_m_per_rad
-        pos_err, rot_err = self._pos_err, self._rot_err
-        for i in range(self.n):
-            site = self._sites_list[i]
-            ei = e[i]
-            np.subtract(target_pos[i], d.site_xpos[site], out=ei[:3])
-            mujoco.mju_mat2Quat(cur, d.site_xmat[site])
-            mujoco.mju_subQuat(local, target_quat[i], cur)
-            mujoco.mju_rotVecQuat(world, local, cur)
-            np.multiply(world, w, out=ei[3:])
-            pos_err[i] = math.sqrt(ei[0] * ei[0] + ei[1] * ei[1] + ei[2] * ei[2])
-            rot_err[i] = math.sqrt(local[0] * local[0] + local[1] * local[1] + local[2] * local[2])
-        return pos_err.copy(), rot_err.copy()
-
     def solve_all(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
                   dt_s: float) -> list[IKResult]:
-        """q_start (n,7), targets (n,3) and (n,4) in the world frame; one result per arm.
-
-        Each step is a handful of MuJoCo C calls per arm (6x6 Cholesky included): small numpy
-        operations cost more in call overhead than in arithmetic at this size.
-        """
-        cfg = self.cfg
-        model, data = self.model, self.data
+        """q_start (n,7), targets (n,3) and (n,4) in the world frame; one result per arm."""
         n = self.n
-        q_start = np.asarray(q_start_rad, dtype=float).reshape(n, 7)
-        target_pos = np.asarray(target_pos_m, dtype=float).reshape(n, 3)
-        target_quat = np.ascontiguousarray(target_quat_wxyz, dtype=float).reshape(n, 4)
-        q = q_start.copy()
-        J, e, A, y, r, dq = self._J, self._e, self._A, self._y, self._r, self._dq
-        w = cfg.rot_weight_m_per_rad
-        damping = np.full(n, cfg.damping_min)
-        iterations = [0] * n
-        fresh = False
-        pos_err = rot_err = np.zeros(n)
-        for _ in range(cfg.max_iterations):
-            data.qpos[self._qadr] = q.ravel()
-            mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._errors(target_pos, target_quat)
-            fresh = True
-            active = [i for i in range(n) if pos_err[i] >= cfg.pos_tol_m or rot_err[i] >= cfg.rot_tol_rad]
-            if not active:
-                break
-            mujoco.mj_comPos(model, data)
-            for i in active:
-                iterations[i] += 1
-                Ji, Ai, yi, ri, dqi, ei = J[i], A[i], y[i], r[i], dq[i], e[i]
-                mujoco.mj_jacSite(model, data, self._jacp[i], self._jacr[i], self._sites_list[i])
-                np.take(self._jacp[i], self._dadr[i], axis=1, out=Ji[:3])
-                np.take(self._jacr[i], self._dadr[i], axis=1, out=Ji[3:])
-                Ji[3:] *= w
-                lam = cfg.damping_min + cfg.damping_error_gain * float(ei @ ei)
-                damping[i] = lam
-                # Δq = z + Jᵀ (J Jᵀ + λ² I)⁻¹ (e - J z),  z = k (q_home - q)
-                z = cfg.posture_gain * (self.home_q[i] - q[i])
-                mujoco.mju_mulMatMatT(Ai, Ji, Ji)
-                Ai.flat[::7] += lam
-                mujoco.mju_mulMatVec(ri, Ji, z)
-                np.subtract(ei, ri, out=ri)
-                mujoco.mju_cholFactor(Ai, 0.0)
-                mujoco.mju_cholSolve(yi, Ai, ri)
-                mujoco.mju_mulMatTVec(dqi, Ji, yi)
-                q[i] += dqi + z
-            np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
-            fresh = False
-
-        step = q - q_start
-        ratio = np.max(np.abs(step) * self._inv_vmax, axis=1) / dt_s
-        velocity_clamped = ratio > 1.0
-        if velocity_clamped.any():
-            q[velocity_clamped] = q_start[velocity_clamped] + step[velocity_clamped] / ratio[velocity_clamped, None]
-        at_limit = ((q <= self.q_lo + 1e-12) | (q >= self.q_hi - 1e-12)).any(axis=1)
-        if not fresh:
-            data.qpos[self._qadr] = q.ravel()
-            mujoco.mj_kinematics(model, data)
-            pos_err, rot_err = self._errors(target_pos, target_quat)
-        return [IKResult(q[i].copy(), iterations[i], float(pos_err[i]), float(rot_err[i]), float(damping[i]),
-                         bool(velocity_clamped[i]), bool(at_limit[i])) for i in range(n)]
-
-
-class ArmIK:
-    """One arm's IK: the single-arm view of `MultiArmIK`."""
-
-    def __init__(self, model: mujoco.MjModel, arm: ArmHandles, cfg: IKConfig,
-                 max_joint_vel_rad_s: Sequence[float], home_q_rad: np.ndarray) -> None:
-        self._multi = MultiArmIK(model, [arm], cfg, max_joint_vel_rad_s, home_q_rad)
-        self.arm = arm
-        self.data = self._multi.data
-        self.q_lo = self._multi.q_lo[0]
-        self.q_hi = self._multi.q_hi[0]
-
-    def tcp_pose(self, q_rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self._multi.tcp_pose(q_rad)
-
-    def solve(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
-              dt_s: float) -> IKResult:
-        return self._multi.solve_all(q_start_rad, target_pos_m, target_quat_wxyz, dt_s)[0]
+        self.tasks.target_pos[:] = np.reshape(target_pos_m, (n, 3))
+        self.tasks.target_quat[:] = np.reshape(target_quat_wxyz, (n, 4))
+        q = self.solver.solve(np.asarray(q_start_rad, dtype=float).reshape(7 * n), dt_s)
+        return [IKResult(q[g.cols].copy(), g.iterations, g.pos_err_m, g.rot_err_rad, g.damping,
+                         g.velocity_clamped, g.joint_limit_clamped) for g in self.groups]

@@ -1,16 +1,15 @@
 """Our retargeting of the operator's VR 3-point onto the G1's 29 joints (pose-v1 joint frames).
 
-Arms and waist (17 joints) follow the 3-point by damped-least-squares IK on the MJCF G1, on the
-retargeter's own `MjData` (kinematics only, the root fixed at the origin); the legs stay at the
-standing keyframe. Tasks, all in the root frame, stacked into one weighted least-squares problem:
+Arms and waist (17 joints) follow the 3-point by the damped-least-squares core
+(`app.control.dls`, the Panda IK's solver) on the MJCF G1, on the retargeter's own `MjData`
+(kinematics only, the root fixed at the origin); the legs stay at the standing keyframe. Tasks,
+all in the root frame, stacked into one weighted problem of 15 rows over the 17 joints:
 
     left / right wrist key point:  position (m) and orientation (rad x wrist_rot_weight)
     torso (neck key point) orientation:  rad x torso_rot_weight
 
-Each iteration:  e = task error,  lambda^2 = damping_min + damping_error_gain |e|^2,
-    dq = z + J^T (J J^T + lambda^2 I)^-1 (e - J z),  z = posture_gain (q_stand - q)
-then q is clamped into the joint ranges less a margin. `step` warm-starts from the previous
-frame, limits every joint's speed and returns the frame in the stream's IsaacLab order with the
+with the posture bias toward the standing pose. `step` warm-starts from the previous frame,
+limits every joint's speed and returns the frame in the stream's IsaacLab order with the
 finite-difference joint velocity.
 
 SMPL fields (pose v2/v3) are a separate retarget target: a later `smpl.py` can produce them from
@@ -26,14 +25,15 @@ import mujoco
 import numpy as np
 
 from app.config import RetargetConfig
+from app.control.dls import DampedLeastSquares, Group, orientation_error, position_error
 from app.streaming.g1_joints import mujoco_to_isaaclab
 from app.streaming.g1_model import JOINT_NAMES_MUJOCO, NUM_JOINTS, G1Model, KeyPoses
 from app.streaming.threepoint import ThreePoint
-from calibration import quat as Q
 
 ACTIVE_JOINTS: tuple[str, ...] = JOINT_NAMES_MUJOCO[12:]
 """Waist (3) and both arms (14): the joints the IK moves, MuJoCo indices 12..28."""
 _ACTIVE = np.arange(12, NUM_JOINTS)
+_ACTIVE_COLS = slice(12, NUM_JOINTS)
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,57 @@ def heading_quat(yaw_rad: float) -> np.ndarray:
     return np.array((math.cos(0.5 * yaw_rad), 0.0, 0.0, math.sin(0.5 * yaw_rad)))
 
 
-def _rot_err(target_wxyz, current_wxyz) -> np.ndarray:
-    """Rotation vector (3,) taking ``current`` to ``target``, in the root frame."""
-    return np.array(Q._to_rotvec(Q._mul_conj(Q._seq(target_wxyz), Q._seq(current_wxyz))))
+class _KeyPointTasks:
+    """The wrist pose and torso orientation tasks, as the core's one group (joints 12..28 of q)."""
+
+    def __init__(self, g1: G1Model, data: mujoco.MjData, group: Group, cfg: RetargetConfig) -> None:
+        self.model, self.data, self.group = g1.model, data, group
+        self.target: KeyPoses = g1.stand_key_poses
+        """The key poses of the solve in progress (root frame)."""
+        self.wrist_pos_err_m = [0.0, 0.0]
+        self.wrist_rot_err_rad = [0.0, 0.0]
+        self.torso_rot_err_rad = 0.0
+        self._wrist_w = cfg.wrist_rot_weight_m_per_rad
+        self._torso_w = cfg.torso_rot_weight_m_per_rad
+        self._qadr = np.asarray(g1.qpos_adr)
+        self._dcols = np.asarray(g1.dof_adr)[_ACTIVE]
+        self._sites = [int(s) for s in g1.site_ids[:2]]
+        self._torso = g1.torso_body_id
+        self._jacp = np.zeros((3, self.model.nv))
+        self._jacr = np.zeros((3, self.model.nv))
+        self._cur = np.zeros(4)
+        self._local = np.zeros(3)
+
+    def update(self, q: np.ndarray) -> None:
+        d, e, kp = self.data, self.group.e, self.target
+        d.qpos[self._qadr] = q
+        mujoco.mj_kinematics(self.model, d)
+        for row, s in enumerate(self._sites):
+            self.wrist_pos_err_m[row] = position_error(e[6 * row:6 * row + 3], kp.pos_m[row], d.site_xpos[s])
+            mujoco.mju_mat2Quat(self._cur, d.site_xmat[s])
+            self.wrist_rot_err_rad[row] = orientation_error(e[6 * row + 3:6 * row + 6], kp.quat_wxyz[row], self._cur,
+                                                            self._wrist_w, self._local)
+        self.torso_rot_err_rad = orientation_error(e[12:15], kp.quat_wxyz[2], d.xquat[self._torso], self._torso_w,
+                                                   self._local)
+        self.group.pos_err_m = max(self.wrist_pos_err_m)
+        self.group.rot_err_rad = max(*self.wrist_rot_err_rad, self.torso_rot_err_rad)
+
+    def jacobian(self, group: int) -> None:
+        m, d, J = self.model, self.data, self.group.J
+        mujoco.mj_comPos(m, d)
+        for row, s in enumerate(self._sites):
+            mujoco.mj_jacSite(m, d, self._jacp, self._jacr, s)
+            np.take(self._jacp, self._dcols, axis=1, out=J[6 * row:6 * row + 3])
+            np.take(self._jacr, self._dcols, axis=1, out=J[6 * row + 3:6 * row + 6])
+            J[6 * row + 3:6 * row + 6] *= self._wrist_w
+        mujoco.mj_jacBody(m, d, None, self._jacr, self._torso)
+        np.take(self._jacr, self._dcols, axis=1, out=J[12:15])
+        J[12:15] *= self._torso_w
+
+    def report(self, group: Group) -> IKReport:
+        return IKReport(group.iterations, (self.wrist_pos_err_m[0], self.wrist_pos_err_m[1]),
+                        (self.wrist_rot_err_rad[0], self.wrist_rot_err_rad[1]), self.torso_rot_err_rad,
+                        group.joint_limit_clamped, group.velocity_clamped)
 
 
 class G1Retargeter:
@@ -92,15 +140,10 @@ class G1Retargeter:
         self._lo = g1.joint_range_rad[:, 0] + c.joint_limit_margin_rad
         self._hi = g1.joint_range_rad[:, 1] - c.joint_limit_margin_rad
         self._stand = np.array(g1.stand_q_rad)
-        self._qadr = np.asarray(g1.qpos_adr)
-        self._dcols = np.asarray(g1.dof_adr)[_ACTIVE]
-        self._sites = [int(s) for s in g1.site_ids[:2]]
-        self._torso = g1.torso_body_id
-        nv = self.model.nv
-        self._jacp = np.zeros((3, nv))
-        self._jacr = np.zeros((3, nv))
-        self._J = np.zeros((15, _ACTIVE.size))
-        self._e = np.zeros(15)
+        self._group = Group(15, _ACTIVE_COLS, self._lo[_ACTIVE_COLS], self._hi[_ACTIVE_COLS], self._stand[_ACTIVE_COLS],
+                            np.full(_ACTIVE.size, c.max_joint_vel_rad_s))
+        self._tasks = _KeyPointTasks(g1, self.data, self._group, c)
+        self._solver = DampedLeastSquares(c, self._tasks, [self._group], self._lo, self._hi)
         self._prev_q: np.ndarray | None = None
 
     # ---- state ----
@@ -122,21 +165,12 @@ class G1Retargeter:
 
     # ---- IK ----
 
-    def _errors(self, target: KeyPoses) -> tuple[list[float], list[float], float]:
-        d, e = self.data, self._e
-        c = self.cfg
-        pos_err, rot_err = [], []
-        cur = np.empty(4)
-        for row, s in enumerate(self._sites):
-            e[6 * row:6 * row + 3] = target.pos_m[row] - d.site_xpos[s]
-            mujoco.mju_mat2Quat(cur, d.site_xmat[s])
-            rv = _rot_err(target.quat_wxyz[row], cur)
-            e[6 * row + 3:6 * row + 6] = c.wrist_rot_weight_m_per_rad * rv
-            pos_err.append(float(np.linalg.norm(e[6 * row:6 * row + 3])))
-            rot_err.append(float(np.linalg.norm(rv)))
-        rv = _rot_err(target.quat_wxyz[2], d.xquat[self._torso])
-        e[12:15] = c.torso_rot_weight_m_per_rad * rv
-        return pos_err, rot_err, float(np.linalg.norm(rv))
+    def _solve(self, target: KeyPoses | ThreePoint, q_start, dt_s: float | None,
+               max_iterations: int | None) -> tuple[np.ndarray, IKReport]:
+        self._tasks.target = target.key_poses if isinstance(target, ThreePoint) else target
+        q0 = np.minimum(np.maximum(np.asarray(q_start, dtype=float), self._lo), self._hi)
+        q = self._solver.solve(q0, dt_s, max_iterations)
+        return q, self._tasks.report(self._group)
 
     def solve(self, target: KeyPoses | ThreePoint, q_start_mujoco_rad=None,
               max_iterations: int | None = None) -> tuple[np.ndarray, IKReport]:
@@ -144,38 +178,8 @@ class G1Retargeter:
 
         Returns the joint angles (29,) in MuJoCo order, within the joint ranges less the margin.
         """
-        kp = target.key_poses if isinstance(target, ThreePoint) else target
-        c = self.cfg
-        m, d = self.model, self.data
-        q = np.array(self._stand if q_start_mujoco_rad is None else q_start_mujoco_rad, dtype=float)
-        q = np.minimum(np.maximum(q, self._lo), self._hi)
-        J, e = self._J, self._e
-        iterations = 0
-        n_iter = c.max_iterations if max_iterations is None else max_iterations
-        eye = np.eye(15)
-        while True:
-            d.qpos[self._qadr] = q
-            mujoco.mj_kinematics(m, d)
-            pos_err, rot_err, torso_err = self._errors(kp)
-            done = max(pos_err) < c.pos_tol_m and max(max(rot_err), torso_err) < c.rot_tol_rad
-            if done or iterations >= n_iter:
-                break
-            iterations += 1
-            mujoco.mj_comPos(m, d)
-            for row, s in enumerate(self._sites):
-                mujoco.mj_jacSite(m, d, self._jacp, self._jacr, s)
-                J[6 * row:6 * row + 3] = self._jacp[:, self._dcols]
-                J[6 * row + 3:6 * row + 6] = c.wrist_rot_weight_m_per_rad * self._jacr[:, self._dcols]
-            mujoco.mj_jacBody(m, d, None, self._jacr, self._torso)
-            J[12:15] = c.torso_rot_weight_m_per_rad * self._jacr[:, self._dcols]
-            lam2 = c.damping_min + c.damping_error_gain * float(e @ e)
-            z = c.posture_gain * (self._stand[_ACTIVE] - q[_ACTIVE])
-            y = np.linalg.solve(J @ J.T + lam2 * eye, e - J @ z)
-            q[_ACTIVE] += z + J.T @ y
-            np.minimum(np.maximum(q, self._lo, out=q), self._hi, out=q)
-        at_limit = (q <= self._lo + 1e-12) | (q >= self._hi - 1e-12)
-        report = IKReport(iterations, (pos_err[0], pos_err[1]), (rot_err[0], rot_err[1]), torso_err, bool(at_limit.any()))
-        return q, report
+        q_start = self._stand if q_start_mujoco_rad is None else q_start_mujoco_rad
+        return self._solve(target, q_start, None, max_iterations)
 
     def step(self, target: KeyPoses | ThreePoint, dt_s: float, root_yaw_rad: float = 0.0) -> JointFrame:
         """The next stream frame, ``dt_s`` after the previous one: warm-started IK, speed-limited."""
@@ -183,17 +187,7 @@ class G1Retargeter:
             raise ValueError(f"dt_s must be a positive number of seconds, got {dt_s!r}")
         first = self._prev_q is None
         q_prev = self._stand if first else self._prev_q
-        q, report = self.solve(target, q_prev)
-        move = q - q_prev
-        ratio = float(np.max(np.abs(move))) / (self.cfg.max_joint_vel_rad_s * dt_s)
-        if ratio > 1.0:
-            q = q_prev + move / ratio
-            self.data.qpos[self._qadr] = q
-            mujoco.mj_kinematics(self.model, self.data)
-            kp = target.key_poses if isinstance(target, ThreePoint) else target
-            pos_err, rot_err, torso_err = self._errors(kp)
-            report = IKReport(report.iterations, (pos_err[0], pos_err[1]), (rot_err[0], rot_err[1]), torso_err,
-                              report.joint_limit_clamped, True)
+        q, report = self._solve(target, q_prev, dt_s, None)
         vel = np.zeros(NUM_JOINTS) if first else (q - q_prev) / dt_s
         self._prev_q = q
         return JointFrame(mujoco_to_isaaclab(q), mujoco_to_isaaclab(vel), heading_quat(root_yaw_rad), q, report)
