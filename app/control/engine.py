@@ -213,10 +213,10 @@ class TeleopEngine:
         self.teleop.estop()
         for arm in self.arms.values():
             arm.mapping.unlatch()
-            self._pulse(arm.name, "estop")
+            self._pulse(arm.name)
         events.append(f"estop:{why}")
 
-    def _pulse(self, controller: str, reason: str) -> None:
+    def _pulse(self, controller: str) -> None:
         if self._haptic_limiter.allow(controller, self.tick_index * self.period_s):
             try:
                 self._haptic(controller, self.cfg.safety.haptic_pulse_us)
@@ -395,7 +395,7 @@ class TeleopEngine:
             if not arm.tracking_ok:
                 arm.sm.lose_tracking()
                 arm.mapping.unlatch()
-                self._pulse(arm.name, "lost")
+                self._pulse(arm.name)
                 events.append(f"holding:{arm.name}")
                 return
             if res.reacquired:
@@ -421,7 +421,7 @@ class TeleopEngine:
             if clamped:
                 self.clamp_counts[f"{arm.name}:workspace"] += 1
                 if not arm.workspace_clamped:
-                    self._pulse(arm.name, "workspace")
+                    self._pulse(arm.name)
             arm.workspace_clamped = clamped
             target = np.asarray(clamped_pos)
             if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
@@ -443,7 +443,7 @@ class TeleopEngine:
         if res.joint_limit_clamped:
             self.clamp_counts[f"{arm.name}:joint_limit"] += 1
             if prev is None or not prev.joint_limit_clamped:
-                self._pulse(arm.name, "joint_limit")
+                self._pulse(arm.name)
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
                   events: list[str], stages: list[tuple[str, float]], t0: float, t_start: float,
