@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.config import ConfigError
+from app.events import Event
 from app.streaming import protocol
 from app.streaming.g1_joints import isaaclab_to_mujoco
 from app.streaming.g1_model import dex3_hand_q, load_g1
@@ -250,7 +251,7 @@ def test_the_engines_calibration_calibrates_the_3point_unless_streaming(g1):
         _ready(pub)
         assert not pub.status().calibrated
         calib = snapshot(operator_sample(0.01), 2)
-        pub.submit(dataclasses.replace(calib, events=("calibrate:0.0000",)))
+        pub.submit(dataclasses.replace(calib, events=(Event.calibrate(0.0),)))
         pub.submit(snapshot(operator_sample(0.015), 3))  # the event is not lost behind a newer snapshot
         _wait(lambda: pub.status().calibrated, what="the humanoid calibration")
         assert pub.status().messages_sent == 0

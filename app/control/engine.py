@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Callable
 
 import numpy as np
@@ -24,6 +23,7 @@ from app.control.safety import (WORKSPACE_ENTRY_SPEED_M_S, PoseGate, RateLimiter
                                 step_toward)
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
+from app.events import Command, CommandKind, Event, EventKind
 from app.sim.scene import ArmHandles
 from app.sim.sim_arms import CommandRejected, SimulatedArms
 from app.tracking.sample import ControllerButtons, TrackingSample
@@ -31,49 +31,7 @@ from calibration import frames
 from calibration.filters import OneEuroFilter, OneEuroQuatFilter
 from calibration.mapping import ClutchMapping
 
-
-class CommandKind(Enum):
-    CALIBRATE = "calibrate"
-    ESTOP = "estop"
-    RESET = "reset"
-    ENGAGE = "engage"
-    """Keyboard engage of one arm (acts like holding its grip), for testing without controllers."""
-    RELEASE = "release"
-    MARK = "mark"
-
-
-@dataclass(frozen=True)
-class Command:
-    kind: CommandKind
-    arm: str | None = None
-    label: str = ""
-
-    def as_event(self) -> str:
-        """How the command is recorded: 'cmd:<kind>[:<arm>][:<label>]' (see `from_event`)."""
-        parts = ["cmd", self.kind.value]
-        if self.arm:
-            parts.append(self.arm)
-        if self.label:
-            parts.append(self.label.replace(";", ",").replace(":", "_"))
-        return ":".join(parts)
-
-    @staticmethod
-    def from_event(event: str) -> "Command | None":
-        """The command a recorded 'cmd:...' event stands for; None for other events."""
-        parts = event.split(":")
-        if len(parts) < 2 or parts[0] != "cmd":
-            return None
-        try:
-            kind = CommandKind(parts[1])
-        except ValueError:
-            return None
-        rest = parts[2:]
-        arm = None
-        if kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
-            if not rest or rest[0] not in ARMS:
-                return None
-            arm, rest = rest[0], rest[1:]
-        return Command(kind, arm, ":".join(rest))
+__all__ = ["Command", "CommandKind", "TeleopEngine"]
 
 
 def _tup(a: np.ndarray) -> tuple[float, ...]:
@@ -143,7 +101,7 @@ class TeleopEngine:
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
-        self._output_events: list[str] = []
+        self._output_events: list[Event] = []
         # Physics follows loop time on the grid of periods: `_periods` is how many periods loop
         # time has covered (skipped deadlines included), `_steps_done` the physics steps taken.
         # Counting whole periods and steps (not summing seconds) keeps sim time from drifting.
@@ -175,14 +133,14 @@ class TeleopEngine:
             arm.workspace_clamped = False
             if grippers is not None and arm.name in grippers:
                 arm.gripper_cmd = min(max(float(grippers[arm.name]), 0.0), 1.0)
-        self._output_events.append("resync")
+        self._output_events.append(Event(EventKind.RESYNC))
 
     # ----- commands (called from the loop thread only; other threads go through ControlLoop) -----
 
     def submit(self, command: Command) -> None:
         self._pending.append(command)
 
-    def _apply_commands(self, sample: TrackingSample, events: list[str]) -> None:
+    def _apply_commands(self, sample: TrackingSample, events: list[Event]) -> None:
         pending, self._pending = self._pending, []
         for cmd in pending:
             events.append(cmd.as_event())
@@ -198,7 +156,7 @@ class TeleopEngine:
                         arm.await_release = True
                         arm.mapping.unlatch()
                     self._error = ""
-                    events.append("reset")
+                    events.append(Event(EventKind.RESET))
             elif cmd.kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
@@ -207,14 +165,14 @@ class TeleopEngine:
                 if arm.forced_engage:  # a keyboard engage is itself a fresh press
                     arm.await_release = False
 
-    def _estop(self, events: list[str], why: str) -> None:
+    def _estop(self, events: list[Event], why: str) -> None:
         if self.teleop.estopped:
             return
         self.teleop.estop()
         for arm in self.arms.values():
             arm.mapping.unlatch()
             self._pulse(arm.name)
-        events.append(f"estop:{why}")
+        events.append(Event(EventKind.ESTOP, label=why))
 
     def _pulse(self, controller: str) -> None:
         if self._haptic_limiter.allow(controller, self.tick_index * self.period_s):
@@ -225,7 +183,7 @@ class TeleopEngine:
 
     # ----- calibration -----
 
-    def _calibrate(self, sample: TrackingSample, events: list[str]) -> None:
+    def _calibrate(self, sample: TrackingSample, events: list[Event]) -> None:
         tol = self.cfg.safety.rotation_orthonormal_tol
         head_q = None
         if pose_defect(sample.head, tol) is None:
@@ -241,7 +199,7 @@ class TeleopEngine:
                 arm.ctrl_pos, arm.ctrl_quat = self._rotate_heading(arm.ctrl_pos, arm.ctrl_quat, old)
             if arm.mapping.is_latched and arm.ctrl_pos is not None:
                 self._latch(arm)
-        events.append(f"calibrate:{self.heading_rad:.4f}")
+        events.append(Event.calibrate(self.heading_rad))
 
     def _rotate_heading(self, pos: np.ndarray, quat: np.ndarray, old_yaw: float) -> tuple[np.ndarray, np.ndarray]:
         """Re-express a heading-corrected pose under the new heading."""
@@ -300,7 +258,7 @@ class TeleopEngine:
         velocity limits stay per period, so a stall never makes the arms jump.
         """
         t0 = time.perf_counter()
-        events: list[str] = []
+        events: list[Event] = []
         stages: list[tuple[str, float]] = [("input", input_s)]
         t_ik = t_cal = t0
         try:
@@ -312,7 +270,7 @@ class TeleopEngine:
             for name in ARMS:  # B marks the moment in the recording (an event marker)
                 b = sample.buttons(name).b
                 if b and not self._prev_b[name]:
-                    events.append(f"mark:{name}")
+                    events.append(Event(EventKind.MARK, name))
                 self._prev_b[name] = b
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
@@ -335,7 +293,7 @@ class TeleopEngine:
             if isinstance(exc, CommandRejected):
                 self.clamp_counts["rejected_command"] += 1
             self._estop(events, "fault")
-            events.append("fault")
+            events.append(Event(EventKind.FAULT))
             t_cal = t_ik = time.perf_counter()
         stages.append(("calibration_safety", t_cal - t0))
         stages.append(("ik", t_ik - t_cal))
@@ -353,7 +311,7 @@ class TeleopEngine:
         self.tick_index += 1
         return snap
 
-    def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[str]) -> None:
+    def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
         pose = sample.pose(arm.name)
         buttons: ControllerButtons = sample.buttons(arm.name)
         res = arm.gate.check(pose, t_s)
@@ -370,7 +328,7 @@ class TeleopEngine:
         was_ok = arm.tracking_ok
         arm.tracking_ok = res.accepted
         if was_ok and not res.accepted:
-            events.append(f"lost:{arm.name}:{res.reason}")
+            events.append(Event(EventKind.LOST, arm.name, res.reason or ""))
 
         held = buttons.grip or arm.forced_engage
         if arm.await_release and not held:
@@ -382,7 +340,7 @@ class TeleopEngine:
             if state is not ArmState.IDLE:
                 arm.sm.release()
                 arm.mapping.unlatch()
-                events.append(f"release:{arm.name}")
+                events.append(Event(EventKind.RELEASE, arm.name))
             arm.precision = precision
             return
         if state is ArmState.IDLE:
@@ -390,29 +348,29 @@ class TeleopEngine:
             if arm.tracking_ok:
                 self._latch(arm)
                 arm.sm.engage()
-                events.append(f"engage:{arm.name}")
+                events.append(Event(EventKind.ENGAGE, arm.name))
         elif state is ArmState.ENGAGED:
             if not arm.tracking_ok:
                 arm.sm.lose_tracking()
                 arm.mapping.unlatch()
                 self._pulse(arm.name)
-                events.append(f"holding:{arm.name}")
+                events.append(Event(EventKind.HOLDING, arm.name))
                 return
             if res.reacquired:
                 arm.precision = precision
                 self._latch(arm)
-                events.append(f"relatch:{arm.name}")
+                events.append(Event(EventKind.RELATCH, arm.name))
             elif precision != arm.precision:
                 arm.precision = precision
                 assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
                 arm.mapping.set_scale(self._scale(arm), arm.ctrl_pos, arm.ctrl_quat)
-                events.append(f"precision_{'on' if precision else 'off'}:{arm.name}")
+                events.append(Event(EventKind.PRECISION_ON if precision else EventKind.PRECISION_OFF, arm.name))
         elif state is ArmState.HOLDING:
             if arm.tracking_ok:
                 arm.precision = precision
                 self._latch(arm)
                 arm.sm.reacquire()
-                events.append(f"reacquired:{arm.name}")
+                events.append(Event(EventKind.REACQUIRED, arm.name))
 
         if arm.sm.state is ArmState.ENGAGED:
             assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
@@ -446,7 +404,7 @@ class TeleopEngine:
                 self._pulse(arm.name)
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
-                  events: list[str], stages: list[tuple[str, float]], t0: float, t_start: float,
+                  events: list[Event], stages: list[tuple[str, float]], t0: float, t_start: float,
                   overruns: int, late_ticks: int, skipped_ticks: int) -> Snapshot:
         """`t0` is when `tick` began, `t_start` when this snapshot stage began (perf_counter)."""
         arm_snaps = {}

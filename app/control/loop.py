@@ -122,9 +122,8 @@ class ControlLoop:
                 if source.finished():
                     break
                 for event in source.recorded_events():  # a replay re-issues the recorded operator commands
-                    cmd = Command.from_event(event)
-                    if cmd is not None:
-                        engine.submit(cmd)
+                    if event.command is not None:
+                        engine.submit(event.command)
                 # Everything since the tick woke is its input stage, so the snapshot's compute
                 # time covers the whole tick and the timer records that same value.
                 input_s = time.perf_counter() - wall

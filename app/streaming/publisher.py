@@ -49,6 +49,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
+from app.events import EventKind
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
@@ -289,7 +290,7 @@ class StreamPublisher:
 
     def submit(self, snap: Snapshot) -> None:
         """Hand over the newest snapshot. Two assignments: never blocks, never fails."""
-        if snap.events and any(e.startswith("calibrate") for e in snap.events):
+        if snap.events and any(e.kind is EventKind.CALIBRATE for e in snap.events):
             self._engine_calibrated = True  # seen here: the thread only samples every 4th snapshot
         self._latest = snap
 
