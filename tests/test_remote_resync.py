@@ -21,7 +21,7 @@ def test_resync_takes_the_outputs_joints_and_re_latches_without_a_jump():
     eng.resync_from_output({"left": 0.7, "right": 0.2})
     left = eng.arms["left"]
     assert np.array_equal(left.q_cmd, eng.sim.read("left").q_rad)
-    assert left.sm.state.value == "idle" and not left.mapping.is_latched
+    assert left.clutch.state.value == "idle" and not left.mapping.is_latched
     assert (left.gripper_cmd, eng.arms["right"].gripper_cmd) == (0.7, 0.2)
     snap = d.tick(sample(lb=grip()))
     # The grip is still held: the arm re-engages, latched at its actual pose.

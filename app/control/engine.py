@@ -3,9 +3,16 @@
 `TeleopEngine.tick` is deterministic given the samples, the commands and the configuration, so a
 recorded session re-simulates exactly. Pacing and threads live in `loop.py`, not here.
 
-Per controller the data flows:  PoseGate (reject bad / jumping samples)  ->  VR->robot basis
-change  ->  One-Euro filters  ->  operator heading  ->  clutch mapping  ->  workspace box  ->  IK
-(velocity and joint limits)  ->  position actuators.
+Per arm a tick runs three stages, then the batched IK:
+
+1. input (`pose_input.PoseInput`): PoseGate (reject bad / jumping samples)  ->  VR->robot basis
+   change  ->  One-Euro filters  ->  operator heading;
+2. clutch (`clutch.Clutch`): idle / engaged / holding from grip, tracking and e-stop; the engine
+   latches, unlatches or rescales the arm's `ClutchMapping` on each transition;
+3. command and gripper output: clutch mapping  ->  workspace box  ->  target; trigger  ->  gripper.
+
+Then IK (velocity and joint limits)  ->  position actuators. What happened is recorded as typed
+`app.events.Event`s in the snapshot.
 """
 
 from __future__ import annotations
@@ -18,17 +25,17 @@ from typing import Callable
 import numpy as np
 
 from app.config import ARMS, ArmConfig, Config
+from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.ik import IKResult, MultiArmIK
-from app.control.safety import (WORKSPACE_ENTRY_SPEED_M_S, PoseGate, RateLimiter, clamp_to_box, in_box, pose_defect,
-                                step_toward)
+from app.control.pose_input import PoseInput
+from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_box, in_box, pose_defect, step_toward
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
-from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
+from app.control.teleop_state import ArmState, TeleopStateMachine
 from app.events import Command, CommandKind, Event, EventKind
 from app.sim.scene import ArmHandles
 from app.sim.sim_arms import CommandRejected, SimulatedArms
 from app.tracking.sample import ControllerButtons, TrackingSample
 from calibration import frames
-from calibration.filters import OneEuroFilter, OneEuroQuatFilter
 from calibration.mapping import ClutchMapping
 
 __all__ = ["Command", "CommandKind", "TeleopEngine"]
@@ -47,23 +54,17 @@ class _Arm:
     """Row of this arm in the IK's batched arrays."""
     cfg: ArmConfig
     handles: ArmHandles
-    gate: PoseGate
-    pos_filter: OneEuroFilter
-    rot_filter: OneEuroQuatFilter
-    sm: ArmStateMachine
+    input: PoseInput
+    clutch: Clutch
     mapping: ClutchMapping = field(default_factory=ClutchMapping)
     q_cmd: np.ndarray = field(default_factory=lambda: np.zeros(7))
     gripper_cmd: float = 0.0
     target_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     target_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0, 0]))
     ctrl_pos: np.ndarray | None = None
+    """Last accepted controller position, operator frame (the input stage's output)."""
     ctrl_quat: np.ndarray | None = None
     tracking_ok: bool = False
-    precision: bool = False
-    forced_engage: bool = False
-    await_release: bool = False
-    """Set by a reset from e-stop: the grip (and keyboard engage) must be let go before the arm can
-    engage again, so a grip held through the reset never re-engages at wherever the hand went."""
     workspace_clamped: bool = False
     ik_result: IKResult | None = None
 
@@ -86,17 +87,15 @@ class TeleopEngine:
         self._pending: list[Command] = []
         self._error = ""
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
-        f, s = cfg.filter, cfg.safety
+        s = cfg.safety
         self.arms: dict[str, _Arm] = {}
         self.ik = MultiArmIK(sim.model, [arms[name] for name in ARMS], cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
         for index, name in enumerate(ARMS):
             h = arms[name]
             arm = _Arm(
                 name=name, index=index, cfg=cfg.arms.arm(name), handles=h,
-                gate=PoseGate(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol),
-                pos_filter=OneEuroFilter(f.pos_min_cutoff_hz, f.pos_beta, f.d_cutoff_hz),
-                rot_filter=OneEuroQuatFilter(f.rot_min_cutoff_hz, f.rot_beta, f.d_cutoff_hz),
-                sm=self.teleop.arms[name],
+                input=PoseInput(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol, cfg.filter),
+                clutch=Clutch(self.teleop.arms[name]),
             )
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
@@ -129,7 +128,7 @@ class TeleopEngine:
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, arm.index)
             arm.ik_result = None
             arm.mapping.unlatch()
-            arm.sm.force_idle()
+            arm.clutch.sm.force_idle()
             arm.workspace_clamped = False
             if grippers is not None and arm.name in grippers:
                 arm.gripper_cmd = min(max(float(grippers[arm.name]), 0.0), 1.0)
@@ -152,18 +151,14 @@ class TeleopEngine:
                 if self.teleop.estopped:
                     self.teleop.reset()
                     for arm in self.arms.values():
-                        arm.forced_engage = False
-                        arm.await_release = True
+                        arm.clutch.require_fresh_press()
                         arm.mapping.unlatch()
                     self._error = ""
                     events.append(Event(EventKind.RESET))
             elif cmd.kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
-                arm = self.arms[cmd.arm]
-                arm.forced_engage = cmd.kind is CommandKind.ENGAGE
-                if arm.forced_engage:  # a keyboard engage is itself a fresh press
-                    arm.await_release = False
+                self.arms[cmd.arm].clutch.keyboard(cmd.kind is CommandKind.ENGAGE)
 
     def _estop(self, events: list[Event], why: str) -> None:
         if self.teleop.estopped:
@@ -208,7 +203,7 @@ class TeleopEngine:
 
     def _scale(self, arm: _Arm) -> float:
         m = self.cfg.mapping
-        return m.scale * (m.precision_factor if arm.precision else 1.0)
+        return m.scale * (m.precision_factor if arm.clutch.precision else 1.0)
 
     def _latch(self, arm: _Arm) -> None:
         assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
@@ -263,30 +258,11 @@ class TeleopEngine:
         t_ik = t_cal = t0
         try:
             self._apply_commands(sample, events)
-            a_pressed = sample.left_buttons.a or sample.right_buttons.a
-            if a_pressed and not self._prev_a:
-                self._calibrate(sample, events)
-            self._prev_a = a_pressed
-            for name in ARMS:  # B marks the moment in the recording (an event marker)
-                b = sample.buttons(name).b
-                if b and not self._prev_b[name]:
-                    events.append(Event(EventKind.MARK, name))
-                self._prev_b[name] = b
+            self._buttons(sample, events)
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = time.perf_counter()
-            arms = list(self.arms.values())
-            q_prev = [arm.q_cmd for arm in arms]
-            if not self.teleop.estopped:
-                results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
-                                            np.stack([a.target_quat for a in arms]), self.period_s)
-                for arm, res in zip(arms, results):
-                    self._count_clamps(arm, res)
-                    arm.q_cmd = res.q_rad
-                    arm.ik_result = res
-            for arm, qp in zip(arms, q_prev):
-                qdot = (arm.q_cmd - qp) / self.period_s if self.cfg.sim.velocity_feedforward else None
-                arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
+            self._solve_and_send()
             t_ik = time.perf_counter()
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
             self._error = f"{type(exc).__name__}: {exc}"
@@ -311,88 +287,92 @@ class TeleopEngine:
         self.tick_index += 1
         return snap
 
+    def _buttons(self, sample: TrackingSample, events: list[Event]) -> None:
+        """A (either controller) calibrates; B marks the moment in the recording (an event marker)."""
+        a_pressed = sample.left_buttons.a or sample.right_buttons.a
+        if a_pressed and not self._prev_a:
+            self._calibrate(sample, events)
+        self._prev_a = a_pressed
+        for name in ARMS:
+            b = sample.buttons(name).b
+            if b and not self._prev_b[name]:
+                events.append(Event(EventKind.MARK, name))
+            self._prev_b[name] = b
+
+    def _solve_and_send(self) -> None:
+        """Both arms' IK in one batch (skipped while e-stopped: the arms hold), then the actuators."""
+        arms = list(self.arms.values())
+        q_prev = [arm.q_cmd for arm in arms]
+        if not self.teleop.estopped:
+            results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
+                                        np.stack([a.target_quat for a in arms]), self.period_s)
+            for arm, res in zip(arms, results):
+                self._count_clamps(arm, res)
+                arm.q_cmd = res.q_rad
+                arm.ik_result = res
+        for arm, qp in zip(arms, q_prev):
+            qdot = (arm.q_cmd - qp) / self.period_s if self.cfg.sim.velocity_feedforward else None
+            arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
+
+    # ----- the three stages of one arm -----
+
     def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
-        pose = sample.pose(arm.name)
+        reacquired = self._input_stage(arm, sample, t_s, events)
         buttons: ControllerButtons = sample.buttons(arm.name)
-        res = arm.gate.check(pose, t_s)
+        step = arm.clutch.step(buttons.grip, bool(buttons.stick_click), arm.tracking_ok, reacquired,
+                               self.teleop.estopped)
+        if step.transition is not None:
+            self._clutch_transition(arm, step.transition)
+            events.append(Event(step.transition, arm.name))
+        if step.runs_output:
+            self._output_stage(arm, buttons)
+
+    def _input_stage(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> bool:
+        """Gate, filter and turn the arm's controller pose; returns whether it was reacquired this tick."""
+        res = arm.input.update(sample.pose(arm.name), t_s, self.heading_rad)
         if res.accepted:
-            p_r = frames.pos_vr_to_robot(pose.pos_array())
-            q_r = frames.quat_vr_to_robot(pose.quat_array())
-            if res.reacquired:
-                arm.pos_filter.reset()
-                arm.rot_filter.reset()
-            if self.cfg.filter.enabled:
-                p_r = arm.pos_filter.filter(p_r, t_s)
-                q_r = arm.rot_filter.filter(q_r, t_s)
-            arm.ctrl_pos, arm.ctrl_quat = frames.apply_heading(self.heading_rad, p_r, q_r)
+            arm.ctrl_pos, arm.ctrl_quat = res.pos_m, res.quat_wxyz
         was_ok = arm.tracking_ok
         arm.tracking_ok = res.accepted
         if was_ok and not res.accepted:
             events.append(Event(EventKind.LOST, arm.name, res.reason or ""))
+        return res.reacquired
 
-        held = buttons.grip or arm.forced_engage
-        if arm.await_release and not held:
-            arm.await_release = False
-        want = held and not arm.await_release and not self.teleop.estopped
-        precision = bool(buttons.stick_click)
-        state = arm.sm.state
-        if not want:
-            if state is not ArmState.IDLE:
-                arm.sm.release()
-                arm.mapping.unlatch()
-                events.append(Event(EventKind.RELEASE, arm.name))
-            arm.precision = precision
-            return
-        if state is ArmState.IDLE:
-            arm.precision = precision
-            if arm.tracking_ok:
-                self._latch(arm)
-                arm.sm.engage()
-                events.append(Event(EventKind.ENGAGE, arm.name))
-        elif state is ArmState.ENGAGED:
-            if not arm.tracking_ok:
-                arm.sm.lose_tracking()
-                arm.mapping.unlatch()
+    def _clutch_transition(self, arm: _Arm, transition: EventKind) -> None:
+        """The mapping follows the clutch: latched afresh, unlatched, or rescaled without a jump."""
+        if transition in LATCHING:
+            self._latch(arm)
+        elif transition in UNLATCHING:
+            arm.mapping.unlatch()
+            if transition is EventKind.HOLDING:
                 self._pulse(arm.name)
-                events.append(Event(EventKind.HOLDING, arm.name))
-                return
-            if res.reacquired:
-                arm.precision = precision
-                self._latch(arm)
-                events.append(Event(EventKind.RELATCH, arm.name))
-            elif precision != arm.precision:
-                arm.precision = precision
-                assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
-                arm.mapping.set_scale(self._scale(arm), arm.ctrl_pos, arm.ctrl_quat)
-                events.append(Event(EventKind.PRECISION_ON if precision else EventKind.PRECISION_OFF, arm.name))
-        elif state is ArmState.HOLDING:
-            if arm.tracking_ok:
-                arm.precision = precision
-                self._latch(arm)
-                arm.sm.reacquire()
-                events.append(Event(EventKind.REACQUIRED, arm.name))
-
-        if arm.sm.state is ArmState.ENGAGED:
+        elif transition in RESCALING:
             assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
-            pos, quat = arm.mapping.map(arm.ctrl_pos, arm.ctrl_quat)
-            clamped_pos, clamped = clamp_to_box(pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m)
-            if clamped:
-                self.clamp_counts[f"{arm.name}:workspace"] += 1
-                if not arm.workspace_clamped:
-                    self._pulse(arm.name)
-            arm.workspace_clamped = clamped
-            target = np.asarray(clamped_pos)
-            if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
-                # Latched outside the box (the arm stood there at engage): the box edge may be
-                # centimetres away, so the target comes in at a walking pace, not in one tick.
-                target = step_toward(arm.target_pos, target, WORKSPACE_ENTRY_SPEED_M_S * self.period_s)
-            arm.target_pos = target
-            arm.target_quat = quat
-            trig = buttons.trigger
-            if trig == trig:  # NaN never reaches the gripper
-                arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
-        else:
+            arm.mapping.set_scale(self._scale(arm), arm.ctrl_pos, arm.ctrl_quat)
+
+    def _output_stage(self, arm: _Arm, buttons: ControllerButtons) -> None:
+        """An engaged arm's target from the mapping, inside its workspace box, and its gripper from the trigger."""
+        if arm.clutch.state is not ArmState.ENGAGED:
             arm.workspace_clamped = False
+            return
+        assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
+        pos, quat = arm.mapping.map(arm.ctrl_pos, arm.ctrl_quat)
+        clamped_pos, clamped = clamp_to_box(pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m)
+        if clamped:
+            self.clamp_counts[f"{arm.name}:workspace"] += 1
+            if not arm.workspace_clamped:
+                self._pulse(arm.name)
+        arm.workspace_clamped = clamped
+        target = np.asarray(clamped_pos)
+        if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
+            # Latched outside the box (the arm stood there at engage): the box edge may be
+            # centimetres away, so the target comes in at a walking pace, not in one tick.
+            target = step_toward(arm.target_pos, target, WORKSPACE_ENTRY_SPEED_M_S * self.period_s)
+        arm.target_pos = target
+        arm.target_quat = quat
+        trig = buttons.trigger
+        if trig == trig:  # NaN never reaches the gripper
+            arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
 
     def _count_clamps(self, arm: _Arm, res: IKResult) -> None:
         prev = arm.ik_result
@@ -412,7 +392,8 @@ class TeleopEngine:
             reading = self.sim.read(arm.name)
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
-                state=arm.sm.state.value, engaged=arm.sm.state is ArmState.ENGAGED, precision=arm.precision,
+                state=arm.clutch.state.value, engaged=arm.clutch.state is ArmState.ENGAGED,
+                precision=arm.clutch.precision,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
                 tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),
@@ -422,7 +403,7 @@ class TeleopEngine:
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
             )
-        rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.gate.rejections.items()))
+        rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.input.rejections.items()))
         t_snap = time.perf_counter()
         stages.append(("snapshot", t_snap - t_start))
         timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=input_s + (t_snap - t0),
