@@ -29,13 +29,14 @@ from app.control.snapshot import Snapshot
 from app.core import wire
 from app.core.launcher import CoreEndpoints, find_running_core, pid_alive
 from app.core.server import DISCOVERY_FILE, GUI_LOST_LABEL
+from app.events import Event, EventKind, parse_events
 from app.gui.core_client import HEARTBEAT_PERIOD_S, CoreClient
 from app.sessions.reader import read_session
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals (SIGKILL, SIGTERM)")
 
 REPO = Path(__file__).resolve().parents[1]
-ESTOP_EVENT = f"estop:{GUI_LOST_LABEL}"
+ESTOP_EVENT = Event(EventKind.ESTOP, label=GUI_LOST_LABEL)
 HOLD_MARGIN_S = 0.25
 """Allowance over the heartbeat timeout for the core's 20 ms request poll, one tick and a busy machine."""
 
@@ -115,7 +116,7 @@ class Heartbeat:
 class EventWatch:
     """Keeps every snapshot carrying `event` that a (passive) client receives."""
 
-    def __init__(self, client: CoreClient, event: str) -> None:
+    def __init__(self, client: CoreClient, event: Event) -> None:
         self.event = event
         self.hits: list[Snapshot] = []
         client.snapshot_listeners.append(self._on)
@@ -299,7 +300,7 @@ def test_lost_heartbeat_holds_the_arms_records_on_and_a_new_client_resets(tmp_pa
     s = read_session(record)
     assert s.sidecar["complete"] is True and s.sidecar["n_rows"] == s.n_rows
     i_hold = row_of_tick(s, held.tick)
-    assert ESTOP_EVENT in s.data["events"][i_hold].split(";")
+    assert ESTOP_EVENT in parse_events(s.data["events"][i_hold])
     (resets,) = np.nonzero(["reset" in e.split(";") for e in s.data["events"]])
     i_reset = int(resets[resets > i_hold][0])
     assert s.data["tick"][i_reset] <= reset_tick
@@ -361,7 +362,7 @@ def test_a_killed_gui_leaves_the_core_holding_and_recording(tmp_path, procs):
     s = read_session(record)
     assert s.sidecar["complete"] is True and s.sidecar["n_rows"] == s.n_rows
     i_hold = row_of_tick(s, held.tick)
-    assert ESTOP_EVENT in s.data["events"][i_hold].split(";")
+    assert ESTOP_EVENT in parse_events(s.data["events"][i_hold])
     assert s.n_rows - i_hold >= 100, "rows recorded after the hold"
     assert set(s.data["teleop_state"][i_hold:]) == {"estopped"}
 

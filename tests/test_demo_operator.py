@@ -38,7 +38,7 @@ def test_cubes_end_on_their_place_markers(demo_run):
 
 def test_script_uses_clutch_trigger_and_recalibration(demo_run):
     _, _, _, snaps = demo_run
-    events = [e.split(":")[0] for s in snaps for e in s.events]
+    events = [e.kind.value for s in snaps for e in s.events]
     assert events.count("calibrate") == 2
     assert events.count("engage") == 4 and events.count("release") == 4
     assert max(s.left.gripper_cmd for s in snaps) == pytest.approx(1.0)

@@ -8,6 +8,7 @@ import pytest
 
 from app.config import Config, SafetyConfig
 from app.control.engine import Command, CommandKind
+from app.events import Event, EventKind
 from tests.engine_helpers import HAND_REST_ROBOT, Driver, device, grip, make_engine, sample, with_
 
 REST_L = HAND_REST_ROBOT["left"]
@@ -38,7 +39,7 @@ def test_engage_does_not_move_the_arm_and_then_follows_scaled():
     d.glide("left", REST_L, far, 60)
     before = d.snaps[-1].left
     s = d.tick(sample(left=device(far), lb=grip()))
-    assert s.left.state == "engaged" and "engage:left" in s.events
+    assert s.left.state == "engaged" and Event(EventKind.ENGAGE, "left") in s.events
     assert np.allclose(s.left.target_pos_m, before.target_pos_m, atol=1e-6)
     assert max_cmd_step(d.snaps[-2:]) < 1e-6
     # Hold the controller still a while (the filter settles), then move it 10 cm up.
@@ -93,7 +94,7 @@ def test_recalibration_with_a_button_does_not_move_the_arm():
     hand = REST_L + [0.05, 0.05, 0.05]
     n0 = len(d.snaps)
     s = d.tick(sample(left=device(hand), head=device((0, 0, 1.65), head_q), lb=grip(), rb=grip(a=True)))
-    assert any(e.startswith("calibrate:") for e in s.events)
+    assert any(e.kind is EventKind.CALIBRATE for e in s.events)
     assert s.heading_rad == pytest.approx(yaw, abs=1e-6)
     d.run(sample(left=device(hand), head=device((0, 0, 1.65), head_q), lb=grip()), 50)
     assert max_cmd_step(d.snaps[n0 - 1:]) < 1e-4
@@ -114,14 +115,14 @@ def test_tracking_loss_holds_and_reacquisition_relatches():
     before = np.array(d.snaps[-1].left.q_cmd_rad)
     s = d.run(sample(left=device(REST_L, valid=False), lb=grip()), 50)  # tracking lost
     assert s.left.state == "holding" and not s.left.tracking_ok
-    assert any(e.startswith("lost:left") for e in d.snaps[-50].events)
+    assert any(e.kind is EventKind.LOST and e.arm == "left" for e in d.snaps[-50].events)
     # The arm settles on its last target and never moves far while holding.
     assert np.abs(np.array(s.left.q_cmd_rad) - before).max() < 0.02
     n0 = len(d.snaps)
     # Tracking returns with the hand 30 cm away: re-latch, no jump.
     s = d.run(sample(left=device(REST_L + [0.3, 0, -0.2]), lb=grip()), 50)
     assert s.left.state == "engaged"
-    assert any("reacquired:left" in x.events for x in d.snaps[n0:])
+    assert any(Event(EventKind.REACQUIRED, "left") in x.events for x in d.snaps[n0:])
     assert max_cmd_step(d.snaps[n0 - 1:]) < 2e-3
     assert dict(s.rejected)["left:invalid"] == 50
 
@@ -226,7 +227,7 @@ def test_estop_holds_and_reset_requires_fresh_engage():
     d.run(sample(lb=grip()), 40)
     eng.submit(Command(CommandKind.ESTOP))
     s = d.tick(sample(left=device(REST_L + [0.1, 0, 0]), lb=grip()))
-    assert s.teleop_state == "estopped" and "estop:operator" in s.events
+    assert s.teleop_state == "estopped" and Event(EventKind.ESTOP, label="operator") in s.events
     q_stop = np.array(s.left.q_cmd_rad)
     s = d.run(sample(left=device(REST_L + [0.2, 0, 0]), lb=grip()), 50)
     assert s.left.state == "idle"
@@ -254,7 +255,7 @@ def test_exception_in_tick_estops_and_reports(monkeypatch):
     monkeypatch.setattr(eng.ik, "solve_all", boom)
     s = d.tick(sample(lb=grip()))
     assert s.teleop_state == "estopped"
-    assert "solver exploded" in s.error and "fault" in s.events
+    assert "solver exploded" in s.error and Event(EventKind.FAULT) in s.events
     s = d.run(sample(lb=grip()), 10)  # the loop keeps ticking, arms hold
     assert s.teleop_state == "estopped"
 
@@ -298,7 +299,7 @@ def test_b_button_marks_the_moment_once_per_press():
     d.run(sample(), 3)
     s1 = d.tick(sample(rb=ControllerButtons(b=True)))
     s2 = d.tick(sample(rb=ControllerButtons(b=True)))
-    assert "mark:right" in s1.events and "mark:right" not in s2.events
+    assert Event(EventKind.MARK, "right") in s1.events and Event(EventKind.MARK, "right") not in s2.events
 
 
 def _stalled_run(engine, stall_ticks, before=20, after=10, moving=True):
@@ -367,7 +368,7 @@ def test_huge_coordinates_are_rejected_counted_and_recoverable():
     good = device(REST_L)
     huge = DevicePose((1e200, -1e200, 1e200), good.quat_vr_wxyz, True, True, good.tracking_result, 0, 0)
     s = d.run(sample(left=huge, lb=grip()), 5)  # while tracked
-    assert s.teleop_state == "running" and not s.error and "fault" not in s.events
+    assert s.teleop_state == "running" and not s.error and Event(EventKind.FAULT) not in s.events
     assert s.left.state == "holding"
     d.run(sample(left=device(REST_L, valid=False), lb=grip()), 3)  # a loss: 1e200 must not reacquire
     s = d.run(sample(left=huge, lb=grip()), 40)
@@ -425,7 +426,7 @@ def test_estop_reset_calibrate_engage_in_any_order_never_drifts(order):
         snap = d.tick(hands(frac))
         if action == "estop":
             glide(1.0)  # the hands wander off while the arms are stopped
-        if action == "reset" and snap.teleop_state == "running" and "reset" in snap.events:
+        if action == "reset" and snap.teleop_state == "running" and Event(EventKind.RESET) in snap.events:
             reset_done = True
             glide(0.0)  # ...and come back, grips still held
         d.run(hands(frac), 10)

@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from app.config import Config  # noqa: E402
 from app.control.engine import Command, CommandKind  # noqa: E402
+from app.events import Event  # noqa: E402
 from app.gui import theme  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.plot_buffers import COL  # noqa: E402
@@ -43,13 +44,13 @@ def window(qapp, folder):
     w.close()
 
 
-def _events(window: MainWindow) -> list[str]:
-    seen: list[str] = []
+def _events(window: MainWindow) -> list[Event]:
+    seen: list[Event] = []
     window.runner.loop.subscribe(lambda snap: seen.extend(snap.events))
     return seen
 
 
-def _cmd(kind: CommandKind, arm: str | None = None) -> str:
+def _cmd(kind: CommandKind, arm: str | None = None) -> Event:
     """The event the engine records for a command (its own format)."""
     return Command(kind, arm).as_event()
 
@@ -146,7 +147,8 @@ def test_keyboard_commands_reach_the_loop(window, qtbot):
     _key(qtbot, window, Qt.Key.Key_C)
     qtbot.waitUntil(lambda: _cmd(CommandKind.CALIBRATE) in seen, timeout=2000)
     _key(qtbot, window, Qt.Key.Key_M)
-    qtbot.waitUntil(lambda: any(e.startswith(_cmd(CommandKind.MARK) + ":gui") for e in seen), timeout=2000)
+    qtbot.waitUntil(lambda: any(e.command is not None and e.command.kind is CommandKind.MARK
+                                and e.command.label.startswith("gui") for e in seen), timeout=2000)
     _key(qtbot, window, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)
     assert not window.act_engage["right"].isChecked()  # e-stop drops keyboard engagement

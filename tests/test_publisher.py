@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.config import ConfigError
+from app.events import Event
 from app.streaming import protocol
 from app.streaming.g1_joints import isaaclab_to_mujoco
 from app.streaming.g1_model import dex3_hand_q, load_g1
@@ -250,7 +251,7 @@ def test_the_engines_calibration_calibrates_the_3point_unless_streaming(g1):
         _ready(pub)
         assert not pub.status().calibrated
         calib = snapshot(operator_sample(0.01), 2)
-        pub.submit(dataclasses.replace(calib, events=("calibrate:0.0000",)))
+        pub.submit(dataclasses.replace(calib, events=(Event.calibrate(0.0),)))
         pub.submit(snapshot(operator_sample(0.015), 3))  # the event is not lost behind a newer snapshot
         _wait(lambda: pub.status().calibrated, what="the humanoid calibration")
         assert pub.status().messages_sent == 0
@@ -270,6 +271,35 @@ def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
         st = pub.status()
         assert "retarget exploded" in st.last_error and st.frame_index == -1
         assert st.messages_sent == 1  # only the stop command
+
+
+def test_status_and_stop_do_not_wait_for_the_ik(g1, monkeypatch):
+    """The thread's retargeting step is held mid-IK: the Qt thread's status(), stop and e-stop
+    still answer at once (the state lock is never held across the IK)."""
+    import threading
+    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), g1) as pub:
+        _ready(pub)
+        pub.calibrate()
+        inside, release = threading.Event(), threading.Event()
+        real_step = pub._retarget.step
+
+        def slow_step(*a, **k):
+            inside.set()
+            release.wait(BOUND_S)
+            return real_step(*a, **k)
+
+        monkeypatch.setattr(pub._retarget, "step", slow_step)
+        pub.start_streaming()
+        assert inside.wait(BOUND_S), "the thread never reached the IK"
+        answered = []
+        caller = threading.Thread(target=lambda: answered.append((pub.status().state, pub.stop_streaming(),
+                                                                   pub.status().state)))
+        caller.start()
+        caller.join(BOUND_S)
+        answered_during_ik = list(answered)
+        release.set()
+        caller.join(BOUND_S)
+        assert answered_during_ik == [(StreamState.STREAMING, None, StreamState.STOPPED)]
 
 
 # ---- pure parts ------------------------------------------------------------------------------------

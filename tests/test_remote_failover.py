@@ -10,6 +10,7 @@ import pytest
 
 from app.config import Config
 from app.control.loop import ControlLoop
+from app.events import Event, EventKind
 from app.remote.client import RemoteConnectError, connect_remote
 from app.remote.config import ClientConfig, Endpoints
 from app.remote.connection import LinkState
@@ -86,7 +87,7 @@ def test_server_killed_and_restarted_stale_then_reconnect_and_resync_without_jum
     assert after.instance == restarted.instance and {a.mode for a in after.arms.values()} == {ArmMode.ACTIVE}
     assert all(not s.error for s, _ in snaps)
     # The tick that re-synchronised took the new server's joints as its command: no jump.
-    i = next(k for k, (s, _) in enumerate(snaps) if "resync" in s.events and k > 0)
+    i = next(k for k, (s, _) in enumerate(snaps) if Event(EventKind.RESYNC) in s.events and k > 0)
     for arm in ("left", "right"):
         s = snaps[i][0].arm(arm)
         assert np.allclose(s.q_cmd_rad, s.q_rad, atol=1e-12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from app.events import Event, EventKind
 from tests.engine_helpers import Driver, grip, make_engine, sample
 
 
@@ -20,11 +21,11 @@ def test_resync_takes_the_outputs_joints_and_re_latches_without_a_jump():
     eng.resync_from_output({"left": 0.7, "right": 0.2})
     left = eng.arms["left"]
     assert np.array_equal(left.q_cmd, eng.sim.read("left").q_rad)
-    assert left.sm.state.value == "idle" and not left.mapping.is_latched
+    assert left.clutch.state.value == "idle" and not left.mapping.is_latched
     assert (left.gripper_cmd, eng.arms["right"].gripper_cmd) == (0.7, 0.2)
     snap = d.tick(sample(lb=grip()))
     # The grip is still held: the arm re-engages, latched at its actual pose.
-    assert "resync" in snap.events and "engage:left" in snap.events and snap.left.state == "engaged"
+    assert Event(EventKind.RESYNC) in snap.events and Event(EventKind.ENGAGE, "left") in snap.events and snap.left.state == "engaged"
     assert np.abs(np.array(snap.left.q_cmd_rad) - eng.sim.read("left").q_rad).max() < 0.02
     d.run(sample(lb=grip()), 20)
     assert np.abs(np.array(d.snaps[-1].left.q_cmd_rad) - (np.array(d.snaps[0].left.q_cmd_rad) + 0.1)).max() < 0.02

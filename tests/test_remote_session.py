@@ -14,6 +14,7 @@ import pytest
 
 from app.config import Config
 from app.control.loop import ControlLoop
+from app.events import Event, EventKind
 from app.remote.client import RemoteConnectError, connect_remote
 from app.remote.config import ClientConfig, Endpoints, PolicyConfig
 from app.remote.connection import LinkState
@@ -93,7 +94,7 @@ def test_session_end_to_end_the_demo_operator_moves_the_servers_arms(server, sce
     assert st.commands_rejected <= 0.05 * st.commands_sent
     assert st.commands_accepted >= st.commands_sent - 20  # acks in flight at the end
     assert during.seq > start.seq
-    assert snaps[-1].left.state == "engaged" and "resync" in snaps[0].events
+    assert snaps[-1].left.state == "engaged" and Event(EventKind.RESYNC) in snaps[0].events
     # What the client displays is the server's state (kinematics only, no local physics).
     assert np.abs(np.array(snaps[-1].left.q_rad) - np.array(snaps[-1].left.q_cmd_rad)).max() < 0.1
     # The client closed: its last command expires and the deadman holds the arms.

@@ -18,6 +18,7 @@ import pytest
 
 import app.sessions.recorder as recorder_module
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
+from app.events import Command, CommandKind, Event, EventKind, parse_events
 from app.sessions.reader import SessionFormatError, read_session
 from app.sessions.recorder import Recorder, RecorderState, RecorderStateError
 from app.sessions.schema import (
@@ -96,7 +97,7 @@ def make_arm(rng: np.random.Generator, state: str = "engaged") -> ArmSnapshot:
 
 
 def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_S,
-                  events: tuple[str, ...] = ()) -> Snapshot:
+                  events: tuple[Event, ...] = ()) -> Snapshot:
     t_s = tick * period_s
     return Snapshot(
         tick=tick, t_s=t_s, wall_time_s=100.0 + t_s, sim_time_s=t_s + float(rng.uniform()) * 1e-6,
@@ -118,7 +119,7 @@ def make_snapshots(n: int, first_tick: int = 0, seed: int = 0) -> list[Snapshot]
     tricky_left = DevicePose(pos_vr_m=(-0.0, 5e-324, 1.7976931348623157e308), quat_vr_wxyz=(0.1, 0.2, 1 / 3, 2**-52),
                              valid=True, connected=True, tracking_result=200, device_time_s=s0.t_s, read_time_s=s0.t_s)
     snaps[0] = _replace_sample(s0, left=tricky_left)
-    snaps[1] = _replace(snaps[1], events=("calibrate", "engage:left"))
+    snaps[1] = _replace(snaps[1], events=(Event(EventKind.CALIBRATE), Event(EventKind.ENGAGE, "left")))
     return snaps
 
 
@@ -147,7 +148,7 @@ def expected_values(s: Snapshot) -> dict[str, object]:
     e.update({"tick": float(s.tick), "sim_time_s": s.sim_time_s, "lateness_ms": s.timing.lateness_s * 1000.0,
               "compute_ms": s.timing.compute_s * 1000.0, "skipped_ticks": float(s.timing.skipped_ticks),
               "teleop_state": s.teleop_state,
-              "heading_rad": s.heading_rad, "events": ";".join(s.events)})
+              "heading_rad": s.heading_rad, "events": ";".join(map(str, s.events))})
     for name in ("left", "right"):
         a = s.arm(name)
         e.update({f"{name}_state": a.state, f"{name}_engaged": float(a.engaged),
@@ -703,8 +704,8 @@ def test_replay_gives_each_rows_events_once_whatever_the_loop_rate(tmp_path):
     """A row held for several ticks (loop faster than the recording) gives its events once; rows
     passed in one tick (loop slower) give theirs all, in order: no command is doubled or lost."""
     snaps = make_snapshots(10)
-    snaps[3] = _replace(snaps[3], events=("cmd:estop",))
-    snaps[4] = _replace(snaps[4], events=("cmd:reset", "cmd:mark:x"))
+    snaps[3] = _replace(snaps[3], events=(Command(CommandKind.ESTOP).as_event(),))
+    snaps[4] = _replace(snaps[4], events=(Command(CommandKind.RESET).as_event(), Command(CommandKind.MARK, label="x").as_event()))
     path = tmp_path / "run.csv"
     record(path, snaps)
     with ReplaySource(path) as src:
@@ -717,5 +718,5 @@ def test_replay_gives_each_rows_events_once_whatever_the_loop_rate(tmp_path):
         for k in range(4):  # three rows per tick
             src.read(k * 3 * PERIOD_S)
             slow.extend(src.recorded_events())
-    expected = ["calibrate", "engage:left", "cmd:estop", "cmd:reset", "cmd:mark:x"]
+    expected = list(parse_events("calibrate;engage:left;cmd:estop;cmd:reset;cmd:mark:x"))
     assert fast == expected and slow == expected

@@ -10,7 +10,7 @@ _EXPORTS = {
     "ArmSnapshot": "app.control.snapshot", "Snapshot": "app.control.snapshot", "TimingSnapshot": "app.control.snapshot",
     "ArmState": "app.control.teleop_state", "IllegalTransition": "app.control.teleop_state",
     "TeleopState": "app.control.teleop_state",
-    "Command": "app.control.engine", "CommandKind": "app.control.engine", "TeleopEngine": "app.control.engine",
+    "Command": "app.events", "CommandKind": "app.events", "TeleopEngine": "app.control.engine",
     "ControlLoop": "app.control.loop",
 }
 __all__ = sorted(_EXPORTS)

@@ -3,9 +3,16 @@
 `TeleopEngine.tick` is deterministic given the samples, the commands and the configuration, so a
 recorded session re-simulates exactly. Pacing and threads live in `loop.py`, not here.
 
-Per controller the data flows:  PoseGate (reject bad / jumping samples)  ->  VR->robot basis
-change  ->  One-Euro filters  ->  operator heading  ->  clutch mapping  ->  workspace box  ->  IK
-(velocity and joint limits)  ->  position actuators.
+Per arm a tick runs three stages, then the batched IK:
+
+1. input (`pose_input.PoseInput`): PoseGate (reject bad / jumping samples)  ->  VR->robot basis
+   change  ->  One-Euro filters  ->  operator heading;
+2. clutch (`clutch.Clutch`): idle / engaged / holding from grip, tracking and e-stop; the engine
+   latches, unlatches or rescales the arm's `ClutchMapping` on each transition;
+3. command and gripper output: clutch mapping  ->  workspace box  ->  target; trigger  ->  gripper.
+
+Then IK (velocity and joint limits)  ->  position actuators. What happened is recorded as typed
+`app.events.Event`s in the snapshot.
 """
 
 from __future__ import annotations
@@ -13,67 +20,25 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Callable
 
 import numpy as np
 
 from app.config import ARMS, ArmConfig, Config
+from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.ik import IKResult, MultiArmIK
-from app.control.safety import (WORKSPACE_ENTRY_SPEED_M_S, PoseGate, RateLimiter, clamp_to_box, in_box, pose_defect,
-                                step_toward)
+from app.control.pose_input import PoseInput
+from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_box, in_box, pose_defect, step_toward
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
-from app.control.teleop_state import ArmState, ArmStateMachine, TeleopStateMachine
+from app.control.teleop_state import ArmState, TeleopStateMachine
+from app.events import Command, CommandKind, Event, EventKind
 from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.scene import ArmHandles
 from app.tracking.sample import ControllerButtons, TrackingSample
 from calibration import frames
-from calibration.filters import OneEuroFilter, OneEuroQuatFilter
 from calibration.mapping import ClutchMapping
 
-
-class CommandKind(Enum):
-    CALIBRATE = "calibrate"
-    ESTOP = "estop"
-    RESET = "reset"
-    ENGAGE = "engage"
-    """Keyboard engage of one arm (acts like holding its grip), for testing without controllers."""
-    RELEASE = "release"
-    MARK = "mark"
-
-
-@dataclass(frozen=True)
-class Command:
-    kind: CommandKind
-    arm: str | None = None
-    label: str = ""
-
-    def as_event(self) -> str:
-        """How the command is recorded: 'cmd:<kind>[:<arm>][:<label>]' (see `from_event`)."""
-        parts = ["cmd", self.kind.value]
-        if self.arm:
-            parts.append(self.arm)
-        if self.label:
-            parts.append(self.label.replace(";", ",").replace(":", "_"))
-        return ":".join(parts)
-
-    @staticmethod
-    def from_event(event: str) -> "Command | None":
-        """The command a recorded 'cmd:...' event stands for; None for other events."""
-        parts = event.split(":")
-        if len(parts) < 2 or parts[0] != "cmd":
-            return None
-        try:
-            kind = CommandKind(parts[1])
-        except ValueError:
-            return None
-        rest = parts[2:]
-        arm = None
-        if kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
-            if not rest or rest[0] not in ARMS:
-                return None
-            arm, rest = rest[0], rest[1:]
-        return Command(kind, arm, ":".join(rest))
+__all__ = ["Command", "CommandKind", "TeleopEngine"]
 
 
 def _tup(a: np.ndarray) -> tuple[float, ...]:
@@ -89,23 +54,17 @@ class _Arm:
     """Row of this arm in the IK's batched arrays."""
     cfg: ArmConfig
     handles: ArmHandles
-    gate: PoseGate
-    pos_filter: OneEuroFilter
-    rot_filter: OneEuroQuatFilter
-    sm: ArmStateMachine
+    input: PoseInput
+    clutch: Clutch
     mapping: ClutchMapping = field(default_factory=ClutchMapping)
     q_cmd: np.ndarray = field(default_factory=lambda: np.zeros(7))
     gripper_cmd: float = 0.0
     target_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     target_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0, 0, 0]))
     ctrl_pos: np.ndarray | None = None
+    """Last accepted controller position, operator frame (the input stage's output)."""
     ctrl_quat: np.ndarray | None = None
     tracking_ok: bool = False
-    precision: bool = False
-    forced_engage: bool = False
-    await_release: bool = False
-    """Set by a reset from e-stop: the grip (and keyboard engage) must be let go before the arm can
-    engage again, so a grip held through the reset never re-engages at wherever the hand went."""
     workspace_clamped: bool = False
     ik_result: IKResult | None = None
 
@@ -128,22 +87,20 @@ class TeleopEngine:
         self._pending: list[Command] = []
         self._error = ""
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
-        f, s = cfg.filter, cfg.safety
+        s = cfg.safety
         self.arms: dict[str, _Arm] = {}
         self.ik = MultiArmIK(sim.model, [arms[name] for name in ARMS], cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
         for index, name in enumerate(ARMS):
             h = arms[name]
             arm = _Arm(
                 name=name, index=index, cfg=cfg.arms.arm(name), handles=h,
-                gate=PoseGate(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol),
-                pos_filter=OneEuroFilter(f.pos_min_cutoff_hz, f.pos_beta, f.d_cutoff_hz),
-                rot_filter=OneEuroQuatFilter(f.rot_min_cutoff_hz, f.rot_beta, f.d_cutoff_hz),
-                sm=self.teleop.arms[name],
+                input=PoseInput(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol, cfg.filter),
+                clutch=Clutch(self.teleop.arms[name]),
             )
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
-        self._output_events: list[str] = []
+        self._output_events: list[Event] = []
         # Physics follows loop time on the grid of periods: `_periods` is how many periods loop
         # time has covered (skipped deadlines included), `_steps_done` the physics steps taken.
         # Counting whole periods and steps (not summing seconds) keeps sim time from drifting.
@@ -169,18 +126,18 @@ class TeleopEngine:
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, arm.index)
             arm.ik_result = None
             arm.mapping.unlatch()
-            arm.sm.force_idle()
+            arm.clutch.sm.force_idle()
             arm.workspace_clamped = False
             if grippers is not None and arm.name in grippers:
                 arm.gripper_cmd = min(max(float(grippers[arm.name]), 0.0), 1.0)
-        self._output_events.append("resync")
+        self._output_events.append(Event(EventKind.RESYNC))
 
     # ----- commands (called from the loop thread only; other threads go through ControlLoop) -----
 
     def submit(self, command: Command) -> None:
         self._pending.append(command)
 
-    def _apply_commands(self, sample: TrackingSample, events: list[str]) -> None:
+    def _apply_commands(self, sample: TrackingSample, events: list[Event]) -> None:
         pending, self._pending = self._pending, []
         for cmd in pending:
             events.append(cmd.as_event())
@@ -192,29 +149,25 @@ class TeleopEngine:
                 if self.teleop.estopped:
                     self.teleop.reset()
                     for arm in self.arms.values():
-                        arm.forced_engage = False
-                        arm.await_release = True
+                        arm.clutch.require_fresh_press()
                         arm.mapping.unlatch()
                     self._error = ""
-                    events.append("reset")
+                    events.append(Event(EventKind.RESET))
             elif cmd.kind in (CommandKind.ENGAGE, CommandKind.RELEASE):
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
-                arm = self.arms[cmd.arm]
-                arm.forced_engage = cmd.kind is CommandKind.ENGAGE
-                if arm.forced_engage:  # a keyboard engage is itself a fresh press
-                    arm.await_release = False
+                self.arms[cmd.arm].clutch.keyboard(cmd.kind is CommandKind.ENGAGE)
 
-    def _estop(self, events: list[str], why: str) -> None:
+    def _estop(self, events: list[Event], why: str) -> None:
         if self.teleop.estopped:
             return
         self.teleop.estop()
         for arm in self.arms.values():
             arm.mapping.unlatch()
-            self._pulse(arm.name, "estop")
-        events.append(f"estop:{why}")
+            self._pulse(arm.name)
+        events.append(Event(EventKind.ESTOP, label=why))
 
-    def _pulse(self, controller: str, reason: str) -> None:
+    def _pulse(self, controller: str) -> None:
         if self._haptic_limiter.allow(controller, self.tick_index * self.period_s):
             try:
                 self._haptic(controller, self.cfg.safety.haptic_pulse_us)
@@ -223,7 +176,7 @@ class TeleopEngine:
 
     # ----- calibration -----
 
-    def _calibrate(self, sample: TrackingSample, events: list[str]) -> None:
+    def _calibrate(self, sample: TrackingSample, events: list[Event]) -> None:
         tol = self.cfg.safety.rotation_orthonormal_tol
         head_q = None
         if pose_defect(sample.head, tol) is None:
@@ -239,7 +192,7 @@ class TeleopEngine:
                 arm.ctrl_pos, arm.ctrl_quat = self._rotate_heading(arm.ctrl_pos, arm.ctrl_quat, old)
             if arm.mapping.is_latched and arm.ctrl_pos is not None:
                 self._latch(arm)
-        events.append(f"calibrate:{self.heading_rad:.4f}")
+        events.append(Event.calibrate(self.heading_rad))
 
     def _rotate_heading(self, pos: np.ndarray, quat: np.ndarray, old_yaw: float) -> tuple[np.ndarray, np.ndarray]:
         """Re-express a heading-corrected pose under the new heading."""
@@ -248,7 +201,7 @@ class TeleopEngine:
 
     def _scale(self, arm: _Arm) -> float:
         m = self.cfg.mapping
-        return m.scale * (m.precision_factor if arm.precision else 1.0)
+        return m.scale * (m.precision_factor if arm.clutch.precision else 1.0)
 
     def _latch(self, arm: _Arm) -> None:
         assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
@@ -298,42 +251,23 @@ class TeleopEngine:
         velocity limits stay per period, so a stall never makes the arms jump.
         """
         t0 = time.perf_counter()
-        events: list[str] = []
+        events: list[Event] = []
         stages: list[tuple[str, float]] = [("input", input_s)]
         t_ik = t_cal = t0
         try:
             self._apply_commands(sample, events)
-            a_pressed = sample.left_buttons.a or sample.right_buttons.a
-            if a_pressed and not self._prev_a:
-                self._calibrate(sample, events)
-            self._prev_a = a_pressed
-            for name in ARMS:  # B marks the moment in the recording (an event marker)
-                b = sample.buttons(name).b
-                if b and not self._prev_b[name]:
-                    events.append(f"mark:{name}")
-                self._prev_b[name] = b
+            self._buttons(sample, events)
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = time.perf_counter()
-            arms = list(self.arms.values())
-            q_prev = [arm.q_cmd for arm in arms]
-            if not self.teleop.estopped:
-                results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
-                                            np.stack([a.target_quat for a in arms]), self.period_s)
-                for arm, res in zip(arms, results):
-                    self._count_clamps(arm, res)
-                    arm.q_cmd = res.q_rad
-                    arm.ik_result = res
-            for arm, qp in zip(arms, q_prev):
-                qdot = (arm.q_cmd - qp) / self.period_s if self.cfg.sim.velocity_feedforward else None
-                arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
+            self._solve_and_send()
             t_ik = time.perf_counter()
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
             self._error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, CommandRejected):
                 self.clamp_counts["rejected_command"] += 1
             self._estop(events, "fault")
-            events.append("fault")
+            events.append(Event(EventKind.FAULT))
             t_cal = t_ik = time.perf_counter()
         stages.append(("calibration_safety", t_cal - t0))
         stages.append(("ik", t_ik - t_cal))
@@ -351,88 +285,92 @@ class TeleopEngine:
         self.tick_index += 1
         return snap
 
-    def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[str]) -> None:
-        pose = sample.pose(arm.name)
+    def _buttons(self, sample: TrackingSample, events: list[Event]) -> None:
+        """A (either controller) calibrates; B marks the moment in the recording (an event marker)."""
+        a_pressed = sample.left_buttons.a or sample.right_buttons.a
+        if a_pressed and not self._prev_a:
+            self._calibrate(sample, events)
+        self._prev_a = a_pressed
+        for name in ARMS:
+            b = sample.buttons(name).b
+            if b and not self._prev_b[name]:
+                events.append(Event(EventKind.MARK, name))
+            self._prev_b[name] = b
+
+    def _solve_and_send(self) -> None:
+        """Both arms' IK in one batch (skipped while e-stopped: the arms hold), then the actuators."""
+        arms = list(self.arms.values())
+        q_prev = [arm.q_cmd for arm in arms]
+        if not self.teleop.estopped:
+            results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
+                                        np.stack([a.target_quat for a in arms]), self.period_s)
+            for arm, res in zip(arms, results):
+                self._count_clamps(arm, res)
+                arm.q_cmd = res.q_rad
+                arm.ik_result = res
+        for arm, qp in zip(arms, q_prev):
+            qdot = (arm.q_cmd - qp) / self.period_s if self.cfg.sim.velocity_feedforward else None
+            arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
+
+    # ----- the three stages of one arm -----
+
+    def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
+        reacquired = self._input_stage(arm, sample, t_s, events)
         buttons: ControllerButtons = sample.buttons(arm.name)
-        res = arm.gate.check(pose, t_s)
+        step = arm.clutch.step(buttons.grip, bool(buttons.stick_click), arm.tracking_ok, reacquired,
+                               self.teleop.estopped)
+        if step.transition is not None:
+            self._clutch_transition(arm, step.transition)
+            events.append(Event(step.transition, arm.name))
+        if step.runs_output:
+            self._output_stage(arm, buttons)
+
+    def _input_stage(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> bool:
+        """Gate, filter and turn the arm's controller pose; returns whether it was reacquired this tick."""
+        res = arm.input.update(sample.pose(arm.name), t_s, self.heading_rad)
         if res.accepted:
-            p_r = frames.pos_vr_to_robot(pose.pos_array())
-            q_r = frames.quat_vr_to_robot(pose.quat_array())
-            if res.reacquired:
-                arm.pos_filter.reset()
-                arm.rot_filter.reset()
-            if self.cfg.filter.enabled:
-                p_r = arm.pos_filter.filter(p_r, t_s)
-                q_r = arm.rot_filter.filter(q_r, t_s)
-            arm.ctrl_pos, arm.ctrl_quat = frames.apply_heading(self.heading_rad, p_r, q_r)
+            arm.ctrl_pos, arm.ctrl_quat = res.pos_m, res.quat_wxyz
         was_ok = arm.tracking_ok
         arm.tracking_ok = res.accepted
         if was_ok and not res.accepted:
-            events.append(f"lost:{arm.name}:{res.reason}")
+            events.append(Event(EventKind.LOST, arm.name, res.reason or ""))
+        return res.reacquired
 
-        held = buttons.grip or arm.forced_engage
-        if arm.await_release and not held:
-            arm.await_release = False
-        want = held and not arm.await_release and not self.teleop.estopped
-        precision = bool(buttons.stick_click)
-        state = arm.sm.state
-        if not want:
-            if state is not ArmState.IDLE:
-                arm.sm.release()
-                arm.mapping.unlatch()
-                events.append(f"release:{arm.name}")
-            arm.precision = precision
-            return
-        if state is ArmState.IDLE:
-            arm.precision = precision
-            if arm.tracking_ok:
-                self._latch(arm)
-                arm.sm.engage()
-                events.append(f"engage:{arm.name}")
-        elif state is ArmState.ENGAGED:
-            if not arm.tracking_ok:
-                arm.sm.lose_tracking()
-                arm.mapping.unlatch()
-                self._pulse(arm.name, "lost")
-                events.append(f"holding:{arm.name}")
-                return
-            if res.reacquired:
-                arm.precision = precision
-                self._latch(arm)
-                events.append(f"relatch:{arm.name}")
-            elif precision != arm.precision:
-                arm.precision = precision
-                assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
-                arm.mapping.set_scale(self._scale(arm), arm.ctrl_pos, arm.ctrl_quat)
-                events.append(f"precision_{'on' if precision else 'off'}:{arm.name}")
-        elif state is ArmState.HOLDING:
-            if arm.tracking_ok:
-                arm.precision = precision
-                self._latch(arm)
-                arm.sm.reacquire()
-                events.append(f"reacquired:{arm.name}")
-
-        if arm.sm.state is ArmState.ENGAGED:
+    def _clutch_transition(self, arm: _Arm, transition: EventKind) -> None:
+        """The mapping follows the clutch: latched afresh, unlatched, or rescaled without a jump."""
+        if transition in LATCHING:
+            self._latch(arm)
+        elif transition in UNLATCHING:
+            arm.mapping.unlatch()
+            if transition is EventKind.HOLDING:
+                self._pulse(arm.name)
+        elif transition in RESCALING:
             assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
-            pos, quat = arm.mapping.map(arm.ctrl_pos, arm.ctrl_quat)
-            clamped_pos, clamped = clamp_to_box(pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m)
-            if clamped:
-                self.clamp_counts[f"{arm.name}:workspace"] += 1
-                if not arm.workspace_clamped:
-                    self._pulse(arm.name, "workspace")
-            arm.workspace_clamped = clamped
-            target = np.asarray(clamped_pos)
-            if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
-                # Latched outside the box (the arm stood there at engage): the box edge may be
-                # centimetres away, so the target comes in at a walking pace, not in one tick.
-                target = step_toward(arm.target_pos, target, WORKSPACE_ENTRY_SPEED_M_S * self.period_s)
-            arm.target_pos = target
-            arm.target_quat = quat
-            trig = buttons.trigger
-            if trig == trig:  # NaN never reaches the gripper
-                arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
-        else:
+            arm.mapping.set_scale(self._scale(arm), arm.ctrl_pos, arm.ctrl_quat)
+
+    def _output_stage(self, arm: _Arm, buttons: ControllerButtons) -> None:
+        """An engaged arm's target from the mapping, inside its workspace box, and its gripper from the trigger."""
+        if arm.clutch.state is not ArmState.ENGAGED:
             arm.workspace_clamped = False
+            return
+        assert arm.ctrl_pos is not None and arm.ctrl_quat is not None
+        pos, quat = arm.mapping.map(arm.ctrl_pos, arm.ctrl_quat)
+        clamped_pos, clamped = clamp_to_box(pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m)
+        if clamped:
+            self.clamp_counts[f"{arm.name}:workspace"] += 1
+            if not arm.workspace_clamped:
+                self._pulse(arm.name)
+        arm.workspace_clamped = clamped
+        target = np.asarray(clamped_pos)
+        if not in_box(arm.target_pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m):
+            # Latched outside the box (the arm stood there at engage): the box edge may be
+            # centimetres away, so the target comes in at a walking pace, not in one tick.
+            target = step_toward(arm.target_pos, target, WORKSPACE_ENTRY_SPEED_M_S * self.period_s)
+        arm.target_pos = target
+        arm.target_quat = quat
+        trig = buttons.trigger
+        if trig == trig:  # NaN never reaches the gripper
+            arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
 
     def _count_clamps(self, arm: _Arm, res: IKResult) -> None:
         prev = arm.ik_result
@@ -441,10 +379,10 @@ class TeleopEngine:
         if res.joint_limit_clamped:
             self.clamp_counts[f"{arm.name}:joint_limit"] += 1
             if prev is None or not prev.joint_limit_clamped:
-                self._pulse(arm.name, "joint_limit")
+                self._pulse(arm.name)
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
-                  events: list[str], stages: list[tuple[str, float]], t0: float, t_start: float,
+                  events: list[Event], stages: list[tuple[str, float]], t0: float, t_start: float,
                   overruns: int, late_ticks: int, skipped_ticks: int) -> Snapshot:
         """`t0` is when `tick` began, `t_start` when this snapshot stage began (perf_counter)."""
         arm_snaps = {}
@@ -452,7 +390,8 @@ class TeleopEngine:
             reading = self.sim.read(arm.name)
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
-                state=arm.sm.state.value, engaged=arm.sm.state is ArmState.ENGAGED, precision=arm.precision,
+                state=arm.clutch.state.value, engaged=arm.clutch.state is ArmState.ENGAGED,
+                precision=arm.clutch.precision,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
                 tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),
@@ -462,7 +401,7 @@ class TeleopEngine:
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
             )
-        rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.gate.rejections.items()))
+        rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.input.rejections.items()))
         t_snap = time.perf_counter()
         stages.append(("snapshot", t_snap - t_start))
         timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=input_s + (t_snap - t0),

@@ -23,6 +23,12 @@ log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Snapshot], None]
 
+STOP_WARN_AFTER_S = 2.0
+"""`stop` logs a warning when the loop has not ended this long (s) after being asked to."""
+STOP_TIMEOUT_S = 30.0
+"""How long (s) `stop` waits for the loop to end by default: long enough for any tick, however
+stuck in a source read or an output call with its own timeouts, to come back."""
+
 
 class ControlLoop:
     def __init__(self, engine: TeleopEngine, source: TrackingSource, cfg: LoopConfig, *, paced: bool = True,
@@ -68,10 +74,29 @@ class ControlLoop:
         self._thread = threading.Thread(target=self.run, name="control-loop", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout_s: float = 2.0) -> None:
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+        """Ask the loop to end and wait up to `timeout_s` (s) for its thread to finish; True once
+        it has (or was never started). The caller may then close the source and the output: the
+        loop no longer uses them. `timeout_s=0` only asks (for a signal handler). A loop that
+        takes longer than `STOP_WARN_AFTER_S` is logged; one that never ends is logged as an error.
+        """
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        t = self._thread
+        if t is None:
+            return True
+        if t is threading.current_thread():  # asked from a subscriber: the loop ends after this tick
+            return False
+        if timeout_s <= 0:
+            return not t.is_alive()
+        t.join(min(timeout_s, STOP_WARN_AFTER_S))
+        if t.is_alive() and timeout_s > STOP_WARN_AFTER_S:
+            log.warning("control loop still running %.1f s after stop; waiting up to %.1f s more",
+                        STOP_WARN_AFTER_S, timeout_s - STOP_WARN_AFTER_S)
+            t.join(timeout_s - STOP_WARN_AFTER_S)
+        if t.is_alive():
+            log.error("control loop did not end within %.1f s of stop", timeout_s)
+            return False
+        return True
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until the loop ends by itself (tick budget, finished replay) or is stopped."""
@@ -122,9 +147,8 @@ class ControlLoop:
                 if source.finished():
                     break
                 for event in source.recorded_events():  # a replay re-issues the recorded operator commands
-                    cmd = Command.from_event(event)
-                    if cmd is not None:
-                        engine.submit(cmd)
+                    if event.command is not None:
+                        engine.submit(event.command)
                 # Everything since the tick woke is its input stage, so the snapshot's compute
                 # time covers the whole tick and the timer records that same value.
                 input_s = time.perf_counter() - wall

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.events import Event
 from app.tracking.sample import TrackingSample
 
 Vec3 = tuple[float, float, float]
@@ -86,8 +87,8 @@ class Snapshot:
     """Cumulative rejected controller samples by 'device:reason'."""
     clamp_counts: tuple[tuple[str, int], ...] = ()
     """Cumulative clamp counts by 'arm:kind' (workspace, joint_limit, velocity)."""
-    events: tuple[str, ...] = field(default=())
-    """What happened this tick: 'calibrate', 'engage:left', 'release:left', 'lost:right', ..."""
+    events: tuple[Event, ...] = field(default=())
+    """What happened this tick (calibration, engage, release, tracking lost, commands, ...), in order."""
     error: str = ""
     """Set on the tick where an exception e-stopped the loop."""
 

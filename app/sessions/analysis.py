@@ -34,7 +34,8 @@ from app.sessions.chunks import DEFAULT_CHUNK_ROWS, RowChunk, SessionChunks
 from app.sessions.health import LATE_TICK_WARN_MS, Verdict, assess
 from app.sessions.metrics import achieved_rate_hz, count_late, count_overruns, skipped_in_window
 from app.sessions.metrics import tracking_errors as _tracking_errors
-from app.sessions.schema import ARMS, EVENT_SEPARATOR
+from app.events import EventKind, format_event, parse_events
+from app.sessions.schema import ARMS
 
 DEFAULT_RATE_HZ = 200.0
 """Loop rate assumed when neither the sidecar nor the row times say otherwise."""
@@ -264,18 +265,22 @@ class _Events:
         # Events are rare (a few per engage), so a Python loop over the non-empty ones is cheap.
         for i in np.flatnonzero(events != ""):
             self.rows_with_events += 1
-            for ev in str(events[i]).split(EVENT_SEPARATOR):
-                if not ev:
-                    continue
-                parts = ev.split(":")
-                kind = parts[0]
+            unreadable: list[str] = []
+            for ev in parse_events(str(events[i]), unreadable):
+                kind = ev.kind.value
                 self.counts[kind] += 1
-                if len(parts) > 1 and parts[1] in self.per_arm:
-                    self.per_arm[parts[1]][kind] += 1
-                    if kind == "lost":
-                        self.lost[parts[1]][parts[2] if len(parts) > 2 else "unknown"] += 1
-                if len(self.listed) < MAX_LISTED_EVENTS:
-                    self.listed.append((float(t[i]), ev))
+                if ev.arm is not None:
+                    self.per_arm[ev.arm][kind] += 1
+                    if ev.kind is EventKind.LOST:
+                        self.lost[ev.arm][ev.label or "unknown"] += 1
+                self._list(float(t[i]), format_event(ev))
+            for text in unreadable:  # counted and listed as they are, never dropped silently
+                self.counts["unreadable"] += 1
+                self._list(float(t[i]), text)
+
+    def _list(self, t_s: float, text: str) -> None:
+        if len(self.listed) < MAX_LISTED_EVENTS:
+            self.listed.append((t_s, text))
 
 
 def _period_s(sidecar: dict | None, first_t: np.ndarray) -> tuple[float, str]:

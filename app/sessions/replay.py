@@ -10,16 +10,20 @@ built lazily from the column arrays, one per row actually used.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
 from app.sessions.schema import INPUT_COLUMNS, row_to_sample
 from app.tracking.sample import TrackingSample
 from app.tracking.source import ConnectionState, IllegalSourceState, SourceBase
+
+log = logging.getLogger(__name__)
 
 _TIME_TOL_S = 1e-9
 """A row is due when its time is at most this far after the loop time (float rounding of k x period)."""
@@ -55,6 +59,8 @@ class ReplaySource(SourceBase):
         self._row = -1
         self._sample: TrackingSample | None = None
         self._finished = False
+        self.unreadable_events = 0
+        """Recorded events whose text did not parse (skipped, not re-issued)."""
 
     @property
     def n_rows(self) -> int:
@@ -87,19 +93,26 @@ class ReplaySource(SourceBase):
             self._row = k
         return self._sample
 
-    def recorded_events(self) -> tuple[str, ...]:
+    def recorded_events(self) -> tuple[Event, ...]:
         """The events of the rows `read()` passed since the previous call (empty for input-only files).
 
-        Operator commands appear there as 'cmd:...' events: the loop re-issues them, so a
+        Operator commands appear there as command events: the loop re-issues them, so a
         replay sees the same calibrations, e-stops and keyboard engages as the original run.
         Each row's events come once, even when the loop holds a row for several ticks (a replay
-        at a higher rate), and none is lost when it passes several rows in one tick.
+        at a higher rate), and none is lost when it passes several rows in one tick. An event
+        whose text does not parse is skipped, counted in `unreadable_events` and logged once.
         """
         events = self.session.data.get("events")
         if events is None or self._row <= self._events_row:
             return ()
         first, self._events_row = self._events_row + 1, self._row
-        return tuple(e for text in events[first:self._row + 1] if text for e in str(text).split(";") if e)
+        unreadable: list[str] = []
+        out = tuple(e for text in events[first:self._row + 1] if text for e in parse_events(str(text), unreadable))
+        if unreadable:
+            if not self.unreadable_events:
+                log.warning("replay %s: skipping unreadable event(s) %s", self.session.path, unreadable)
+            self.unreadable_events += len(unreadable)
+        return out
 
     def finished(self) -> bool:
         """True once a `read()` asked for a time after the last row."""

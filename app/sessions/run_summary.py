@@ -76,7 +76,7 @@ class RunSummary:
                 self.pos_err_m[name].append(pos_m)
                 self.rot_err_rad[name].append(rot_rad)
         for e in snap.events:
-            self.events[e.split(":")[0]] += 1
+            self.events[e.kind.value] += 1
         self.last = snap
 
     def as_dict(self) -> dict:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.events import format_events
 from app.tracking.sample import (
     CONTROLLERS,
     DEVICES,
@@ -34,7 +35,6 @@ FORMAT_VERSION = 1
 """Bumped whenever a column changes meaning or disappears (adding columns does not bump it)."""
 
 ARMS: tuple[str, ...] = ("left", "right")
-EVENT_SEPARATOR = ";"
 
 _POSE_SUFFIXES = ("x_m", "y_m", "z_m", "qw", "qx", "qy", "qz")
 
@@ -207,7 +207,7 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         str(int(timing.skipped_ticks)),
         snap.teleop_state,
         _repr(float(snap.heading_rad)),
-        EVENT_SEPARATOR.join(snap.events),
+        format_events(snap.events),
         *_arm_fields(snap.left, "left"),
         *_arm_fields(snap.right, "right"),
         str(sum(n for _, n in snap.rejected)),

@@ -5,8 +5,13 @@ assignment, never blocks). The publisher thread wakes on an absolute 50 Hz grid,
 snapshot to the calibrated VR 3-point (`threepoint`) and, in `pose-v1` mode, to G1 joints
 (`retarget`), and sends with `NOBLOCK` on a PUB socket with a small `SNDHWM`: a slow or absent
 subscriber costs dropped messages (counted), never a blocked loop. Only this thread touches the
-socket; GUI-side calls (`calibrate`, `start_streaming`, ...) take a lock and queue what must be
-sent.
+socket; GUI-side calls (`calibrate`, `start_streaming`, ...) queue what must be sent.
+
+Two locks, neither ever held across a socket send: `_lock` guards the small shared state (stream
+state, outbox, counters, last results) and is held only to read or swap it, so `status()` never
+waits for a tick's IK; `_solver_lock` serialises the non-thread-safe math objects (3-point
+mapper, retargeter, FK data, frame window) between the thread's tick and the operator's rare
+`calibrate` / `pose_distance` / `start_streaming`. Order: `_solver_lock` before `_lock`.
 
 Modes (`StreamConfig.mode`):
 
@@ -49,6 +54,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
+from app.events import EventKind
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
@@ -204,6 +210,7 @@ class StreamPublisher:
         self._robot_q_source = robot_q_source
         self._clock = clock
         self._lock = threading.RLock()
+        self._solver_lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ctx: zmq.Context | None = None
@@ -289,35 +296,32 @@ class StreamPublisher:
 
     def submit(self, snap: Snapshot) -> None:
         """Hand over the newest snapshot. Two assignments: never blocks, never fails."""
-        if snap.events and any(e.startswith("calibrate") for e in snap.events):
+        if snap.events and any(e.kind is EventKind.CALIBRATE for e in snap.events):
             self._engine_calibrated = True  # seen here: the thread only samples every 4th snapshot
         self._latest = snap
 
     def calibrate(self) -> ThreePoint:
         """Map the operator's current wrists onto the robot's current wrist poses (measured joints
         when a feedback source has them, else the standing pose). Raises `CalibrationError`."""
-        with self._lock:
-            snap = self._latest
-            if snap is None:
-                raise CalibrationError("no snapshot yet: the control loop has not published any")
+        snap = self._latest
+        if snap is None:
+            raise CalibrationError("no snapshot yet: the control loop has not published any")
+        with self._solver_lock:
             q, _ = self._robot_q()
             ref = self.g1.key_poses(q, self._fk_data)
             return self._mapper.calibrate(snap.sample, snap.heading_rad, snap.t_s, ref)
 
     def pose_distance(self) -> PoseDistance:
         """Distance between the operator's mapped pose (as of the last tick) and the robot's current pose."""
-        with self._lock:
+        with self._solver_lock:
             return self._distance()
 
     def start_streaming(self, confirm_large: bool = False) -> None:
         """Start sending (an explicit operator action). Raises `StartRefused` (not calibrated, no
         snapshot, tracking lost, pose far from the robot's without ``confirm_large``) or
         `StreamStateError` (already streaming)."""
-        with self._lock:
-            if self._thread is None:
-                raise StartRefused("the publisher is not open")
-            if self._state is StreamState.STREAMING:
-                raise StreamStateError("start streaming", self._state, "idle or stopped")
+        with self._solver_lock:  # the checks and the IK below: `_lock` only around the state
+            self._check_can_start()
             if self._latest is None:
                 raise StartRefused("no snapshot yet: the control loop has not published any")
             if self._latest.teleop_state == "estopped":
@@ -336,10 +340,19 @@ class StreamPublisher:
             self._retarget.reset(q_robot)
             self._frames.clear()
             self._facing_yaw = 0.0
-            if self.cfg.mode == MODE_PLANNER_VR3PT:
-                self._outbox.append(protocol.build_command(start=True, stop=False, planner=True))
-            self._state = StreamState.STREAMING
-            log.info("humanoid stream started (%s, %s)", self.cfg.mode, self._endpoint)
+            with self._lock:
+                self._check_can_start()
+                if self.cfg.mode == MODE_PLANNER_VR3PT:
+                    self._outbox.append(protocol.build_command(start=True, stop=False, planner=True))
+                self._state = StreamState.STREAMING
+        log.info("humanoid stream started (%s, %s)", self.cfg.mode, self._endpoint)
+
+    def _check_can_start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                raise StartRefused("the publisher is not open")
+            if self._state is StreamState.STREAMING:
+                raise StreamStateError("start streaming", self._state, "idle or stopped")
 
     def stop_streaming(self) -> None:
         """Stop sending data and send the stop command. Raises `StreamStateError` unless streaming."""
@@ -355,7 +368,7 @@ class StreamPublisher:
                 self._halt("e-stop")
 
     def status(self) -> StreamStatus:
-        with self._lock:
+        with self._lock:  # the mapper's `last` and `calibrated` are single reads of immutable values
             held = tuple(n for n, h in zip(("left", "right", "head"), self._mapper.last.held) if h)
             return StreamStatus(self.cfg.mode, self._state, self._endpoint, self._sent, self._dropped,
                                 self._skipped, self._last_error, self._last_frame_index, self._mapper.calibrated,
@@ -364,8 +377,7 @@ class StreamPublisher:
     @property
     def last_threepoint(self) -> ThreePoint:
         """The 3-point of the last tick (for a preview)."""
-        with self._lock:
-            return self._mapper.last
+        return self._mapper.last
 
     @property
     def last_q_mujoco_rad(self) -> np.ndarray | None:
@@ -373,7 +385,7 @@ class StreamPublisher:
         with self._lock:
             return None if self._last_q is None else self._last_q.copy()
 
-    # ---- internals (lock held) ----
+    # ---- internals (`_halt`: `_lock` held; the math: `_solver_lock` held) ----
 
     def _halt(self, why: str) -> None:
         self._outbox.append(protocol.build_command(start=False, stop=True, planner=True))
@@ -385,7 +397,8 @@ class StreamPublisher:
             try:
                 q = self._robot_q_source()
             except Exception as exc:  # a feedback hiccup must not stop the stream; fall back
-                self._last_error = f"robot_q_source: {type(exc).__name__}: {exc}"
+                with self._lock:
+                    self._last_error = f"robot_q_source: {type(exc).__name__}: {exc}"
                 q = None
             if q is not None:
                 q = np.asarray(q, dtype=float)
@@ -427,8 +440,13 @@ class StreamPublisher:
                 self._subscribers = max(0, self._subscribers - 1)
 
     def _flush(self) -> None:
-        while self._outbox:
-            self._send(self._outbox.popleft())
+        """Send the queued commands, in order (takes the outbox under `_lock`, sends outside it)."""
+        with self._lock:
+            if not self._outbox:
+                return
+            queued, self._outbox = list(self._outbox), deque()
+        for msg in queued:
+            self._send(msg)
 
     # ---- the thread ----
 
@@ -447,18 +465,20 @@ class StreamPublisher:
                 self._late += 1
             steps = max(steps, 1)
             try:
-                with self._lock:
-                    self._tick(steps)
+                self._tick(steps)
             except Exception as exc:  # a fault stops the stream: nothing half computed is sent
+                log.exception("humanoid stream tick failed")
                 with self._lock:
                     self._last_error = f"{type(exc).__name__}: {exc}"
-                    log.exception("humanoid stream tick failed")
                     if self._state is StreamState.STREAMING:
                         self._halt("fault")
-                    self._flush()
+                self._flush()
             tick += steps
+        self._flush()
+
+    def _streaming(self) -> bool:
         with self._lock:
-            self._flush()
+            return self._state is StreamState.STREAMING
 
     def _tick(self, steps: int) -> None:
         self._poll_monitor()
@@ -466,21 +486,36 @@ class StreamPublisher:
         snap = self._latest
         now = self._clock()
         fresh = snap is not None and now - snap.wall_time_s <= self.cfg.stale_after_s
-        if snap is not None:
-            if snap.teleop_state == "estopped" and self._state is StreamState.STREAMING:
-                self._halt("teleop e-stop")
+        if snap is not None and snap.teleop_state == "estopped":
+            with self._lock:
+                halted = self._state is StreamState.STREAMING
+                if halted:
+                    self._halt("teleop e-stop")
+            if halted:
                 self._flush()
-            if fresh:
+        if snap is not None and fresh:
+            with self._solver_lock:
                 self._mapper.update_from_snapshot(snap)
         if self._engine_calibrated:
             self._engine_calibrated = False
-            if self.cfg.follow_engine_calibration and self._state is not StreamState.STREAMING:
+            if self.cfg.follow_engine_calibration and not self._streaming():
                 try:
                     self.calibrate()
                 except CalibrationError as exc:
-                    self._last_error = str(exc)
-        if self._state is not StreamState.STREAMING:
-            return
+                    with self._lock:
+                        self._last_error = str(exc)
+        with self._solver_lock:
+            msg = self._compute(snap, fresh, steps)
+        if msg is not None and self._streaming():  # a stop asked for meanwhile goes out instead, next tick
+            self._send(msg)
+            if self.cfg.mode == MODE_POSE_V1:
+                with self._lock:
+                    self._last_frame_index = self._next_frame_index - 1
+
+    def _compute(self, snap: Snapshot | None, fresh: bool, steps: int) -> bytes | None:
+        """This tick's message (planner, or pose once the window is full); None when not streaming."""
+        if not self._streaming():
+            return None
         if not fresh:
             self._stale += 1
         dt = self.cfg.period_s
@@ -500,14 +535,13 @@ class StreamPublisher:
                 loco = locomotion_from_stick(b.stick_x, b.stick_y, self._facing_yaw, self.cfg)
             hands = {} if not self.cfg.send_hands else {"left_hand_joints": self._hands["left"],
                                                           "right_hand_joints": self._hands["right"]}
-            self._send(protocol.build_planner(
+            return protocol.build_planner(
                 loco.mode, loco.movement, (math.cos(self._facing_yaw), math.sin(self._facing_yaw), 0.0),
                 loco.speed_m_s, self.cfg.height_m, vr_position=tp.vr_position, vr_orientation=tp.vr_orientation,
-                **hands))
-            return
-        self._pose_tick(tp, steps)
+                **hands)
+        return self._pose_tick(tp, steps)
 
-    def _pose_tick(self, tp: ThreePoint, steps: int) -> None:
+    def _pose_tick(self, tp: ThreePoint, steps: int) -> bytes | None:
         n = self.cfg.frames_per_message
         if steps > n:  # a stall longer than the window: skip frames, the deploy resets once
             self._next_frame_index += steps - n
@@ -518,9 +552,10 @@ class StreamPublisher:
             f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
             self._frames.append((self._next_frame_index, f))
             self._next_frame_index += 1
-        self._last_q = self._frames[-1][1].q_mujoco_rad
+        with self._lock:
+            self._last_q = self._frames[-1][1].q_mujoco_rad
         if len(self._frames) < n:
-            return
+            return None
         idx = np.array([i for i, _ in self._frames], dtype=np.int64)
         optional: dict = {}
         if self.cfg.send_hands:
@@ -535,5 +570,4 @@ class StreamPublisher:
             np.stack([f.joint_vel_isaaclab_rad_s for _, f in self._frames]),
             np.stack([f.body_quat_wxyz for _, f in self._frames]).astype(np.float32),
             idx, **optional)
-        self._send(msg)
-        self._last_frame_index = int(idx[-1])
+        return msg

@@ -1,8 +1,9 @@
 """The operator's VR 3-point (left wrist, right wrist, neck) in the G1's root frame.
 
-Per device and sample:  PoseGate (invalid / jumping samples are held, see below)  ->  OpenVR axes
-to robot axes, turned by the operator heading (`calibration.frames`)  ->  One-Euro filter  ->
-device offset (controller -> wrist, headset -> neck)  ->  calibrated mapping onto the G1.
+Per device and sample, the engine's input front end (`app.control.pose_input.PoseInput`: PoseGate,
+invalid / jumping samples are held, see below  ->  OpenVR axes to robot axes  ->  One-Euro filter
+->  operator heading)  ->  device offset (controller -> wrist, headset -> neck)  ->  calibrated
+mapping onto the G1.
 
 Frames. The *operator frame* is the robot-axes frame turned so that the operator's heading (taken
 when `calibrate` is called) is +X. The *root frame* is the G1 pelvis frame (+X forward, +Y left,
@@ -37,13 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.config import DeviceOffset, ThreePointConfig
-from app.control.safety import PoseGate
+from app.control.pose_input import PoseInput
 from app.control.snapshot import Snapshot
 from app.streaming.g1_model import KeyPoses
 from app.tracking.sample import TrackingSample
 from calibration import frames
 from calibration import quat as Q
-from calibration.filters import OneEuroFilter, OneEuroQuatFilter
 
 DEVICES: tuple[str, str, str] = ("left", "right", "head")
 """Tracked devices in 3-point row order: left controller -> left wrist, right -> right wrist, head -> neck."""
@@ -98,14 +98,10 @@ def _wrap(a: float) -> float:
 
 
 class _Device:
-    """Gate, filters and last good operator-frame pose of one device."""
+    """Input front end and last good operator-frame pose of one device."""
 
     def __init__(self, cfg: ThreePointConfig, offset: DeviceOffset) -> None:
-        f = cfg.filter
-        self.gate = PoseGate(cfg.max_jump_m, cfg.reacquire_after_s, cfg.rotation_tol)
-        self.pos_filter = OneEuroFilter(f.pos_min_cutoff_hz, f.pos_beta, f.d_cutoff_hz)
-        self.rot_filter = OneEuroQuatFilter(f.rot_min_cutoff_hz, f.rot_beta, f.d_cutoff_hz)
-        self.filter_enabled = f.enabled
+        self.input = PoseInput(cfg.max_jump_m, cfg.reacquire_after_s, cfg.rotation_tol, cfg.filter)
         self.offset_pos = np.asarray(offset.pos_m, dtype=float)
         self.offset_quat = np.asarray(offset.quat_wxyz, dtype=float)
         self.pos_op: np.ndarray | None = None
@@ -114,25 +110,17 @@ class _Device:
         self.held = True
 
     def update(self, pose, heading_rad: float, t_s: float) -> None:
-        res = self.gate.check(pose, t_s)
+        res = self.input.update(pose, t_s, heading_rad)
         self.held = not res.accepted
         if not res.accepted:
             return
-        p, q = frames.vr_pose_to_operator_frame(pose.pos_array(), pose.quat_array(), heading_rad)
-        if res.reacquired:
-            self.pos_filter.reset()
-            self.rot_filter.reset()
-        if self.filter_enabled:
-            p = self.pos_filter.filter(p, t_s)
-            q = self.rot_filter.filter(q, t_s)
-        q = Q.normalize(q)
-        self.pos_op = p + Q.rotate(q, self.offset_pos)
+        assert res.pos_m is not None and res.quat_wxyz is not None
+        q = Q.normalize(res.quat_wxyz)
+        self.pos_op = res.pos_m + Q.rotate(q, self.offset_pos)
         self.quat_op = Q.multiply(q, self.offset_quat)
 
     def reset(self) -> None:
-        self.gate.reset()
-        self.pos_filter.reset()
-        self.rot_filter.reset()
+        self.input.reset()
         self.pos_op = self.quat_op = None
         self.held = True
 
@@ -184,7 +172,7 @@ class ThreePointMapper:
 
     def rejections(self) -> dict[str, int]:
         """Cumulative held samples by 'device:reason'."""
-        return {f"{n}:{k}": v for n, d in self._devices.items() for k, v in d.gate.rejections.items()}
+        return {f"{n}:{k}": v for n, d in self._devices.items() for k, v in d.input.rejections.items()}
 
     # ---- calibration ----
 
@@ -201,10 +189,10 @@ class ThreePointMapper:
         trial = {}
         for name in DEVICES:
             dev = _Device(self.cfg, self._offset(name))
-            dev.filter_enabled = False  # calibrate on the pose as it is now
+            dev.input.filter_enabled = False  # calibrate on the pose as it is now
             dev.update(sample.pose(name), heading_rad, t)
             if dev.held:
-                reason = next(iter(dev.gate.rejections), "invalid")
+                reason = next(iter(dev.input.rejections), "invalid")
                 problems.append(f"{name} ({reason})")
             trial[name] = dev
         if problems:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
+from app.events import Event
 from app.tracking.sample import TrackingSample
 
 
@@ -66,9 +67,9 @@ class TrackingSource(Protocol):
         """Per-device model and battery (OpenVR); None for sources without devices."""
         ...
 
-    def recorded_events(self) -> tuple[str, ...]:
-        """Operator events recorded with the samples read since the previous call ('cmd:...'
-        events are re-issued by the loop); empty for live and scripted sources."""
+    def recorded_events(self) -> tuple[Event, ...]:
+        """Events recorded with the samples read since the previous call (the loop re-issues the
+        operator commands among them); empty for live and scripted sources."""
         ...
 
     def __enter__(self) -> "TrackingSource": ...
@@ -121,7 +122,7 @@ class SourceBase:
     def device_info(self) -> dict[str, dict[str, Any]] | None:
         return None
 
-    def recorded_events(self) -> tuple[str, ...]:
+    def recorded_events(self) -> tuple[Event, ...]:
         return ()
 
     def _open(self) -> None:

@@ -1,0 +1,215 @@
+"""What happened in a control tick, as values: `Event`, the operator `Command`, and their one text form.
+
+The engine puts a tuple of `Event` in each snapshot; the recorder writes them to the session
+CSV's `events` column, `;`-joined; analysis, summaries, the stream and a replay read them back
+with `parse_events`. The text form is the one documented in docs/session-format.md and is the
+same as before events were typed, so old recordings read unchanged:
+
+    engage:<arm>  release:<arm>  holding:<arm>  reacquired:<arm>  relatch:<arm>
+    precision_on:<arm>  precision_off:<arm>  mark:<arm>  lost:<arm>:<reason>
+    calibrate:<heading rad, 4 decimals>  estop:<why>  reset  fault  resync
+    cmd:<command kind>[:<arm>][:<label>]      (an operator command, re-issued by a replay)
+
+Free-text labels never contain the separators: ';' becomes ',' and ':' becomes '_'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from app.config import ARMS
+
+EVENT_SEPARATOR = ";"
+"""Joins the events of one tick in the CSV `events` cell."""
+
+
+class EventFormatError(ValueError):
+    """An event's text is not one of the documented forms; the message quotes it and says what was expected."""
+
+
+def _clean_label(label: str) -> str:
+    return label.replace(EVENT_SEPARATOR, ",").replace(":", "_")
+
+
+class CommandKind(Enum):
+    CALIBRATE = "calibrate"
+    ESTOP = "estop"
+    RESET = "reset"
+    ENGAGE = "engage"
+    """Keyboard engage of one arm (acts like holding its grip), for testing without controllers."""
+    RELEASE = "release"
+    MARK = "mark"
+
+
+_ARM_COMMANDS = (CommandKind.ENGAGE, CommandKind.RELEASE)
+
+
+@dataclass(frozen=True)
+class Command:
+    """An operator command to the engine (from the GUI, the CLI, the core's watchdog or a replay)."""
+
+    kind: CommandKind
+    arm: str | None = None
+    """Required for ENGAGE and RELEASE (one of `ARMS`), ignored otherwise."""
+    label: str = ""
+    """ESTOP: why (default 'operator'); MARK: the mark's text."""
+
+    def as_event(self) -> "Event":
+        """How the command is recorded (a replay re-issues it from there)."""
+        return Event(EventKind.COMMAND, command=self)
+
+
+class EventKind(Enum):
+    ENGAGE = "engage"
+    RELEASE = "release"
+    HOLDING = "holding"
+    """Grip held but tracking lost: the arm holds."""
+    REACQUIRED = "reacquired"
+    """Tracking back while holding: the arm re-latched and follows again."""
+    RELATCH = "relatch"
+    """The gate reacquired the controller while engaged (a persistent jump): re-latched there."""
+    PRECISION_ON = "precision_on"
+    PRECISION_OFF = "precision_off"
+    MARK = "mark"
+    """The B button: a marker in the recording."""
+    LOST = "lost"
+    """The arm's controller samples started being rejected; `label` is the gate's reason."""
+    CALIBRATE = "calibrate"
+    """`value`: the new operator heading (rad, rounded to 4 decimals as recorded)."""
+    ESTOP = "estop"
+    """`label`: why ('operator', 'fault', 'gui_lost', ...)."""
+    RESET = "reset"
+    FAULT = "fault"
+    RESYNC = "resync"
+    """The output re-read the robot's joints after a (re)connection."""
+    COMMAND = "cmd"
+    """An operator command reached the engine; `command` says which."""
+
+
+ARM_EVENTS = frozenset({EventKind.ENGAGE, EventKind.RELEASE, EventKind.HOLDING, EventKind.REACQUIRED,
+                        EventKind.RELATCH, EventKind.PRECISION_ON, EventKind.PRECISION_OFF, EventKind.MARK,
+                        EventKind.LOST})
+"""Kinds that belong to one arm (their `arm` is required)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    arm: str | None = None
+    """One of `ARMS` for the kinds in `ARM_EVENTS`, None otherwise."""
+    label: str = ""
+    """LOST: the rejection reason; ESTOP: why. Separators are replaced (see the module)."""
+    value: float | None = None
+    """CALIBRATE: the heading (rad), rounded to the 4 decimals the text keeps."""
+    command: Command | None = None
+    """COMMAND: the operator command."""
+
+    def __post_init__(self) -> None:
+        if self.kind in ARM_EVENTS:
+            if self.arm not in ARMS:
+                raise ValueError(f"a {self.kind.value} event needs an arm in {ARMS}, got {self.arm!r}")
+        elif self.arm is not None:
+            raise ValueError(f"a {self.kind.value} event has no arm, got {self.arm!r}")
+        if (self.kind is EventKind.COMMAND) != (self.command is not None):
+            raise ValueError(f"a command event needs a command and only it has one, got {self.kind.value} "
+                             f"with command {self.command!r}")
+        if self.command is not None and self.command.kind in _ARM_COMMANDS and self.command.arm not in ARMS:
+            raise ValueError(f"a {self.command.kind.value} command needs an arm in {ARMS}, got {self.command.arm!r}")
+        if self.label != _clean_label(self.label):
+            object.__setattr__(self, "label", _clean_label(self.label))
+        if self.value is not None:
+            object.__setattr__(self, "value", round(float(self.value), 4))
+
+    def __str__(self) -> str:
+        return format_event(self)
+
+    @staticmethod
+    def calibrate(heading_rad: float) -> "Event":
+        return Event(EventKind.CALIBRATE, value=heading_rad)
+
+
+# ---- the one text encoding ------------------------------------------------------------------------
+
+
+def format_event(event: Event) -> str:
+    """The event's text in the CSV (see the module docstring)."""
+    kind = event.kind
+    if kind is EventKind.COMMAND:
+        cmd = event.command
+        assert cmd is not None
+        parts = ["cmd", cmd.kind.value]
+        if cmd.kind in _ARM_COMMANDS and cmd.arm:
+            parts.append(cmd.arm)
+        if cmd.label:
+            parts.append(_clean_label(cmd.label))
+        return ":".join(parts)
+    parts = [kind.value]
+    if event.arm is not None:
+        parts.append(event.arm)
+    if kind is EventKind.CALIBRATE and event.value is not None:
+        parts.append(f"{event.value:.4f}")
+    elif event.label:
+        parts.append(event.label)
+    return ":".join(parts)
+
+
+def parse_event(text: str) -> Event:
+    """The event a CSV text stands for. Raises `EventFormatError` for an unknown kind, a missing or
+    unknown arm, or a calibration value that is not a number."""
+    head, _, rest = text.partition(":")
+    try:
+        kind = EventKind(head)
+    except ValueError:
+        raise EventFormatError(f"event {text!r}: unknown kind {head!r}; expected one of "
+                               f"{', '.join(k.value for k in EventKind)}") from None
+    if kind is EventKind.COMMAND:
+        return Event(kind, command=_parse_command(text, rest))
+    arm = None
+    if kind in ARM_EVENTS:
+        arm, _, rest = rest.partition(":")
+        if arm not in ARMS:
+            raise EventFormatError(f"event {text!r}: expected '{kind.value}:<arm>' with <arm> one of {ARMS}")
+    if kind is EventKind.CALIBRATE:
+        try:
+            value = float(rest) if rest else None
+        except ValueError:
+            raise EventFormatError(f"event {text!r}: expected 'calibrate:<heading rad>'") from None
+        return Event(kind, value=value)
+    return Event(kind, arm, rest)
+
+
+def _parse_command(text: str, rest: str) -> Command:
+    head, _, rest = rest.partition(":")
+    try:
+        kind = CommandKind(head)
+    except ValueError:
+        raise EventFormatError(f"event {text!r}: unknown command {head!r}; expected one of "
+                               f"{', '.join(k.value for k in CommandKind)}") from None
+    arm = None
+    if kind in _ARM_COMMANDS:
+        arm, _, rest = rest.partition(":")
+        if arm not in ARMS:
+            raise EventFormatError(f"event {text!r}: expected 'cmd:{kind.value}:<arm>' with <arm> one of {ARMS}")
+    return Command(kind, arm, rest)
+
+
+def format_events(events) -> str:
+    """The CSV `events` cell of one tick: the events' texts, `;`-joined ('' for none)."""
+    return EVENT_SEPARATOR.join(format_event(e) for e in events)
+
+
+def parse_events(cell: str, unreadable: list[str] | None = None) -> tuple[Event, ...]:
+    """The events of one CSV `events` cell. An event that does not parse raises `EventFormatError`,
+    or, when ``unreadable`` is given, is appended to it (as text) and skipped."""
+    out = []
+    for text in cell.split(EVENT_SEPARATOR):
+        if not text:
+            continue
+        try:
+            out.append(parse_event(text))
+        except EventFormatError:
+            if unreadable is None:
+                raise
+            unreadable.append(text)
+    return tuple(out)
