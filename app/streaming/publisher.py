@@ -211,6 +211,8 @@ class StreamPublisher:
         self._clock = clock
         self._lock = threading.RLock()
         self._solver_lock = threading.RLock()
+        self._send_lock = threading.Lock()
+        """Held while the socket sends (commands from any thread, frames from the stream thread)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ctx: zmq.Context | None = None
@@ -355,17 +357,23 @@ class StreamPublisher:
                 raise StreamStateError("start streaming", self._state, "idle or stopped")
 
     def stop_streaming(self) -> None:
-        """Stop sending data and send the stop command. Raises `StreamStateError` unless streaming."""
+        """Stop sending data and send the stop command (sent when this returns). Raises
+        `StreamStateError` unless streaming."""
         with self._lock:
             if self._state is not StreamState.STREAMING:
                 raise StreamStateError("stop streaming", self._state, "streaming")
             self._halt("operator")
+        self._flush()
 
     def estop(self) -> None:
-        """Emergency stop: stop streaming and send the stop command; a no-op unless streaming."""
+        """Emergency stop: stop streaming and send the stop command (sent when this returns); a
+        no-op unless streaming."""
         with self._lock:
-            if self._state is StreamState.STREAMING:
+            halted = self._state is StreamState.STREAMING
+            if halted:
                 self._halt("e-stop")
+        if halted:
+            self._flush()
 
     def status(self) -> StreamStatus:
         with self._lock:  # the mapper's `last` and `calibrated` are single reads of immutable values
@@ -440,13 +448,15 @@ class StreamPublisher:
                 self._subscribers = max(0, self._subscribers - 1)
 
     def _flush(self) -> None:
-        """Send the queued commands, in order (takes the outbox under `_lock`, sends outside it)."""
-        with self._lock:
-            if not self._outbox:
-                return
-            queued, self._outbox = list(self._outbox), deque()
-        for msg in queued:
-            self._send(msg)
+        """Send the queued commands, in order, from any thread (takes the outbox under `_lock`,
+        sends under `_send_lock` only: status() never waits for a socket)."""
+        with self._send_lock:
+            with self._lock:
+                if not self._outbox:
+                    return
+                queued, self._outbox = list(self._outbox), deque()
+            for msg in queued:
+                self._send(msg)
 
     # ---- the thread ----
 
@@ -506,7 +516,11 @@ class StreamPublisher:
                         self._last_error = str(exc)
         with self._solver_lock:
             msg = self._compute(snap, fresh, steps)
-        if msg is not None and self._streaming():  # a stop asked for meanwhile goes out instead, next tick
+        if msg is None:
+            return
+        with self._send_lock:  # a stop sent meanwhile stays the last message: no frame after it
+            if not self._streaming():
+                return
             self._send(msg)
             if self.cfg.mode == MODE_POSE_V1:
                 with self._lock:
