@@ -38,6 +38,7 @@ RULES = [
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli"), "sessions are data, read by the front ends"),
     ("app/streaming", ("app.gui", "app.core", "app.pipeline", "app.cli"), "the stream is fed snapshots"),
     ("app/remote", ("app.gui", "app.core", "app.pipeline"), "the remote output sits below the pipeline"),
+    ("app/render", ("app.gui", "app.core", "app.pipeline", "app.cli"), "offscreen rendering is Qt-free, below the window"),
     ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli"), "sources feed the loop"),
 ]
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from app.config import ARMS, Config
 from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
-from app.gui.scene_renderer import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
+from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ class SceneViewport(QWidget):
         self._timer.stop()
 
     def set_view(self, view: str = DEFAULT_VIEW) -> None:
-        """Put the camera at a named view (`scene_renderer.CAMERA_VIEWS`)."""
+        """Put the camera at a named view (`app.render.scene.CAMERA_VIEWS`)."""
         if view not in CAMERA_VIEWS:
             raise KeyError(f"unknown camera view {view!r}; known: {', '.join(CAMERA_VIEWS)}")
         with self._job.lock:
