@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
@@ -170,12 +171,13 @@ def test_a_real_in_process_runner_drives_the_presenter_without_a_window():
     pres = P.WindowPresenter()
     try:
         runner.start("demo")
-        import time
+        deadline = time.monotonic() + 10.0
+        while runner.latest() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         t0 = time.perf_counter()
-        pres.present(runner, now_s=t0)
-        while runner.buffers.count < 300 and time.perf_counter() - t0 < 10:
+        pres.present(runner, now_s=t0)  # the rate is measured from here
+        while (runner.buffers.count < 300 or time.perf_counter() - t0 < 1.05) and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(max(0.0, 1.05 - (time.perf_counter() - t0)))
         shown = pres.present(runner, now_s=time.perf_counter())
     finally:
         runner.close()
