@@ -4,6 +4,10 @@ The control loop runs in the core process (`CoreClient`; in-process `TeleopRunne
 `--in-process`): this window only sends it commands and reads what it publishes, from a QTimer at
 display rate, and tells it every 0.1 s that it is alive. Problems reach the operator as readable
 messages (and the log), never as a traceback.
+
+Every action (text, slot, shortcut, tip, menus, toolbar) is one row of `ACTIONS`; what the HUD,
+the status bar and the banners say is computed by the Qt-free `app.gui.presenter`, which this
+window only copies into its widgets.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from app import __version__
 from app.config import Config, ConfigError, load_config
 from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
 from app.control.engine import Command, CommandKind
-from app.gui import remote_view, theme
+from app.gui import theme
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.help import about, shortcuts_dialog
 from app.gui.icon import app_icon
