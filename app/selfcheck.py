@@ -95,7 +95,7 @@ def run_self_check(config_path: str | None = None, out: TextIO = sys.stdout) -> 
     def render() -> str:
         import numpy as np
 
-        from app.gui.scene_renderer import SceneRenderer
+        from app.render.scene import SceneRenderer
         r = SceneRenderer(state["scene"].model)
         try:
             r.set_qpos(state["qpos"])

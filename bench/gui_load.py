@@ -157,7 +157,7 @@ def measure_gui(cfg: Config, seconds: float, warmup: float, tab: int = 0, view_f
 
 def measure_render_only(frames: int = 60, size: tuple[int, int] = (640, 480)) -> dict:
     """The offscreen renderer alone (no loop, no GUI), with the view's quality settings."""
-    from app.gui.scene_renderer import FrameMarker, SceneRenderer
+    from app.render.scene import FrameMarker, SceneRenderer
     from app.sim.scene import load_scene
     scene = load_scene(Config())
     r = SceneRenderer(scene.model)

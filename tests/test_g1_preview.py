@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from app.streaming.g1_model import load_g1  # noqa: E402
-from app.streaming.preview import G1Preview  # noqa: E402
+from app.render.g1_preview import G1Preview  # noqa: E402
 
 
 @pytest.fixture(scope="module")

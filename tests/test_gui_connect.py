@@ -4,6 +4,7 @@ status panel show the server's state; a killed server turns into STALE / DISCONN
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import Qt
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -16,7 +17,7 @@ from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.remote.client import RemoteArms  # noqa: E402
 from app.remote.config import ClientConfig, Endpoints  # noqa: E402
 from app.remote.connection import LinkState  # noqa: E402
-from app.remote.tools import ServerProcess  # noqa: E402
+from app.remote.tools import Observer, ServerProcess  # noqa: E402
 
 
 def test_top_level_connect_option_is_parsed_for_the_gui():
@@ -33,6 +34,7 @@ def test_connect_before_a_command_is_a_usage_error(capsys):
 def test_window_shows_the_servers_state_and_its_loss(qapp, qtbot, tmp_path):
     theme.apply(qapp)
     server = ServerProcess().start()
+    observer = Observer(server.endpoint)
     window = None
     try:
         remote = ClientConfig(endpoints=Endpoints.parse(server.endpoint))
@@ -49,18 +51,23 @@ def test_window_shows_the_servers_state_and_its_loss(qapp, qtbot, tmp_path):
         assert any(line.startswith("seq ") and "sim time" in line and "state age" in line for line in hud.lines)
         qtbot.waitUntil(lambda: "connected" in window.status_panel.remote_label.text(), timeout=5000)
         assert not window.status_panel.remote_label.isHidden()
-        # The mirror the view draws holds the server's joints, not a local simulation's.
         qtbot.waitUntil(lambda: runner.mirror.copies > 10, timeout=5000)
-        q = np.zeros(runner.mirror.nq)
-        runner.mirror.read(q)
-        assert np.isfinite(q).all() and np.abs(q).sum() > 0
+        observer.states()  # drain: from here on the observer holds every state the server publishes
+        qtbot.wait(300)
 
         server.kill()
         qtbot.waitUntil(lambda: "STALE" in hud.alert or "DISCONNECTED" in hud.alert, timeout=5000)
         qtbot.waitUntil(lambda: "DISCONNECTED" in window.status_panel.remote_label.text(), timeout=8000)
         assert runner.remote_status().error  # the connection error is shown with the state
-        frozen = np.zeros(runner.mirror.nq)
-        runner.mirror.read(frozen)
+        # The mirror the view draws holds the server's joints (as an independent subscriber saw
+        # them in the server's last state the client took), not a local simulation's.
+        q = np.zeros(runner.mirror.nq)
+        runner.mirror.read(q)
+        last = runner.output.latest_state()
+        seen = {s.seq: s.qpos for s in observer.states(timeout_s=1.0)}
+        assert last.seq in seen
+        np.testing.assert_array_equal(q, seen[last.seq])
+        frozen = q.copy()
         qtbot.wait(300)
         runner.mirror.read(q)
         np.testing.assert_array_equal(q, frozen)  # the view keeps the last frame
@@ -69,4 +76,36 @@ def test_window_shows_the_servers_state_and_its_loss(qapp, qtbot, tmp_path):
         if window is not None:
             window.close()
         server.kill()
+        observer.close()
     assert window.runner.output is None  # closing the window closed the connection
+
+
+def test_the_disconnect_banner_fits_the_view_at_1600x1000(qapp, qtbot, tmp_path):
+    """The banner once ran past both edges of the view, so "DISCONNECTED" was never visible."""
+    from types import SimpleNamespace
+
+    from PySide6.QtGui import QFontMetrics
+
+    from app.gui import remote_view
+    theme.apply(qapp)
+    window = MainWindow(Config(), SettingsStore(tmp_path / "config"), source="demo", sessions_dir=tmp_path / "s")
+    try:
+        window.resize(1600, 1000)
+        window.show()
+        qtbot.waitExposed(window)
+        view = window.viewport
+        st = SimpleNamespace(state=LinkState.DISCONNECTED, error=(
+            "no state from tcp://127.0.0.1:33977 for 1.00 s (server not reachable (connection refused or no "
+            "answer); retrying (tcp://127.0.0.1:33977))"))
+        alert = remote_view.alert_text(st)
+        assert alert.startswith("DISCONNECTED")
+        fm = QFontMetrics(view.banner_font(big=True))
+        assert fm.horizontalAdvance(alert) + 28 > view.width()  # one line would not fit: it has to wrap
+        box = view.banner_rect(alert, top=view.height() - 44, big=True)
+        assert 0 <= box.left() and box.right() <= view.width() and box.top() >= 0
+        text_box = box.adjusted(14, 0, -14, 0)
+        wrapped = fm.boundingRect(text_box.toRect(), int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), alert)
+        assert wrapped.width() <= text_box.width() and wrapped.height() <= box.height()  # every line inside
+        assert fm.horizontalAdvance("DISCONNECTED, showing the last frame:") <= text_box.width()
+    finally:
+        window.close()

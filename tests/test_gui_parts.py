@@ -129,7 +129,7 @@ def test_scene_mirror_copies_qpos_with_its_snapshot():
 # ----- renderer and self-check -----
 
 def test_software_renderers_are_recognised():
-    from app.gui.scene_renderer import is_software_renderer
+    from app.render.scene import is_software_renderer
     assert is_software_renderer("llvmpipe (LLVM 15.0.6, 256 bits)")
     assert is_software_renderer("Mesa Software Rasterizer")
     assert not is_software_renderer("NVIDIA GeForce RTX 4070/PCIe/SSE2")
@@ -137,7 +137,7 @@ def test_software_renderers_are_recognised():
 
 
 def test_renderer_draws_the_scene_and_the_target_frames():
-    from app.gui.scene_renderer import FrameMarker, SceneRenderer
+    from app.render.scene import FrameMarker, SceneRenderer
     from app.sim.scene import load_scene
     scene = load_scene(Config())
     r = SceneRenderer(scene.model)

@@ -171,9 +171,29 @@ def test_recording_starts_and_stops_from_the_keyboard_then_replays(window, qtbot
     assert len(rows) > 100  # header + every tick handed to the recorder (a loaded machine skips some deadlines)
     assert path.with_name(path.name + ".json").exists()
 
-    window.replay_file(path)
-    assert window.runner.source_kind == "replay" and window.act_src_replay.isChecked()
-    qtbot.waitUntil(lambda: "Replay finished" in window.banner.text(), timeout=5000)
+    replayed = []
+    window.runner.subscribe(replayed.append)  # every later loop's snapshots: the replay's
+    try:
+        window.replay_file(path)
+        assert window.runner.source_kind == "replay" and window.act_src_replay.isChecked()
+        qtbot.waitUntil(lambda: "Replay finished" in window.banner.text(), timeout=5000)
+    finally:
+        window.runner.unsubscribe(replayed.append)
+    # The replay ran the recorded inputs: tick by tick, the poses and grips the engine was given are the file's.
+    header, recorded = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+    replayed = [snap for snap in replayed if snap.source_name == "replay"]  # not the demo's last ticks
+    assert "in_left_x_m" in header and len(replayed) >= 100
+    # A row is held until the replay's clock reaches the next one (a loaded machine skipped some
+    # deadlines while recording, so rows are not always one period apart).
+    t_rec = np.array([float(r["t_s"]) for r in recorded]) - float(recorded[0]["t_s"])
+    for snap in replayed[:100]:
+        row = recorded[int(np.searchsorted(t_rec, snap.t_s + 1e-9, side="right")) - 1]
+        for dev in ("left", "right", "head"):
+            pose = snap.sample.pose(dev)
+            assert pose.pos_vr_m == pytest.approx([float(row[f"in_{dev}_{a}_m"]) for a in "xyz"], abs=1e-12)
+            assert pose.quat_vr_wxyz == pytest.approx([float(row[f"in_{dev}_q{c}"]) for c in "wxyz"], abs=1e-12)
+        for ctrl in ("left", "right"):
+            assert snap.sample.buttons(ctrl).grip == (float(row[f"in_{ctrl}_grip"]) > 0.5)
     window.select_source("demo")
     assert window.runner.running and window.runner.source_kind == "demo"
 

@@ -103,9 +103,12 @@ def _drive(out: str, seconds: float) -> int:
         app.quit()
 
     def place() -> None:
-        for w in app.topLevelWidgets():
-            if isinstance(w, MainWindow):
-                w.setGeometry(0, 0, 1600, 1000)
+        windows = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+        if not windows:  # the core may take longer than 1.5 s to start on a loaded machine
+            QTimer.singleShot(200, place)
+        for w in windows:
+            w.setGeometry(0, 0, 1600, 1000)
+            w.stream_dock.raise_()  # the screenshot shows the humanoid stream panel (its tab beside Status)
 
     QTimer.singleShot(1500, place)
     QTimer.singleShot(int(seconds * 1000), grab)

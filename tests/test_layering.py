@@ -44,6 +44,7 @@ RULES = [
     ("app/streaming", ("app.gui", "app.core", "app.pipeline", "app.cli"), "the stream is fed snapshots"),
     ("app/remote", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.control.engine"),
      "the remote output sits below the pipeline and beside the engine, which it serves through the ArmsOutput port"),
+    ("app/render", ("app.gui", "app.core", "app.pipeline", "app.cli"), "offscreen rendering is Qt-free, below the window"),
     ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli", "app.sessions", "app.streaming",
                       "app.remote", "app.runtime"),
      "sources feed the loop and know nothing above them (the session replay lives in app/sessions)"),

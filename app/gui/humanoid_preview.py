@@ -52,7 +52,7 @@ class PreviewThread:
 
     def _run(self) -> None:
         try:
-            from app.streaming.preview import G1Preview
+            from app.render.g1_preview import G1Preview
             preview = G1Preview(*self._size)
         except Exception as exc:  # no GL on this machine: the panel says so, streaming still works
             self.error = f"preview unavailable: {exc}"

@@ -4,6 +4,10 @@ The control loop runs in the core process (`CoreClient`; in-process `TeleopRunne
 `--in-process`): this window only sends it commands and reads what it publishes, from a QTimer at
 display rate, and tells it every 0.1 s that it is alive. Problems reach the operator as readable
 messages (and the log), never as a traceback.
+
+Every action (text, slot, shortcut, tip, menus, toolbar) is one row of `ACTIONS`; what the HUD,
+the status bar and the banners say is computed by the Qt-free `app.gui.presenter`, which this
+window only copies into its widgets.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,13 +28,12 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
 from app import __version__
 from app.config import Config, ConfigError, load_config
 from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
-from app.sessions.metrics import TimingFigures, timing_figures
 from app.control.engine import Command, CommandKind
-from app.gui import remote_view, theme
+from app.gui import theme
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.help import about, shortcuts_dialog
 from app.gui.icon import app_icon
-from app.gui.plot_buffers import COL
+from app.gui.presenter import LIVE_WINDOW_LABEL, Presentation, WindowPresenter, review_banner, source_label
 from app.gui.plots import PlotsPanel
 from app.gui.raw_input import RawInputPanel
 from app.gui.settings import SettingsDialog
@@ -54,15 +58,94 @@ UI_RATE_HZ = 10.0
 """Plots, HUD and raw-input refresh rate; the status panel refreshes at half of it. The 3D view
 has its own timer (up to 30 fps). Every refresh costs GIL time the control loop also needs."""
 
-LIVE_WINDOW_S = 10.0
-"""The live timing figures (HUD, plots' header, status bar) cover the ticks of the last this many seconds."""
-LIVE_WINDOW_LABEL = f"last {LIVE_WINDOW_S:g} s"
-
 VIEW_FPS_CHOICES = (30, 20, 10)
 """3D view frame-rate caps offered in the View menu (the first is the default)."""
 
 OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, ConfigError, SceneError, OSError)
 """Errors whose message is written for the operator: shown as they are."""
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """One window action: its menu entries, toolbar button, shortcut and slot (`self.act_<name>`)."""
+
+    name: str
+    text: str
+    slot: Callable[["MainWindow"], Callable]
+    """Given the window, the callable the action runs (with the new state when `checkable`)."""
+    shortcut: Any = None
+    """A key sequence string, a `Qt.Key` or a `QKeySequence.StandardKey` (None: no shortcut)."""
+    tip: str = ""
+    checkable: bool = False
+    menus: tuple[tuple[str, int], ...] = ()
+    """(menu title without '&', group): the menus listing it; groups are separated, in order."""
+    toolbar: int | None = None
+    """Toolbar group (separated, in order), None: not on the toolbar."""
+    app_wide: bool = False
+    """The shortcut works in every window of the application (the E-STOP)."""
+    exclusive: bool = False
+    """One of the source choices: checked while that source runs, one at a time."""
+    fallback_shortcut: str = ""
+    """Used when `shortcut` is a standard key the platform leaves empty."""
+
+
+ACTIONS: tuple[ActionRow, ...] = (
+    ActionRow("estop", "E-STOP", lambda w: w.estop, Qt.Key.Key_Space, "Emergency stop: both arms hold where they are",
+              menus=(("Session", 0),), app_wide=True),
+    ActionRow("reset", "Reset", lambda w: w.reset, "Ctrl+R", "Leave the e-stop (the arms stay idle until engaged again)",
+              menus=(("Session", 0),), toolbar=1),
+    ActionRow("calibrate", "Calibrate", lambda w: w.calibrate, "C",
+              "Recapture the operator's heading, as the A button does; arms are re-latched in place",
+              menus=(("Session", 1),), toolbar=1),
+    *(ActionRow(f"engage_{arm}", f"Engage {arm}", lambda w, arm=arm: lambda on: w.set_engaged(arm, on), key,
+                f"Engage the {arm} arm from the keyboard (acts like holding its grip)", checkable=True,
+                menus=(("Session", 1),), toolbar=1)
+      for arm, key in (("left", "1"), ("right", "2"))),
+    ActionRow("mark", "Mark event", lambda w: w.mark, "M", "Put a mark into the session (and its recording)",
+              menus=(("Session", 2),), toolbar=1),
+    ActionRow("record", "Record", lambda w: w.toggle_recording, "F9",
+              "Start recording to a generated file name in the sessions folder, or stop", checkable=True,
+              menus=(("File", 0),), toolbar=2),
+    ActionRow("record_as", "Record to file…", lambda w: w.record_as, "Ctrl+F9", "Choose the recording's file name",
+              menus=(("File", 0),)),
+    ActionRow("settings", "Settings…", lambda w: w.open_settings, QKeySequence.StandardKey.Preferences,
+              "Scale, precision, filter, workspace boxes, button map", menus=(("Settings", 0),), toolbar=4,
+              fallback_shortcut="Ctrl+,"),
+    ActionRow("quit", "Quit", lambda w: w.close, "Ctrl+Q", "Stop the loop and the recording, and quit",
+              menus=(("File", 3),)),
+    ActionRow("restart_core", "Restart core", lambda w: w.restart_core, "Ctrl+Shift+R",
+              "Start a new core process (the control loop) after the old one ended", menus=(("Session", 3),)),
+    ActionRow("src_openvr", SOURCE_LABELS["openvr"], lambda w: lambda: w.select_source("openvr"), "Ctrl+Shift+V",
+              "Track the Pico controllers through SteamVR", menus=(("Source", 0),), toolbar=3, exclusive=True),
+    ActionRow("src_demo", SOURCE_LABELS["demo"], lambda w: lambda: w.select_source("demo"), "Ctrl+Shift+D",
+              "The built-in scripted operator (no headset needed)", menus=(("Source", 0),), toolbar=3, exclusive=True),
+    ActionRow("src_replay", "Replay session file…", lambda w: w.open_replay, "Ctrl+O",
+              "Replay the inputs of a recorded session", menus=(("File", 1), ("Source", 0)), toolbar=3, exclusive=True),
+    ActionRow("review", "Review session file…", lambda w: w.open_review, "Ctrl+Shift+O",
+              "Show a recorded session as it was (robot state and plots) along a timeline; no simulation",
+              menus=(("File", 1), ("Source", 1))),
+    ActionRow("pause_plots", "Pause plots", lambda w: w.plots.set_paused, "P", "Freeze the plots; the loop keeps running",
+              checkable=True, menus=(("View", 3),)),
+    ActionRow("reset_view", "Front view", lambda w: w.viewport.reset_camera, "Home",
+              "3D camera across the table, facing the robots (the default view)", menus=(("View", 1),)),
+    ActionRow("operator_view", "Operator view", lambda w: lambda: w.viewport.set_view("operator"), "End",
+              "3D camera over the robots' shoulders, where the operator stands", menus=(("View", 1),)),
+    ActionRow("top_view", "Top view", lambda w: lambda: w.viewport.set_view("top"), "T",
+              "3D camera looking down on the table", menus=(("View", 1),)),
+    ActionRow("boxes", "Show workspace boxes", lambda w: w._show_boxes, "W", "Draw each arm's workspace box",
+              checkable=True, menus=(("View", 2),)),
+    ActionRow("full_res", "Full-resolution 3D view", lambda w: w.viewport.set_full_resolution, None,
+              "Render the 3D view at the window's size even on a software renderer (slower)", checkable=True,
+              menus=(("View", 2),)),
+    ActionRow("shortcuts", "Keyboard shortcuts", lambda w: w.show_shortcuts, "F1", "All keyboard shortcuts",
+              menus=(("Help", 0),)),
+    ActionRow("about", "About pico-teleop", lambda w: w.show_about, menus=(("Help", 0),)),
+    ActionRow("settings_folder", "Open settings folder", lambda w: w.open_settings_folder, None,
+              "Where settings.toml, window.ini and the log live", menus=(("File", 2),)),
+)
+"""Every action of the window, one row each: the menus, the toolbar and the Help's shortcut list come from here."""
+
+MENUS = ("&File", "&Session", "S&ource", "&View", "Se&ttings", "&Help")
 
 
 class Banner(QLabel):
@@ -106,8 +189,7 @@ class MainWindow(QMainWindow):
         self.sessions_dir = sessions_dir or _default_sessions_dir()
         self.last_error = ""
         self._ui_ticks = 0
-        self._rate = (0.0, 0, 0.0)  # (time, tick, Hz)
-        self._loop_end_reported = False
+        self.presenter = WindowPresenter()
         self.setWindowTitle("pico-teleop")
         self.setWindowIcon(app_icon())
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
@@ -121,43 +203,10 @@ class MainWindow(QMainWindow):
             log.error("%s", settings_note)
         self.runner_factory = runner_factory or (lambda c: TeleopRunner(c, remote=remote))
         self.runner = self.runner_factory(cfg)
-        self._core_reported = ""
         self._opened_s = time.perf_counter()
 
-        central = QWidget()
-        lay = QVBoxLayout(central)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
-        self.banner = Banner()
-        lay.addWidget(self.banner)
-        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render)
-        lay.addWidget(self.viewport, 1)
-        self.timeline = TimelineBar()
-        self.timeline.close_button.clicked.connect(self._guard(lambda checked=False: self.close_review()))
-        self.timeline.hide()
-        lay.addWidget(self.timeline)
-        self.review: SessionReview | None = None
-        self.setCentralWidget(central)
-
-        self.status_panel = StatusPanel()
-        self.plots = PlotsPanel(self.runner.buffers, cfg.loop.rate_hz)
-        self.plots.set_joint_ranges({a: h.joint_range_rad for a, h in self.runner.scene.arms.items()})
-        self.raw_panel = RawInputPanel()
-        self.raw_panel.set_button_map(cfg.buttons)
-        self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
-        self.status_dock = self._dock("Status", self.status_panel, Qt.DockWidgetArea.RightDockWidgetArea)
-        raw_scroll = QScrollArea()
-        raw_scroll.setWidget(self.raw_panel)
-        raw_scroll.setWidgetResizable(True)
-        raw_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.raw_dock = self._dock("Raw input", raw_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.plots_dock = self._dock("Plots", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.stream_panel = StreamPanel(self.runner)
-        self.stream_dock = self._dock("Humanoid stream", self.stream_panel, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.tabifyDockWidget(self.status_dock, self.raw_dock)
-        self.tabifyDockWidget(self.status_dock, self.stream_dock)
-        self.status_dock.raise_()
-
+        self._build_central(threaded_render)
+        self._build_docks(cfg)
         self._build_actions()
         self._build_menus()
         self._build_toolbar()
@@ -187,6 +236,44 @@ class MainWindow(QMainWindow):
 
     # ----- construction -----
 
+    def _build_central(self, threaded_render: bool | None) -> None:
+        """The banner, the 3D view and the (hidden) review timeline, top to bottom."""
+        central = QWidget()
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.banner = Banner()
+        lay.addWidget(self.banner)
+        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render)
+        lay.addWidget(self.viewport, 1)
+        self.timeline = TimelineBar()
+        self.timeline.close_button.clicked.connect(self._guard(lambda checked=False: self.close_review()))
+        self.timeline.hide()
+        lay.addWidget(self.timeline)
+        self.review: SessionReview | None = None
+        self.setCentralWidget(central)
+
+    def _build_docks(self, cfg: Config) -> None:
+        """Status, raw input and humanoid stream tabbed on the right; the plots below."""
+        self.status_panel = StatusPanel()
+        self.plots = PlotsPanel(self.runner.buffers, cfg.loop.rate_hz)
+        self.plots.set_joint_ranges({a: h.joint_range_rad for a, h in self.runner.scene.arms.items()})
+        self.raw_panel = RawInputPanel()
+        self.raw_panel.set_button_map(cfg.buttons)
+        self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
+        self.status_dock = self._dock("Status", self.status_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        raw_scroll = QScrollArea()
+        raw_scroll.setWidget(self.raw_panel)
+        raw_scroll.setWidgetResizable(True)
+        raw_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.raw_dock = self._dock("Raw input", raw_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.plots_dock = self._dock("Plots", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.stream_panel = StreamPanel(self.runner)
+        self.stream_dock = self._dock("Humanoid stream", self.stream_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.tabifyDockWidget(self.status_dock, self.raw_dock)
+        self.tabifyDockWidget(self.status_dock, self.stream_dock)
+        self.status_dock.raise_()
+
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock_{title.lower().replace(' ', '_')}")
@@ -196,101 +283,60 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
-    def _action(self, text: str, slot, shortcut: str | QKeySequence | None = None, tip: str = "",
-                checkable: bool = False, app_wide: bool = False) -> QAction:
-        a = QAction(text, self)
-        if shortcut:
-            a.setShortcut(QKeySequence(shortcut))
-            if app_wide:
-                a.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
-        if tip:
-            a.setToolTip(tip + (f" ({a.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})" if shortcut else ""))
-            a.setStatusTip(tip)
-        a.setCheckable(checkable)
-        if checkable:
-            a.toggled.connect(self._guard(slot))
-        else:
-            a.triggered.connect(self._guard(lambda checked=False: slot()))
-        self.addAction(a)  # shortcuts work while the menu bar is hidden or a dock has focus
-        return a
-
     def _build_actions(self) -> None:
-        A = self._action
-        self.act_estop = A("E-STOP", self.estop, Qt.Key.Key_Space, "Emergency stop: both arms hold where they are",
-                           app_wide=True)
-        self.act_reset = A("Reset", self.reset, "Ctrl+R", "Leave the e-stop (the arms stay idle until engaged again)")
-        self.act_calibrate = A("Calibrate", self.calibrate, "C",
-                               "Recapture the operator's heading, as the A button does; arms are re-latched in place")
-        self.act_engage = {
-            arm: A(f"Engage {arm}", lambda on, arm=arm: self.set_engaged(arm, on), key,
-                   f"Engage the {arm} arm from the keyboard (acts like holding its grip)", checkable=True)
-            for arm, key in (("left", "1"), ("right", "2"))
-        }
-        self.act_mark = A("Mark event", self.mark, "M", "Put a mark into the session (and its recording)")
-        self.act_record = A("Record", self.toggle_recording, "F9",
-                            "Start recording to a generated file name in the sessions folder, or stop", checkable=True)
-        self.act_record_as = A("Record to file…", self.record_as, "Ctrl+F9", "Choose the recording's file name")
-        self.act_settings = A("Settings…", self.open_settings, QKeySequence.StandardKey.Preferences,
-                              "Scale, precision, filter, workspace boxes, button map")
-        if self.act_settings.shortcut().isEmpty():
-            self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
-        self.act_quit = A("Quit", self.close, "Ctrl+Q", "Stop the loop and the recording, and quit")
-        self.act_restart_core = A("Restart core", self.restart_core, "Ctrl+Shift+R",
-                                  "Start a new core process (the control loop) after the old one ended")
-        self.act_src_openvr = A(SOURCE_LABELS["openvr"], lambda: self.select_source("openvr"), "Ctrl+Shift+V",
-                                "Track the Pico controllers through SteamVR", checkable=False)
-        self.act_src_demo = A(SOURCE_LABELS["demo"], lambda: self.select_source("demo"), "Ctrl+Shift+D",
-                              "The built-in scripted operator (no headset needed)")
-        self.act_src_replay = A("Replay session file…", self.open_replay, "Ctrl+O", "Replay the inputs of a recorded session")
-        self.act_review = A("Review session file…", self.open_review, "Ctrl+Shift+O",
-                            "Show a recorded session as it was (robot state and plots) along a timeline; no simulation")
+        """One `QAction` per row of `ACTIONS`, as `self.act_<name>`; added to the window itself so
+        its shortcut works while the menu bar is hidden or a dock has focus."""
+        for row in ACTIONS:
+            a = QAction(row.text, self)
+            if row.shortcut is not None:
+                a.setShortcut(QKeySequence(row.shortcut))
+                if a.shortcut().isEmpty() and row.fallback_shortcut:
+                    a.setShortcut(QKeySequence(row.fallback_shortcut))
+                if row.app_wide:
+                    a.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+            if row.tip:
+                key = a.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+                a.setToolTip(row.tip + (f" ({key})" if key else ""))
+                a.setStatusTip(row.tip)
+            slot = row.slot(self)
+            a.setCheckable(row.checkable or row.exclusive)
+            if row.checkable:
+                a.toggled.connect(self._guard(slot))
+            else:
+                a.triggered.connect(self._guard(lambda checked=False, slot=slot: slot()))
+            self.addAction(a)
+            setattr(self, f"act_{row.name}", a)
+        self.act_engage = {"left": self.act_engage_left, "right": self.act_engage_right}
         self.source_group = QActionGroup(self)
-        for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
-            a.setCheckable(True)
-            self.source_group.addAction(a)
-        self.act_pause_plots = A("Pause plots", self.plots.set_paused, "P", "Freeze the plots; the loop keeps running",
-                                 checkable=True)
+        for row in ACTIONS:
+            if row.exclusive:
+                self.source_group.addAction(getattr(self, f"act_{row.name}"))
         self.plots.pausedChanged.connect(self.act_pause_plots.setChecked)
-        self.act_reset_view = A("Front view", self.viewport.reset_camera, "Home",
-                                "3D camera across the table, facing the robots (the default view)")
-        self.act_operator_view = A("Operator view", lambda: self.viewport.set_view("operator"), "End",
-                                   "3D camera over the robots' shoulders, where the operator stands")
-        self.act_top_view = A("Top view", lambda: self.viewport.set_view("top"), "T", "3D camera looking down on the table")
-        self.act_boxes = A("Show workspace boxes", self._show_boxes, "W", "Draw each arm's workspace box", checkable=True)
-        self.act_full_res = A("Full-resolution 3D view", self.viewport.set_full_resolution, None,
-                              "Render the 3D view at the window's size even on a software renderer (slower)",
-                              checkable=True)
-        self.act_shortcuts = A("Keyboard shortcuts", self.show_shortcuts, "F1", "All keyboard shortcuts")
-        self.act_about = A("About pico-teleop", self.show_about)
-        self.act_settings_folder = A("Open settings folder", self.open_settings_folder, None,
-                                     "Where settings.toml, window.ini and the log live")
 
     def _build_menus(self) -> None:
-        mb = self.menuBar()
-        m = mb.addMenu("&File")
-        for a in (self.act_record, self.act_record_as, None, self.act_src_replay, self.act_review, None,
-                  self.act_settings_folder, None,
-                  self.act_quit):
-            m.addSeparator() if a is None else m.addAction(a)
-        m = mb.addMenu("&Session")
-        for a in (self.act_estop, self.act_reset, None, self.act_calibrate, self.act_engage["left"],
-                  self.act_engage["right"], None, self.act_mark, None, self.act_restart_core):
-            m.addSeparator() if a is None else m.addAction(a)
-        m = mb.addMenu("S&ource")
-        for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
-            m.addAction(a)
-        m.addSeparator()
-        m.addAction(self.act_review)
-        m = mb.addMenu("&View")
+        """The menus of `MENUS`, each filled from `ACTIONS` (group by group, separated), plus the
+        View menu's dock toggles and frame-rate choices."""
+        extras = {("View", 0): self._add_dock_toggles, ("View", 2): self._add_fps_menu}
+        for title in MENUS:
+            menu = self.menuBar().addMenu(title)
+            menu_name = title.replace("&", "")
+            placed = sorted(((group, i, row) for i, row in enumerate(ACTIONS) for m, group in row.menus
+                             if m == menu_name), key=lambda x: (x[0], x[1]))
+            groups = sorted({g for g, _, _ in placed} | {g for m, g in extras if m == menu_name})
+            for n, group in enumerate(groups):
+                if n:
+                    menu.addSeparator()
+                for _, _, row in (x for x in placed if x[0] == group):
+                    menu.addAction(getattr(self, f"act_{row.name}"))
+                if (menu_name, group) in extras:
+                    extras[(menu_name, group)](menu)
+
+    def _add_dock_toggles(self, menu) -> None:
         for dock in (self.status_dock, self.raw_dock, self.stream_dock, self.plots_dock):
-            m.addAction(dock.toggleViewAction())
-        m.addSeparator()
-        for a in (self.act_reset_view, self.act_operator_view, self.act_top_view, None, self.act_boxes, self.act_full_res):
-            if a is None:
-                m.addSeparator()
-                continue
-            m.addAction(a)
-        fps_menu = m.addMenu("3D frame rate")
+            menu.addAction(dock.toggleViewAction())
+
+    def _add_fps_menu(self, menu) -> None:
+        fps_menu = menu.addMenu("3D frame rate")
         fps_menu.setToolTipsVisible(True)
         group = QActionGroup(self)
         for fps in VIEW_FPS_CHOICES:
@@ -300,14 +346,9 @@ class MainWindow(QMainWindow):
             a.setToolTip("Fewer frames leave more CPU to the control loop (the software renderer is costly)")
             a.triggered.connect(lambda _=False, fps=fps: self.viewport.set_max_fps(fps))
             group.addAction(a)
-        m.addSeparator()
-        m.addAction(self.act_pause_plots)
-        mb.addMenu("Se&ttings").addAction(self.act_settings)
-        m = mb.addMenu("&Help")
-        m.addAction(self.act_shortcuts)
-        m.addAction(self.act_about)
 
     def _build_toolbar(self) -> None:
+        """The E-STOP button, then the `ACTIONS` rows with a toolbar group, group by group."""
         tb = QToolBar("Controls")
         tb.setObjectName("toolbar_controls")
         tb.setMovable(False)
@@ -321,16 +362,12 @@ class MainWindow(QMainWindow):
             " border-radius: 4px; border: 1px solid #ff6b5e; } QPushButton:pressed { background: #8e1c1c; }")
         self.estop_button.clicked.connect(self.act_estop.trigger)
         tb.addWidget(self.estop_button)
-        tb.addSeparator()
-        for a in (self.act_reset, self.act_calibrate, self.act_engage["left"], self.act_engage["right"], self.act_mark):
-            tb.addAction(a)
-        tb.addSeparator()
-        tb.addAction(self.act_record)
-        tb.addSeparator()
-        for a in (self.act_src_openvr, self.act_src_demo, self.act_src_replay):
-            tb.addAction(a)
-        tb.addSeparator()
-        tb.addAction(self.act_settings)
+        previous = None
+        for row in sorted((r for r in ACTIONS if r.toolbar is not None), key=lambda r: r.toolbar):
+            if row.toolbar != previous:
+                tb.addSeparator()
+                previous = row.toolbar
+            tb.addAction(getattr(self, f"act_{row.name}"))
 
     def _build_statusbar(self) -> None:
         sb = self.statusBar()
@@ -485,19 +522,16 @@ class MainWindow(QMainWindow):
     def _show_source(self, note: str) -> None:
         self.viewport.set_mirror(self.runner.mirror)
         self._show_boxes(self.act_boxes.isChecked())
-        self._loop_end_reported = False
-        self._rate = (0.0, 0, 0.0)
+        self.presenter.source_changed()
         self._uncheck_engage()
         self._sync_source_actions()
         if note:
             self.banner.show_message(note, "info")
         elif self.banner.level != "warn":
             self.banner.clear()
-        label = SOURCE_LABELS.get(self.runner.source_kind, self.runner.source_kind)
-        if self.runner.source_kind == "replay" and self.runner.replay_path:
-            label += f": {Path(self.runner.replay_path).name}"
-        if self.runner.remote is not None:
-            label += f" → server {self.runner.remote.endpoints.state}"
+        remote = self.runner.remote
+        label = source_label(self.runner.source_kind, self.runner.replay_path,
+                             remote.endpoints.state if remote is not None else None)
         self.setWindowTitle(f"pico-teleop — {label}")
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
@@ -541,8 +575,7 @@ class MainWindow(QMainWindow):
         self._uncheck_engage()
         for a in self.source_group.actions():
             a.setChecked(False)
-        self.banner.show_message(f"Reviewing {review.path.name} ({review.n_rows} ticks, {review.duration_s:.1f} s): "
-                                 "recorded state, no simulation. Choose a source to go live again.", "info")
+        self.banner.show_message(*review_banner(review.path.name, review.n_rows, review.duration_s))
         self.setWindowTitle(f"pico-teleop — review: {review.path.name}")
 
     def close_review(self) -> None:
@@ -609,26 +642,6 @@ class MainWindow(QMainWindow):
 
     # ----- display refresh -----
 
-    def loop_rate_hz(self) -> float:
-        snap = self.runner.latest()
-        if snap is None:
-            return 0.0
-        now = time.perf_counter()
-        t0, tick0, hz = self._rate
-        if t0 == 0.0:
-            self._rate = (now, snap.tick, 0.0)
-        elif now - t0 >= 1.0:
-            self._rate = (now, snap.tick, (snap.tick - tick0) / (now - t0))
-        return self._rate[2]
-
-    def live_timing(self) -> TimingFigures:
-        """The timing figures of the last `LIVE_WINDOW_S` of ticks, the one set the HUD, the plots'
-        header and the status bar show (computed as the run summary and `analyze` do)."""
-        runner = self.runner
-        rows = runner.buffers.window(int(LIVE_WINDOW_S * runner.cfg.loop.rate_hz))
-        rows = rows[np.isfinite(rows[:, COL["lateness_ms"]])]
-        return timing_figures(rows[:, COL["lateness_ms"]], rows[:, COL["compute_ms"]], runner.cfg.loop.period_s * 1e3)
-
     def _on_ui_timer(self) -> None:
         try:
             self._refresh()
@@ -640,76 +653,37 @@ class MainWindow(QMainWindow):
         runner = self.runner
         runner.poll()
         snap = runner.latest()
-        rate = self.loop_rate_hz()
-        figures = self.live_timing()
-        hud = self.viewport.hud
-        hud.loop_rate_hz = rate
-        hud.lateness_p99_ms, hud.lateness_max_ms = figures.lateness_p99_ms, figures.lateness_max_ms
-        hud.window_label = LIVE_WINDOW_LABEL
-        self.plots.live_timing = (figures, LIVE_WINDOW_LABEL)
-        hud.source = ("session review" if self.review is not None
-                      else SOURCE_LABELS.get(runner.source_kind, runner.source_kind))
-        hud.recording = runner.recording
+        shown = self.presenter.present(runner, time.perf_counter(), self.review, self.banner.level)
+        vars(self.viewport.hud).update(vars(shown.hud))  # in place: the view (and tests) hold this one
+        if shown.repaint:
+            self.viewport.update()
+        self.plots.live_timing = (shown.timing, shown.timing_label)
         if self.viewport.latency_ms:
             self.plots.screen_latency_ms = float(np.median(self.viewport.latency_ms))
         self.plots.refresh(snap)
-        remote = runner.remote_status()
-        if remote is not None:
-            seq = runner.remote_seq()
-            hud.lines = remote_view.overlay_lines(remote, seq)
-            hud.alert = remote_view.alert_text(remote)
-            self.viewport.update()  # no new frames arrive while the server is silent; the banner must still show
-        if self._check_core():
-            hud.alert = "CORE LOST: the view is frozen"
-            self.viewport.update()  # no new frames arrive from a dead core; the alert must still show
-        elif remote is None:
-            hud.alert = ""
         if self._ui_ticks % 2 == 0:
-            self.status_panel.update_streaming(*stream_status_text(self.stream_panel.status()))
-            problem = runner.core_problem()
-            self.status_panel.update_core(problem or runner.core_description(), ok=not problem)
-            self.status_panel.update_remote(remote_view.status_text(remote, seq) if remote is not None else None,
-                                            ok=remote is not None and not hud.alert)
-            self.status_panel.update_status(
-                snap, source_label=hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
-                loop_rate_hz=rate, running=runner.running, fatal=runner.fatal_error)
-            self._update_statusbar(rate, hud)
+            self._refresh_status(snap, shown)
         if snap is not None and self.raw_dock.isVisible() and not self.raw_dock.visibleRegion().isEmpty():
             self.raw_panel.update_sample(snap.sample)
-        if snap is not None and snap.error and self.banner.level != "error":
-            self.banner.show_message(f"Fault, arms e-stopped: {snap.error}. Fix the cause, then Reset (Ctrl+R).", "error")
-        self._check_loop_end()
-
-    def _update_statusbar(self, rate: float, hud) -> None:
-        self.sb_loop.setText(f"loop {rate:.1f} Hz · p99 late {hud.lateness_p99_ms:.1f} ms ({LIVE_WINDOW_LABEL})")
-        st = self.runner.recorder_status()
-        self.sb_record.setText(f"● REC {st.rows_written}" if st is not None else "")
-        self.sb_record.setStyleSheet(f"color: {theme.ALERT};")
-        self.sb_render.setText(f"3D {self.viewport.fps():.0f} fps")
-
-    def _check_loop_end(self) -> None:
-        r = self.runner
-        if self._loop_end_reported or not r.finished:
-            return
-        self._loop_end_reported = True
-        if r.fatal_error:
-            self.banner.show_message(f"The control loop stopped: {r.fatal_error}. Choose a source to start again.", "error")
-        elif r.source_kind == "replay":
-            self.banner.show_message("Replay finished. Choose a source (Source menu) to continue.", "info")
-        if r.recording:
+        if shown.banner is not None:
+            self.banner.show_message(*shown.banner)
+        if shown.loop_ended and runner.recording:
             self.stop_recording()
 
-    def _check_core(self) -> str:
-        """Say at once when the core process is gone (the data on screen is then not live)."""
-        problem = self.runner.core_problem()
-        if problem and problem != self._core_reported:
-            self.banner.show_message(f"The control loop is not running: {problem}. The view is frozen. "
-                                     "Session > Restart core (Ctrl+Shift+R) starts a new one.", "error")
-        elif not problem and self.runner.gui_lost and self.banner.level != "warn":
-            self.banner.show_message("Attached to a running core: the arms were held when its window went away. "
-                                     "Reset (Ctrl+R) to continue.", "warn")
-        self._core_reported = problem
-        return problem
+    def _refresh_status(self, snap, shown: Presentation) -> None:
+        """The status panel and the status bar (half the display rate)."""
+        runner = self.runner
+        self.status_panel.update_streaming(*stream_status_text(self.stream_panel.status()))
+        self.status_panel.update_core(shown.core_problem or runner.core_description(), ok=not shown.core_problem)
+        self.status_panel.update_remote(shown.remote_status_text,
+                                        ok=shown.remote_status_text is not None and not shown.hud.alert)
+        self.status_panel.update_status(
+            snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
+            loop_rate_hz=shown.loop_rate_hz, running=runner.running, fatal=runner.fatal_error)
+        self.sb_loop.setText(shown.statusbar_loop)
+        self.sb_record.setText(shown.statusbar_record)
+        self.sb_record.setStyleSheet(f"color: {theme.ALERT};")
+        self.sb_render.setText(f"3D {self.viewport.fps():.0f} fps")
 
     def restart_core(self) -> None:
         """Replace a dead (or any) core with a new one running the same source."""
@@ -725,7 +699,7 @@ class MainWindow(QMainWindow):
         self.runner = self.runner_factory(old.live_cfg)
         self.stream_panel.runner = self.runner
         self.plots.buffers = self.runner.buffers
-        self._core_reported = ""
+        self.presenter.core_replaced()
         self.banner.clear()
         self._start_source(kind, path if kind == "replay" else None)
 

@@ -195,15 +195,16 @@ class PlotsPanel(QWidget):
         return series
 
     def _build_tracking(self) -> None:
-        w = self._layout_tab("Tracking", "Target (grey) and achieved (colour) TCP position per arm and axis, world frame")
+        w = self._layout_tab("Tracking", "Target (grey) and achieved (the axis's colour: x red, y green, z blue) "
+                                         "TCP position per arm and axis, world frame")
         for row, axis in enumerate(_AXES):
             for col, arm in enumerate(ARMS):
                 s = self._series(w, row, col, f"{arm} {axis}", "m", 0.02, bottom=row == len(_AXES) - 1)
-                colour = theme.AXIS_COLOURS[row]
-                if row == 0:  # top left: the newest data are on the right
+                if col == 0:  # each row's own legend (top left: the newest data are on the right)
                     s.plot.addLegend(offset=(10, 2), labelTextColor=theme.TEXT)
-                s.curves.append((f"{arm}_target_{axis}_m", _curve(s.plot, _pen(TARGET_COLOUR), "target")))
-                s.curves.append((f"{arm}_tcp_{axis}_m", _curve(s.plot, _pen(colour), "achieved")))
+                s.curves.append((f"{arm}_target_{axis}_m", _curve(s.plot, _pen(TARGET_COLOUR), f"target {axis}")))
+                s.curves.append((f"{arm}_tcp_{axis}_m", _curve(s.plot, _pen(theme.AXIS_COLOURS[row]),
+                                                                f"achieved {axis}")))
 
     def _build_errors(self) -> None:
         w = self._layout_tab("Error", "Tracking error between the (clamped) target and the achieved TCP")
@@ -256,6 +257,7 @@ class PlotsPanel(QWidget):
         w = self._layout_tab("Joints", "Joint positions (dot) and commands (tick) within each joint's range (bar); "
                                        "red: within 0.1 rad of a limit")
         self.joint_items: dict[str, tuple[pg.BarGraphItem, pg.ScatterPlotItem, pg.ScatterPlotItem]] = {}
+        self.joint_plots: dict[str, pg.PlotItem] = {}
         self.joint_ranges: dict[str, np.ndarray] = {}
         self._brush_ok, self._brush_near = pg.mkBrush(theme.TEXT), pg.mkBrush(theme.ALERT)
         for col, arm in enumerate(ARMS):
@@ -267,11 +269,12 @@ class PlotsPanel(QWidget):
             qc = pg.ScatterPlotItem(x=np.zeros(7), y=y, symbol="|", size=18, pen=pg.mkPen(theme.ARM_COLOURS[arm], width=2))
             for item in (bars, q, qc):
                 p.addItem(item)
-            p.getAxis("left").setTicks([[(i, f"j{i + 1}") for i in range(7)]])
+            p.getAxis("left").setTicks([[(i, f"q{i + 1}") for i in range(7)]])  # as in the CSV and the reports
             p.getViewBox().invertY(True)
-            p.setXRange(-3.1, 3.1, padding=0)
+            p.setXRange(-3.1, 3.1, padding=0)  # until `set_joint_ranges` fits the range to the limits
             p.setYRange(-0.6, 6.6, padding=0)
             self.joint_items[arm] = (bars, q, qc)
+            self.joint_plots[arm] = p
 
     def set_joint_ranges(self, ranges: dict[str, np.ndarray]) -> None:
         """(7, 2) lower/upper limits in rad per arm (from the scene's `ArmHandles.joint_range_rad`)."""
@@ -280,6 +283,9 @@ class PlotsPanel(QWidget):
             self.joint_ranges[arm] = r
             bars = self.joint_items[arm][0]
             bars.setOpts(x0=r[:, 0], width=r[:, 1] - r[:, 0])
+            lo, hi = float(r[:, 0].min()), float(r[:, 1].max())
+            margin = 0.05 * (hi - lo)  # every limit bar inside the axis, with room for the marker at a limit
+            self.joint_plots[arm].setXRange(lo - margin, hi + margin, padding=0)
 
     # ----- updates -----
 

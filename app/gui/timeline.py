@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 from app.config import ARMS
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.sim.mirror import SceneMirror
+from app.sessions.metrics import tracking_errors
 from app.sessions.reader import Session, SessionFormatError, read_session
 from app.sim.scene import Scene
 
@@ -57,9 +58,9 @@ def session_plot_rows(session: Session) -> np.ndarray:
         for i, a in enumerate("xyz"):
             rows[:, COL[f"{arm}_target_{a}_m"]] = target[:, i]
             rows[:, COL[f"{arm}_tcp_{a}_m"]] = tcp[:, i]
-        rows[:, COL[f"{arm}_pos_err_mm"]] = np.linalg.norm(target - tcp, axis=1) * 1e3
-        dot = np.abs(np.sum(_quat(session, arm, "target") * _quat(session, arm, "tcp"), axis=1))
-        rows[:, COL[f"{arm}_rot_err_deg"]] = 2.0 * np.arccos(np.minimum(1.0, dot)) * _RAD_TO_DEG
+        pos_err_m, rot_err_rad = tracking_errors(target, tcp, _quat(session, arm, "target"), _quat(session, arm, "tcp"))
+        rows[:, COL[f"{arm}_pos_err_mm"]] = pos_err_m * 1e3
+        rows[:, COL[f"{arm}_rot_err_deg"]] = rot_err_rad * _RAD_TO_DEG
         rows[:, COL[f"{arm}_ik_iterations"]] = _col(session, f"{arm}_ik_iterations")
         rows[:, COL[f"{arm}_ik_pos_err_mm"]] = _col(session, f"{arm}_ik_pos_err_m") * 1e3
         rows[:, COL[f"{arm}_ik_rot_err_deg"]] = _col(session, f"{arm}_ik_rot_err_rad") * _RAD_TO_DEG

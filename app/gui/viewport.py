@@ -19,18 +19,19 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QImage, QMouseEvent, QPainter, QWheelEvent
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.config import ARMS, Config
 from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
-from app.gui.scene_renderer import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
+from app.gui.presenter import Hud, hud_lines
+from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +50,6 @@ whereas a starved thread holding it would stall the loop (priority inversion).""
 
 SOFTWARE_MAX_PIXELS = 640 * 480
 """On a software renderer the image is rendered at most this large and scaled up to the widget."""
-
-
-@dataclass
-class Hud:
-    """What the text overlay shows besides the frame's own snapshot; set by the main window."""
-
-    loop_rate_hz: float = 0.0
-    lateness_p99_ms: float = 0.0
-    lateness_max_ms: float = 0.0
-    window_label: str = ""
-    """Which ticks the lateness figures cover ("last 10 s"), shown beside them."""
-    source: str = ""
-    recording: bool = False
-    lines: list[str] = field(default_factory=list)
-    alert: str = ""
-    """A condition the view must shout about (e.g. the simulation server is STALE): a red banner."""
 
 
 @dataclass(frozen=True)
@@ -262,7 +247,7 @@ class SceneViewport(QWidget):
         self._timer.stop()
 
     def set_view(self, view: str = DEFAULT_VIEW) -> None:
-        """Put the camera at a named view (`scene_renderer.CAMERA_VIEWS`)."""
+        """Put the camera at a named view (`app.render.scene.CAMERA_VIEWS`)."""
         if view not in CAMERA_VIEWS:
             raise KeyError(f"unknown camera view {view!r}; known: {', '.join(CAMERA_VIEWS)}")
         with self._job.lock:
@@ -381,13 +366,7 @@ class SceneViewport(QWidget):
             self._banner(p, f"3D view unavailable: {self.error}", QColor("#e5534b"), top=self.height() / 2 - 20)
             return
         h = self.hud
-        lines = [f"loop {h.loop_rate_hz:6.1f} Hz   late p99 {h.lateness_p99_ms:5.2f} ms   max {h.lateness_max_ms:5.2f} ms"
-                 + (f" ({h.window_label})" if h.window_label else ""),
-                 f"view {self.fps():4.1f} fps" + (f"   source: {h.source}" if h.source else "")]
-        if snap is not None:
-            lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
-                                    for n in ARMS))
-        lines += h.lines
+        lines = hud_lines(h, self.fps(), snap)
         fm = p.fontMetrics()
         width = max(fm.horizontalAdvance(s) for s in lines) + 16
         box = QRectF(8, 8, width, fm.height() * len(lines) + 10)
@@ -403,31 +382,45 @@ class SceneViewport(QWidget):
             p.drawText(QPointF(self.width() - 50, 25), "REC")
         top = self.height() - 44
         if h.alert:
-            self._banner(p, h.alert, QColor(200, 40, 30, 220), top=top, big=True)
-            top -= 44
+            top = self._banner(p, h.alert, QColor(200, 40, 30, 220), top=top, big=True) - 44
         if snap is None:
             return
         if snap.teleop_state == "estopped":
-            self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top, big=True)
-            top -= 44
+            top = self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top,
+                               big=True) - 44
         lost = [n for n in ARMS if not snap.arm(n).tracking_ok]
         if lost:
             self._banner(p, "TRACKING LOST: " + ", ".join(f"{n} controller" for n in lost),
                          QColor(215, 140, 0, 220), top=top)
 
-    def _banner(self, p: QPainter, text: str, colour: QColor, top: float, big: bool = False) -> None:
+    def banner_font(self, big: bool = False) -> QFont:
         font = QFont(self.font())
         font.setPointSizeF(13 if big else 11)
         font.setBold(True)
-        p.setFont(font)
-        fm = p.fontMetrics()
-        w = fm.horizontalAdvance(text) + 28
-        box = QRectF((self.width() - w) / 2, top, w, fm.height() + 12)
+        return font
+
+    def banner_rect(self, text: str, top: float, big: bool = False) -> QRectF:
+        """Where a banner goes: centred, as wide as its text but never wider than the view (a longer
+        text wraps onto more lines, growing upwards from `top`'s bottom edge)."""
+        fm = QFontMetrics(self.banner_font(big))
+        max_w = max(40, self.width() - 24)
+        one_line = fm.horizontalAdvance(text) + 28
+        if one_line <= max_w:
+            return QRectF((self.width() - one_line) / 2, top, one_line, fm.height() + 12)
+        bound = fm.boundingRect(0, 0, max_w - 28, 10_000, int(Qt.TextFlag.TextWordWrap), text)
+        h = bound.height() + 12
+        return QRectF((self.width() - max_w) / 2, top + fm.height() + 12 - h, max_w, h)
+
+    def _banner(self, p: QPainter, text: str, colour: QColor, top: float, big: bool = False) -> float:
+        """Paint a banner; returns its top edge (the next banner goes above it)."""
+        p.setFont(self.banner_font(big))
+        box = self.banner_rect(text, top, big)
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(colour)
         p.drawRoundedRect(box, 6, 6)
         p.setPen(QColor("#ffffff"))
-        p.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
+        p.drawText(box.adjusted(14, 0, -14, 0), int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), text)
+        return box.top()
 
     # ----- mouse -----
 

@@ -6,9 +6,9 @@ given, a second pose (the robot's feedback) as a translucent ghost: a second `Mj
 are appended to the same scene and recoloured. Nothing is ever stepped.
 
 Frames: joint angles in MuJoCo order; targets in the root (pelvis) frame, placed on the standing
-pelvis at (0, 0, 0.79) turned by ``root_yaw_rad``. Rendering needs an OpenGL context:
-`MUJOCO_GL=egl` on headless machines (the software renderer is fine at panel sizes; shadows,
-reflections and multisampling are off).
+pelvis at (0, 0, 0.79) turned by ``root_yaw_rad``. The GL context and the software-renderer
+settings are `app.render.offscreen`'s, the same as the 3D view's (`MUJOCO_GL=egl` on headless
+machines; on a software rasterizer shadows, reflections and multisampling are off).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 
 from app.paths import resolve_asset
+from app.render.offscreen import OffscreenRenderer
 from app.sim.scene import load_model
 from app.streaming.g1_model import G1Model, KeyPoses
 from app.streaming.threepoint import ThreePoint
@@ -35,36 +36,27 @@ _AXIS_WIDTH_M = 0.006
 _EXTRA_GEOMS = 64  # markers: 3 balls + 9 axes, with room to spare
 
 
-class G1Preview:
+class G1Preview(OffscreenRenderer):
     """A G1 scene and an offscreen renderer. Create and use it on one thread (it owns a GL context)."""
 
     def __init__(self, width: int = 480, height: int = 480, scene_path: str | None = None) -> None:
-        self.model = load_model(resolve_asset(scene_path or PREVIEW_SCENE))
+        model = load_model(resolve_asset(scene_path or PREVIEW_SCENE))
+        super().__init__(model, max_geoms=2 * model.ngeom + _EXTRA_GEOMS)
+        if width > self.max_width or height > self.max_height:
+            self.close()
+            raise ValueError(f"preview size {width}x{height} exceeds the scene's offscreen buffer "
+                             f"{self.max_width}x{self.max_height}")
+        self.width, self.height = width, height
         self.g1 = G1Model(self.model)
         self.data = self.g1.new_data()
         self.ghost = self.g1.new_data()
-        self.renderer = mujoco.Renderer(self.model, height=height, width=width,
-                                        max_geom=2 * self.model.ngeom + _EXTRA_GEOMS)
-        flags = self.renderer.scene.flags
-        flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
         self.camera = mujoco.MjvCamera()
         mujoco.mjv_defaultFreeCamera(self.model, self.camera)
         self.camera.lookat[:] = (0.0, 0.0, 0.85)
         self.camera.distance = 2.4
         self.camera.azimuth = 200.0  # in front of the robot, a little to its left
         self.camera.elevation = -12.0
-        self._opt = mujoco.MjvOption()
         self._pert = mujoco.MjvPerturb()
-
-    def close(self) -> None:
-        self.renderer.close()
-
-    def __enter__(self) -> "G1Preview":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def _pose(self, data: mujoco.MjData, q_mujoco_rad, root_yaw_rad: float) -> None:
         q = np.asarray(q_mujoco_rad, dtype=float)
@@ -79,19 +71,18 @@ class G1Preview:
                ghost_q_mujoco_rad=None, root_yaw_rad: float = 0.0) -> np.ndarray:
         """An RGB image (height, width, 3) uint8 of the G1 at ``q``, with targets and ghost."""
         self._pose(self.data, q_mujoco_rad, root_yaw_rad)
-        self.renderer.update_scene(self.data, self.camera)
-        scene = self.renderer.scene
+        scene = self.update_scene(self.data, self.camera)
         if ghost_q_mujoco_rad is not None:
             self._pose(self.ghost, ghost_q_mujoco_rad, root_yaw_rad)
             first = scene.ngeom
-            mujoco.mjv_addGeoms(self.model, self.ghost, self._opt, self._pert,
+            mujoco.mjv_addGeoms(self.model, self.ghost, self.option, self._pert,
                                 mujoco.mjtCatBit.mjCAT_DYNAMIC, scene)
             for i in range(first, scene.ngeom):
                 scene.geoms[i].rgba[:] = GHOST_RGBA
         if targets is not None:
             kp = targets.key_poses if isinstance(targets, ThreePoint) else targets
             self._markers(scene, kp, root_yaw_rad)
-        return self.renderer.render()
+        return self.draw(self.width, self.height)
 
     def _markers(self, scene: mujoco.MjvScene, kp: KeyPoses, root_yaw_rad: float) -> None:
         yaw = Q.from_axis_angle((0.0, 0.0, 1.0), root_yaw_rad)
@@ -120,3 +111,6 @@ def render_g1_frame(q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None, 
     """One-off render (creates and frees a GL context): prefer a long-lived `G1Preview` in a GUI."""
     with G1Preview(width, height) as preview:
         return preview.render(q_mujoco_rad, targets, ghost_q_mujoco_rad, root_yaw_rad)
+
+
+__all__ = ["G1Preview", "GHOST_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "TARGET_RGBA", "render_g1_frame"]

@@ -1,0 +1,236 @@
+"""What the window says, computed without a window: the HUD, the status bar's text and the banners.
+
+Qt-free. `WindowPresenter.present` reads the session backend (a `TeleopRunner`, a `CoreClient`,
+or anything with the same reading interface) and, in review mode, the `SessionReview`; it returns
+a `Presentation` that the main window copies into its widgets. Tests drive it with a runner and
+no window at all (`tests/test_gui_presenter.py`).
+
+Timing figures are the ones the run summary and `analyze` compute (`app.sessions.metrics`), over
+the ticks of the last `LIVE_WINDOW_S`: live from the plot history, in review mode from the
+session file's recorded columns up to the cursor (labelled "recorded").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.config import ARMS
+from app.control.snapshot import Snapshot
+from app.gui import remote_view
+from app.gui.plot_buffers import COL
+from app.pipeline import SOURCE_LABELS
+from app.sessions.metrics import TimingFigures, timing_figures
+
+LIVE_WINDOW_S = 10.0
+"""The timing figures (HUD, plots' header, status bar) cover the ticks of the last this many seconds."""
+LIVE_WINDOW_LABEL = f"last {LIVE_WINDOW_S:g} s"
+REVIEW_WINDOW_LABEL = f"recorded, {LIVE_WINDOW_S:g} s to the cursor"
+
+CORE_LOST_ALERT = "CORE LOST: the view is frozen"
+
+Banner = tuple[str, str]
+"""(text, level) of the strip above the 3D view; level 'info', 'warn' or 'error'."""
+
+
+@dataclass
+class Hud:
+    """What the 3D view's text overlay shows besides the frame's own snapshot."""
+
+    loop_rate_hz: float = 0.0
+    lateness_p99_ms: float = 0.0
+    lateness_max_ms: float = 0.0
+    window_label: str = ""
+    """Which ticks the figures cover ("last 10 s", "recorded, ..."), shown beside them."""
+    show_timing: bool = True
+    """False: there are no figures to show (a review of a file without timing columns)."""
+    source: str = ""
+    recording: bool = False
+    lines: list[str] = field(default_factory=list)
+    alert: str = ""
+    """A condition the view must shout about (the simulation server is STALE, the core is lost): a red banner."""
+
+
+def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
+    """The overlay's text lines, top to bottom."""
+    lines = []
+    if hud.show_timing:
+        lines.append(f"loop {hud.loop_rate_hz:6.1f} Hz   late p99 {hud.lateness_p99_ms:5.2f} ms   "
+                     f"max {hud.lateness_max_ms:5.2f} ms" + (f" ({hud.window_label})" if hud.window_label else ""))
+    lines.append(f"view {view_fps:4.1f} fps" + (f"   source: {hud.source}" if hud.source else ""))
+    if snap is not None:
+        lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
+                                for n in ARMS))
+    return lines + hud.lines
+
+
+def statusbar_loop_text(rate_hz: float, lateness_p99_ms: float) -> str:
+    return f"loop {rate_hz:.1f} Hz · p99 late {lateness_p99_ms:.1f} ms ({LIVE_WINDOW_LABEL})"
+
+
+def statusbar_record_text(recorder_status) -> str:
+    return f"● REC {recorder_status.rows_written}" if recorder_status is not None else ""
+
+
+def source_label(kind: str, replay_path: str | None, remote_state_endpoint: str | None) -> str:
+    """The window title's and status bar's name of what drives the loop."""
+    label = SOURCE_LABELS.get(kind, kind)
+    if kind == "replay" and replay_path:
+        label += f": {Path(replay_path).name}"
+    if remote_state_endpoint is not None:
+        label += f" → server {remote_state_endpoint}"
+    return label
+
+
+def fault_banner(error: str) -> Banner:
+    return f"Fault, arms e-stopped: {error}. Fix the cause, then Reset (Ctrl+R).", "error"
+
+
+def loop_end_banner(fatal_error: str, source_kind: str) -> Banner | None:
+    if fatal_error:
+        return f"The control loop stopped: {fatal_error}. Choose a source to start again.", "error"
+    if source_kind == "replay":
+        return "Replay finished. Choose a source (Source menu) to continue.", "info"
+    return None
+
+
+def core_lost_banner(problem: str) -> Banner:
+    return (f"The control loop is not running: {problem}. The view is frozen. "
+            "Session > Restart core (Ctrl+Shift+R) starts a new one."), "error"
+
+
+GUI_LOST_BANNER: Banner = ("Attached to a running core: the arms were held when its window went away. "
+                           "Reset (Ctrl+R) to continue.", "warn")
+
+
+def review_banner(name: str, n_rows: int, duration_s: float) -> Banner:
+    return (f"Reviewing {name} ({n_rows} ticks, {duration_s:.1f} s): recorded state, no simulation. "
+            "Choose a source to go live again."), "info"
+
+
+def window_timing(rows: np.ndarray, period_ms: float) -> TimingFigures:
+    """The figures of plot-history (or recorded) rows; rows without a lateness are left out."""
+    rows = rows[np.isfinite(rows[:, COL["lateness_ms"]])]
+    start_s = rows[:, COL["t_s"]] + rows[:, COL["lateness_ms"]] * 1e-3
+    return timing_figures(rows[:, COL["lateness_ms"]], rows[:, COL["compute_ms"]], period_ms, start_s=start_s)
+
+
+class RateMeter:
+    """The loop's tick rate, measured over at least one second of the host clock."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._t0, self._tick0, self.hz = 0.0, 0, 0.0
+
+    def update(self, now_s: float, tick: int) -> float:
+        if self._t0 == 0.0:
+            self._t0, self._tick0 = now_s, tick
+        elif now_s - self._t0 >= 1.0:
+            self.hz = (tick - self._tick0) / (now_s - self._t0)
+            self._t0, self._tick0 = now_s, tick
+        return self.hz
+
+
+@dataclass
+class Presentation:
+    """One display refresh's worth of text, for the main window to copy into its widgets."""
+
+    hud: Hud
+    timing: TimingFigures
+    timing_label: str
+    loop_rate_hz: float
+    statusbar_loop: str
+    statusbar_record: str
+    remote_status_text: str | None
+    """The status panel's server line (None: no server)."""
+    core_problem: str
+    banner: Banner | None = None
+    """A banner to show now (None: leave the current one)."""
+    repaint: bool = False
+    """The view must repaint although no new frame may come (an alert over a frozen picture)."""
+    loop_ended: bool = False
+    """The loop ended by itself since the last refresh (a recording then has to be completed)."""
+
+
+class WindowPresenter:
+    """Turns the runner's state into a `Presentation`, remembering what it has already announced."""
+
+    def __init__(self) -> None:
+        self.rate = RateMeter()
+        self._core_reported = ""
+        self._loop_end_reported = False
+
+    def source_changed(self) -> None:
+        """A new loop: its rate starts afresh and its end is announced again."""
+        self.rate.reset()
+        self._loop_end_reported = False
+
+    def core_replaced(self) -> None:
+        self._core_reported = ""
+
+    def present(self, runner: Any, now_s: float, review: Any = None, banner_level: str = "") -> Presentation:
+        """`review`: the `SessionReview` on screen (None when live); `banner_level`: the current banner's."""
+        snap = runner.latest()
+        rate_hz = self.rate.update(now_s, snap.tick) if snap is not None and review is None else 0.0
+        hud = Hud(source="session review" if review is not None else SOURCE_LABELS.get(runner.source_kind,
+                                                                                         runner.source_kind),
+                  recording=runner.recording)
+        if review is not None:
+            figures, label = self._review_timing(review, runner.cfg.loop)
+            rate_hz = figures.achieved_rate_hz
+            hud.show_timing = figures.ticks > 0
+        else:
+            rows = runner.buffers.window(int(LIVE_WINDOW_S * runner.cfg.loop.rate_hz))
+            figures, label = window_timing(rows, runner.cfg.loop.period_s * 1e3), LIVE_WINDOW_LABEL
+        hud.loop_rate_hz, hud.window_label = rate_hz, label
+        hud.lateness_p99_ms, hud.lateness_max_ms = figures.lateness_p99_ms, figures.lateness_max_ms
+        p = Presentation(hud, figures, label, rate_hz, statusbar_loop_text(rate_hz, figures.lateness_p99_ms),
+                         statusbar_record_text(runner.recorder_status()), None, runner.core_problem())
+        self._remote(runner, p)
+        self._banners(runner, snap, p, banner_level)
+        return p
+
+    @staticmethod
+    def _review_timing(review: Any, loop_cfg) -> tuple[TimingFigures, str]:
+        end = max(review.index, 0) + 1
+        rows = review.rows[max(0, end - int(LIVE_WINDOW_S * loop_cfg.rate_hz)): end]
+        return window_timing(rows, loop_cfg.period_s * 1e3), REVIEW_WINDOW_LABEL
+
+    @staticmethod
+    def _remote(runner: Any, p: Presentation) -> None:
+        remote = runner.remote_status()
+        if remote is not None:
+            seq = runner.remote_seq()
+            p.hud.lines = remote_view.overlay_lines(remote, seq)
+            p.hud.alert = remote_view.alert_text(remote)
+            p.remote_status_text = remote_view.status_text(remote, seq)
+            p.repaint = True  # no new frames arrive while the server is silent; the banner must still show
+        if p.core_problem:
+            p.hud.alert = CORE_LOST_ALERT
+            p.repaint = True  # no new frames arrive from a dead core; the alert must still show
+
+    def _banners(self, runner: Any, snap: Snapshot | None, p: Presentation, level: str) -> None:
+        """Shown in this order, the last one winning: the core's state, a fault, the loop's end."""
+        problem = p.core_problem
+        if problem and problem != self._core_reported:
+            p.banner = core_lost_banner(problem)
+        elif not problem and runner.gui_lost and level != "warn":
+            p.banner = GUI_LOST_BANNER
+        self._core_reported = problem
+        level = p.banner[1] if p.banner is not None else level
+        if snap is not None and snap.error and level != "error":
+            p.banner = fault_banner(snap.error)
+        if not self._loop_end_reported and runner.finished:
+            self._loop_end_reported = p.loop_ended = True
+            p.banner = loop_end_banner(runner.fatal_error, runner.source_kind) or p.banner
+
+
+__all__ = ["CORE_LOST_ALERT", "GUI_LOST_BANNER", "Hud", "LIVE_WINDOW_LABEL", "LIVE_WINDOW_S", "Presentation",
+           "REVIEW_WINDOW_LABEL", "RateMeter", "WindowPresenter", "core_lost_banner", "fault_banner", "hud_lines",
+           "loop_end_banner", "review_banner", "source_label", "statusbar_loop_text", "statusbar_record_text",
+           "window_timing"]

@@ -1,0 +1,165 @@
+"""The teleop scene rendered offscreen into RGB arrays, with the target-frame overlays.
+
+Qt-free: the 3D viewport shows these images and `pico-teleop --self-check` renders one. The GL
+context and the software-renderer settings are `app.render.offscreen`'s (shared with the G1
+preview): create a `SceneRenderer`, render with it and close it on the same thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from app.render.offscreen import OffscreenRenderer, RenderError, is_software_renderer
+
+log = logging.getLogger(__name__)
+
+Vec3 = tuple[float, float, float]
+Rgba = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class FrameMarker:
+    """A coordinate frame drawn into the scene: a sphere at `pos_m` and its x, y, z axes (world frame)."""
+
+    pos_m: Vec3
+    quat_wxyz: tuple[float, float, float, float]
+    rgba: Rgba
+    """Colour of the sphere (the axes are always red, green, blue)."""
+    radius_m: float = 0.03
+    """Larger than a gripped cube, so a translucent sphere still shows around the fingers."""
+    axis_len_m: float = 0.12
+    label: str = ""
+    """Text drawn just above the frame ('' for none)."""
+
+
+@dataclass(frozen=True)
+class BoxMarker:
+    """An axis-aligned wire box (world frame), e.g. a workspace limit."""
+
+    min_m: Vec3
+    max_m: Vec3
+    rgba: Rgba
+
+
+_AXIS_RGBA = (np.array([0.95, 0.25, 0.2, 1.0], np.float32), np.array([0.3, 0.9, 0.3, 1.0], np.float32),
+              np.array([0.3, 0.5, 1.0, 1.0], np.float32))
+
+
+CAMERA_VIEWS: dict[str, tuple[Vec3, float, float, float]] = {
+    "front": ((0.3, 0.0, 0.15), 1.75, 212.0, -28.0),
+    "operator": ((0.45, 0.0, 0.1), 1.9, 0.0, -45.0),
+    "top": ((0.4, 0.0, 0.0), 2.0, 180.0, -88.0),
+}
+"""Named free-camera views: look-at point (world, m), distance (m), azimuth and elevation (deg).
+'front' faces the robots from across the table (nothing hides the grippers; the robot's left
+is on the right of the picture); 'operator' looks over the robots' shoulders, as the operator stands."""
+
+DEFAULT_VIEW = "front"
+
+
+def set_camera_view(model: mujoco.MjModel, cam: mujoco.MjvCamera, view: str = DEFAULT_VIEW) -> None:
+    if view not in CAMERA_VIEWS:
+        raise KeyError(f"unknown camera view {view!r}; known: {', '.join(CAMERA_VIEWS)}")
+    mujoco.mjv_defaultFreeCamera(model, cam)
+    lookat, distance, azimuth, elevation = CAMERA_VIEWS[view]
+    cam.lookat[:] = lookat
+    cam.distance = distance
+    cam.azimuth = azimuth
+    cam.elevation = elevation
+
+
+class SceneRenderer(OffscreenRenderer):
+    """Renders `model` from its own `MjData`; `set_qpos` then `render` on the owning thread."""
+
+    def __init__(self, model: mujoco.MjModel, max_geoms: int = 4000) -> None:
+        super().__init__(model, max_geoms)
+        self.camera = mujoco.MjvCamera()
+        set_camera_view(self.model, self.camera)
+        self.data = mujoco.MjData(self.model)
+        mujoco.mj_forward(self.model, self.data)
+        self._size = np.zeros(3)
+        self._mat = np.zeros(9)
+        log.info("scene renderer on %r (software: %s), %dx%d max", self.gl_renderer, self.software,
+                 self.max_width, self.max_height)
+
+    def set_qpos(self, qpos: np.ndarray) -> None:
+        """Pose the scene: everything the picture needs, and no dynamics."""
+        self.data.qpos[:] = qpos
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+        mujoco.mj_camlight(self.model, self.data)
+
+    def render(self, width: int, height: int, markers: tuple[FrameMarker | BoxMarker, ...] = ()) -> np.ndarray:
+        """An (height, width, 3) uint8 image, top row first; the size is clipped by `fit`."""
+        self.update_scene(self.data, self.camera)
+        for m in markers:
+            if isinstance(m, FrameMarker):
+                self._add_frame(m)
+            else:
+                self._add_box(m)
+        return self.draw(width, height)
+
+    def move_camera(self, action: mujoco.mjtMouse, reldx: float, reldy: float) -> None:
+        """MuJoCo's viewer camera motion; `reldx`, `reldy` are mouse moves over the image height."""
+        mujoco.mjv_moveCamera(self.model, int(action), float(reldx), float(reldy), self.camera)
+
+    def set_view(self, view: str = DEFAULT_VIEW) -> None:
+        """Put the camera at one of `CAMERA_VIEWS`."""
+        set_camera_view(self.model, self.camera, view)
+
+    # ----- overlays -----
+
+    def _new_geom(self) -> mujoco.MjvGeom | None:
+        scn = self.scene
+        if scn.ngeom >= scn.maxgeom:
+            return None
+        g = scn.geoms[scn.ngeom]
+        scn.ngeom += 1
+        return g
+
+    def _add_frame(self, m: FrameMarker) -> None:
+        pos = np.asarray(m.pos_m, dtype=float)
+        if not np.all(np.isfinite(pos)):
+            return
+        quat = np.asarray(m.quat_wxyz, dtype=float)
+        norm = float(np.linalg.norm(quat))
+        if not math.isfinite(norm) or norm < 1e-9:
+            return
+        mujoco.mju_quat2Mat(self._mat, quat / norm)
+        rot = self._mat.reshape(3, 3)
+        g = self._new_geom()
+        if g is None:
+            return
+        self._size[:] = m.radius_m
+        mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, self._size, pos, self._mat,
+                            np.asarray(m.rgba, dtype=np.float32))
+        for k in range(3):
+            g = self._new_geom()
+            if g is None:
+                return
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_ARROW, self._size, pos, self._mat, _AXIS_RGBA[k])
+            mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + m.axis_len_m * rot[:, k])
+        if m.label:
+            g = self._new_geom()
+            if g is None:
+                return
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LABEL, np.zeros(3), pos + np.array([0.0, 0.0, 1.5 * m.radius_m]),
+                                np.eye(3).ravel(), np.ones(4, dtype=np.float32))
+            g.label = m.label
+
+    def _add_box(self, m: BoxMarker) -> None:
+        lo, hi = np.asarray(m.min_m, dtype=float), np.asarray(m.max_m, dtype=float)
+        g = self._new_geom()
+        if g is None:
+            return
+        mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LINEBOX, (hi - lo) / 2.0, (hi + lo) / 2.0,
+                            np.eye(3).ravel(), np.asarray(m.rgba, dtype=np.float32))
+
+
+__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer",
+           "is_software_renderer", "set_camera_view"]
