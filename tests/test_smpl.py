@@ -12,7 +12,13 @@ import pytest
 
 from app.config import FilterConfig
 from app.streaming import protocol as P
-from app.streaming.smpl_body import SmplBodyConfig, SmplBodyError, SmplBodyEstimator, device_rows_from_sample, smpl_window
+from app.streaming.smpl_body import (
+    SmplBodyConfig,
+    SmplBodyError,
+    SmplBodyEstimator,
+    device_rows_from_sample,
+    smpl_window,
+)
 from app.streaming.smpl_skeleton import (
     J,
     NUM_SMPL_JOINTS,

@@ -25,7 +25,8 @@ version lock, frame indices) live in `app.streaming.validation`.
 
 Builders (`build_pose_v1`, `build_pose_v2`, `build_pose_v3`, `build_command`, `build_planner`,
 `build_manager_state`) produce the messages of protocol doc §3, §4.1, §4.2, §6 and §7 with their
-exact field names, dtypes, shapes and order; they validate their inputs (shapes, finite values) and raise `ValueError`/`TypeError`.
+exact field names, dtypes, shapes and order; they validate their inputs (shapes, finite values) and
+raise `ValueError`/`TypeError`.
 """
 
 from __future__ import annotations
@@ -685,7 +686,8 @@ PICO_HEADING_RATE_RAD_S = 1.5
 """Heading rate (rad/s) at full right-stick deflection in the PICO sender's `heading_increment` (doc §7)."""
 
 
-def pico_heading_increment_rad(stick_x: float, frame_time_s: float, rate_rad_s: float = PICO_HEADING_RATE_RAD_S) -> float:
+def pico_heading_increment_rad(stick_x: float, frame_time_s: float,
+                               rate_rad_s: float = PICO_HEADING_RATE_RAD_S) -> float:
     """`heading_increment` (rad) of one pose message, as the PICO sender computes it (doc §7):
     ``rate_rad_s * (-stick_x) * frame_time_s``. Stick right (+x) turns right (negative yaw). There is
     **no dead band** (the sender computes it before its deadzone test). `frame_time_s` is the time
