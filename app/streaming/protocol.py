@@ -23,14 +23,16 @@ shape entries, non-integer `v`/`count`, non-object fields), and every size is ch
 buffer length before anything is allocated. Topic-level rules (required fields, shapes, the
 version lock, frame indices) live in `app.streaming.validation`.
 
-Builders (`build_pose_v1`, `build_command`, `build_planner`, `build_manager_state`) produce the
-messages of protocol doc §3, §4.1, §4.2 and §7 with their exact field names, dtypes, shapes and
-order; they validate their inputs (shapes, finite values) and raise `ValueError`/`TypeError`.
+Builders (`build_pose_v1`, `build_pose_v2`, `build_pose_v3`, `build_command`, `build_planner`,
+`build_manager_state`) produce the messages of protocol doc §3, §4.1, §4.2, §6 and §7 with their
+exact field names, dtypes, shapes and order; they validate their inputs (shapes, finite values) and
+raise `ValueError`/`TypeError`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
@@ -541,7 +543,7 @@ def _pose_optional(name: str, value: Any, n_frames: int) -> np.ndarray:
         return _as_float_array(value, name, lambda s: s == (n_frames, 21, 3), f"({n_frames}, 21, 3)")
     if name in ("joint_pos", "joint_vel", "body_quat", "body_quat_w", "frame_index", "last_smpl_global_frames",
                 "token_state"):
-        raise ValueError(f"{name} cannot be an optional field of a v1 pose message")
+        raise ValueError(f"{name} cannot be an optional field of a pose message")
     arr = value
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: extra fields must be numpy arrays, got {type(value).__name__}")
@@ -593,6 +595,108 @@ def build_pose_v1(joint_pos: np.ndarray, joint_vel: np.ndarray, body_quat_w: np.
                                             ("frame_index", fi.astype(np.int64))]
     fields += [(name, _pose_optional(name, value, n)) for name, value in optional.items()]
     return encode(topic, fields, 1)
+
+
+def _frame_index_array(frame_index: Any, n: int) -> np.ndarray:
+    fi = np.asarray(frame_index)
+    if fi.dtype.kind not in "iu":
+        raise TypeError(f"frame_index: expected integers, got dtype {fi.dtype}")
+    if fi.shape != (n,):
+        raise ValueError(f"frame_index: expected shape ({n},), got {fi.shape}")
+    if fi.size and (fi.min() < 0 or fi.max() > _INT32_MAX):
+        raise ValueError(f"frame_index: values must be in [0, {_INT32_MAX}] (the deploy's merger uses int)")
+    return fi.astype(np.int64)
+
+
+def _smpl_fields(smpl_joints: Any, smpl_pose: Any, body_quat_w: Any) -> list[tuple[str, np.ndarray]]:
+    sj = _as_float_array(smpl_joints, "smpl_joints", lambda s: len(s) == 3 and s[0] >= 1 and s[1:] == (24, 3),
+                         "(N>=1, 24, 3)")
+    n = sj.shape[0]
+    sp = _as_float_array(smpl_pose, "smpl_pose", lambda s: s == (n, 21, 3), f"({n}, 21, 3)")
+    bq = _as_float_array(body_quat_w, "body_quat_w", lambda s: s == (n, 4), f"({n}, 4)")
+    return [("smpl_pose", sp), ("smpl_joints", sj), ("body_quat_w", bq)]
+
+
+POSE_SMPL_OPTIONAL_FIELDS: tuple[str, ...] = (
+    "left_hand_joints", "right_hand_joints", "vr_position", "vr_orientation", "catch_up", "heading_increment",
+    "timestamp_monotonic")
+"""Optional fields `build_pose_v2` / `build_pose_v3` know and convert (as in `build_pose_v1`); any other
+keyword is an extra field (ignored by the deploy) and must be an array of an encodable dtype."""
+
+
+def _smpl_optional(optional: Mapping[str, Any], n: int) -> list[tuple[str, np.ndarray]]:
+    return [(name, _pose_optional(name, value, n)) for name, value in optional.items()]
+
+
+def build_pose_v2(smpl_joints: np.ndarray, smpl_pose: np.ndarray, body_quat_w: np.ndarray, frame_index: np.ndarray,
+                  *, joint_pos: np.ndarray | None = None, joint_vel: np.ndarray | None = None,
+                  topic: str = TOPIC_POSE, **optional: Any) -> bytes:
+    """A protocol-v2 `pose` message (doc §3.1, §6): N SMPL frames; the deploy's encoder runs in SMPL mode.
+
+    - `smpl_joints` (N, 24, 3): SMPL joints, root-local (pelvis frame: +X forward, +Y left, +Z up), m.
+    - `smpl_pose` (N, 21, 3): axis-angle (rad) of SMPL joints 1..21 relative to their parent, SMPL axes.
+    - `body_quat_w` (N, 4): pelvis orientation **w, x, y, z** in the Z-up world.
+    - `frame_index` (N,): integers sent as int64, consecutive on the 50 Hz grid, strictly increasing
+      across messages.
+    - `joint_pos` / `joint_vel` (N, 29), optional in v2 (IsaacLab order, rad, rad/s): both or neither.
+    - optional keywords as in `build_pose_v1` (`POSE_SMPL_OPTIONAL_FIELDS`), e.g. `vr_position` [9],
+      `vr_orientation` [12], `heading_increment` (rad, f32[1], see `pico_heading_increment_rad`),
+      `timestamp_monotonic`, the hands.
+
+    Float arrays keep float32 / float64 (other real dtypes go as float64). Field order follows the
+    PICO sender: smpl_pose, smpl_joints, body_quat_w, [joint_pos, joint_vel], frame_index, then the
+    optional keywords in the order given. Raises `ValueError` / `TypeError` on wrong shapes, dtypes or
+    non-finite values.
+    """
+    fields = _smpl_fields(smpl_joints, smpl_pose, body_quat_w)
+    n = fields[1][1].shape[0]
+    if (joint_pos is None) != (joint_vel is None):
+        raise ValueError("joint_pos and joint_vel: give both or neither")
+    if joint_pos is not None:
+        fields += [("joint_pos", _as_float_array(joint_pos, "joint_pos", lambda s: s == (n, NUM_G1_JOINTS),
+                                                 f"({n}, {NUM_G1_JOINTS})")),
+                   ("joint_vel", _as_float_array(joint_vel, "joint_vel", lambda s: s == (n, NUM_G1_JOINTS),
+                                                 f"({n}, {NUM_G1_JOINTS})"))]
+    fields.append(("frame_index", _frame_index_array(frame_index, n)))
+    fields += _smpl_optional(optional, n)
+    return encode(topic, fields, 2)
+
+
+def build_pose_v3(smpl_joints: np.ndarray, smpl_pose: np.ndarray, body_quat_w: np.ndarray, joint_pos: np.ndarray,
+                  joint_vel: np.ndarray, frame_index: np.ndarray, *, topic: str = TOPIC_POSE, **optional: Any) -> bytes:
+    """A protocol-v3 `pose` message (doc §3.1, §6, §7): SMPL frames plus G1 joints, what the PICO sender sends.
+
+    Arguments as in `build_pose_v2`, with `joint_pos` / `joint_vel` (N, 29) required (IsaacLab order,
+    absolute rad and rad/s; the PICO fills only the wrists, IsaacLab 23..28, and sends f64). Field
+    order: smpl_pose, smpl_joints, body_quat_w, joint_pos, joint_vel, frame_index, then the optional
+    keywords in the order given.
+    """
+    fields = _smpl_fields(smpl_joints, smpl_pose, body_quat_w)
+    n = fields[1][1].shape[0]
+    fields += [("joint_pos", _as_float_array(joint_pos, "joint_pos", lambda s: s == (n, NUM_G1_JOINTS),
+                                             f"({n}, {NUM_G1_JOINTS})")),
+               ("joint_vel", _as_float_array(joint_vel, "joint_vel", lambda s: s == (n, NUM_G1_JOINTS),
+                                             f"({n}, {NUM_G1_JOINTS})")),
+               ("frame_index", _frame_index_array(frame_index, n))]
+    fields += _smpl_optional(optional, n)
+    return encode(topic, fields, 3)
+
+
+PICO_HEADING_RATE_RAD_S = 1.5
+"""Heading rate (rad/s) at full right-stick deflection in the PICO sender's `heading_increment` (doc §7)."""
+
+
+def pico_heading_increment_rad(stick_x: float, frame_time_s: float,
+                               rate_rad_s: float = PICO_HEADING_RATE_RAD_S) -> float:
+    """`heading_increment` (rad) of one pose message, as the PICO sender computes it (doc §7):
+    ``rate_rad_s * (-stick_x) * frame_time_s``. Stick right (+x) turns right (negative yaw). There is
+    **no dead band** (the sender computes it before its deadzone test). `frame_time_s` is the time
+    the message advances (s; 0.02 at 50 Hz). A non-finite stick counts as centred; a non-finite or
+    negative frame time raises `ValueError`."""
+    if not (math.isfinite(frame_time_s) and frame_time_s >= 0.0):
+        raise ValueError(f"frame_time_s: expected a finite time >= 0 s, got {frame_time_s!r}")
+    x = float(stick_x) if math.isfinite(stick_x) else 0.0
+    return rate_rad_s * (-x) * float(frame_time_s)
 
 
 def build_command(start: bool, stop: bool, planner: bool, delta_heading: float | None = None) -> bytes:
@@ -669,10 +773,11 @@ def build_manager_state(stream_mode: int | StreamMode, toggle_data_collection: b
 __all__ = [
     "DTYPE_ITEMSIZE", "DecodeError", "ENCODABLE_DTYPES", "FieldSpec", "G1_JOINT_NAMES_ISAACLAB",
     "G1_JOINT_NAMES_MUJOCO", "G1_WRIST_ISAACLAB_INDICES", "HEADER_SIZE", "HeaderTooLarge", "ISAACLAB_TO_MUJOCO",
-    "KNOWN_TOPICS", "LocomotionMode", "MUJOCO_TO_ISAACLAB", "Message", "NUM_G1_JOINTS", "POSE_V1_OPTIONAL_FIELDS",
+    "KNOWN_TOPICS", "LocomotionMode", "MUJOCO_TO_ISAACLAB", "Message", "NUM_G1_JOINTS", "PICO_HEADING_RATE_RAD_S",
+    "POSE_SMPL_OPTIONAL_FIELDS", "POSE_V1_OPTIONAL_FIELDS",
     "ProtocolError", "RECEIVER_TOPICS", "SQUAT_LOCOMOTION_MODES", "STATIC_LOCOMOTION_MODES", "StreamMode",
     "TOPIC_COMMAND", "TOPIC_MANAGER_STATE", "TOPIC_PLANNER", "TOPIC_POSE", "UNKNOWN_DTYPE_ITEMSIZE",
     "UPPER_BODY_ISAACLAB_INDICES", "UPPER_BODY_MUJOCO_INDICES", "build_command", "build_header",
-    "build_manager_state", "build_planner", "build_pose_v1", "decode", "encode", "isaaclab_to_mujoco",
-    "mujoco_to_isaaclab",
+    "build_manager_state", "build_planner", "build_pose_v1", "build_pose_v2", "build_pose_v3", "decode",
+    "encode", "isaaclab_to_mujoco", "mujoco_to_isaaclab", "pico_heading_increment_rad",
 ]
