@@ -204,7 +204,8 @@ def test_the_elbow_never_flips_when_the_wrist_passes_through_the_preferred_elbow
 def demo_frames():
     """One 20 s cycle of the demo operator at 50 Hz, calibrated at 0.5 s as the operator presses A."""
     from app.config import Config
-    from app.runtime import load_scene, make_demo
+    from app.runtime import make_demo
+    from app.sim.scene import load_scene
     from app.tracking.demo_operator import CYCLE_S
 
     cfg = Config()

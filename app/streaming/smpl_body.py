@@ -421,7 +421,7 @@ class SmplBodyEstimator:
         for k, j in enumerate(_SPINE, start=1):
             g[j] = _axis_angle(sw_axis, sw_angle * k / 3.0) @ _rot_z(yaw_p + twist * k / 3.0)
         g[J["head"]] = R_head
-        g[J["neck"]] = Q.to_matrix(Q.slerp(Q.from_matrix(g[J["spine3"]]), Q.from_matrix(R_head), 0.5))
+        g[J["neck"]] = Q.to_matrix(_halfway(Q.from_matrix(g[J["spine3"]]), Q.from_matrix(R_head)))
         for j in _LEGS:
             g[j] = g[0]
         # Place the pelvis so that the head lands on its target.
@@ -496,6 +496,12 @@ class SmplBodyEstimator:
         p[hand] = p[wr] + g[wr] @ off[hand]
         return want, excess
 
+
+
+def _halfway(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The rotation halfway from `a` to `b` along the shorter arc (w, x, y, z): a * exp(log(a^-1 b) / 2)."""
+    rel = Q.canonical(Q.multiply(Q.conjugate(a), b))
+    return Q.normalize(Q.multiply(a, Q.from_rotvec(0.5 * Q.to_rotvec(rel))))
 
 __all__ = ["ROWS", "SmplBodyConfig", "SmplBodyError", "SmplBodyEstimator", "SmplFrame", "device_rows_from_sample",
            "smpl_window"]
