@@ -26,7 +26,7 @@ from app.config import Config
 from app.control.engine import Command
 from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
-from app.control.timing import TimingStats
+from app.stats import TimingFigures
 from app.runtime import build_engine, make_source, session_sidecar
 from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
 from app.sessions.run_summary import RunSummary
@@ -258,7 +258,7 @@ class Pipeline:
         loop = self.loop
         return loop.latest() if loop is not None else None
 
-    def stats(self) -> TimingStats | None:
+    def stats(self) -> TimingFigures | None:
         loop = self.loop
         return loop.stats() if loop is not None else None
 

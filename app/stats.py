@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import math
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -110,6 +112,30 @@ class Distribution:
 
 
 # --- per-tick timing predicates: the loop's timer and the session analysis both use these -----
+
+
+
+@dataclass(frozen=True)
+class TimingFigures:
+    """The timing figures of a run or of a window of its ticks: the loop's own summary, the session
+    analysis and the window's live figures all use this one definition."""
+
+    ticks: int
+    """Ticks run (skipped deadlines are not ticks)."""
+    late_ticks: int
+    """Ticks that started more than one period after their deadline."""
+    overruns: int
+    """Ticks whose compute time exceeded the period."""
+    lateness_p50_ms: float
+    lateness_p99_ms: float
+    lateness_max_ms: float
+    compute_p50_ms: float
+    compute_p99_ms: float
+    compute_max_ms: float
+    achieved_rate_hz: float
+    """Ticks per second between the first and the last tick's start."""
+    skipped_ticks: int = 0
+    """Deadlines skipped because a tick woke more than one period after its own."""
 
 
 def is_late(lateness_ms, period_ms: float):

@@ -16,7 +16,8 @@ from typing import Callable
 from app.config import LoopConfig
 from app.control.engine import Command, TeleopEngine
 from app.control.snapshot import Snapshot
-from app.control.timing import LoopTimer, TimingStats
+from app.control.timing import LoopTimer
+from app.stats import TimingFigures
 from app.tracking.source import TrackingSource
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class ControlLoop:
         t = self._thread
         return t.native_id if t is not None else None
 
-    def stats(self) -> TimingStats:
+    def stats(self) -> TimingFigures:
         return self.timer.stats()
 
     def _log_subscriber_error(self, fn: Subscriber, now_s: float) -> None:

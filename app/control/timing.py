@@ -16,32 +16,11 @@ the compute time of a tick is the one its snapshot carries, percentiles come fro
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from app.stats import Distribution, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
-
-
-@dataclass(frozen=True)
-class TimingStats:
-    ticks: int
-    """Ticks run (skipped deadlines are not ticks)."""
-    late_ticks: int
-    """Ticks that started more than one period after their deadline."""
-    overruns: int
-    """Ticks whose compute time exceeded the period."""
-    lateness_p50_ms: float
-    lateness_p99_ms: float
-    lateness_max_ms: float
-    compute_p50_ms: float
-    compute_p99_ms: float
-    compute_max_ms: float
-    achieved_rate_hz: float
-    """Ticks per second between the first and the last tick's start."""
-    skipped_ticks: int = 0
-    """Deadlines skipped because a tick woke more than one period after its own."""
+from app.stats import Distribution, TimingFigures, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
 
 
 class LoopTimer:
@@ -139,7 +118,7 @@ class LoopTimer:
             self._compute_ms.add(self._compute_s * 1e3)
             self._n = 0
 
-    def stats(self) -> TimingStats:
+    def stats(self) -> TimingFigures:
         """Figures of every tick so far.
 
         Safe to call from another thread while the loop runs (it copies, never mutates); the
@@ -154,7 +133,7 @@ class LoopTimer:
         else:  # record() without start times: ticks over the time since start()
             elapsed = (self._clock() - self._start) if self._start is not None else 0.0
             rate = self.ticks / elapsed if elapsed > 0 else 0.0
-        return TimingStats(
+        return TimingFigures(
             ticks=self.ticks, late_ticks=self.late_ticks, overruns=self.overruns,
             lateness_p50_ms=percentile_or_zero(lat, 50), lateness_p99_ms=percentile_or_zero(lat, 99),
             lateness_max_ms=lat.max if lat.count else 0.0, compute_p50_ms=percentile_or_zero(comp, 50),

@@ -15,11 +15,10 @@ MuJoCo world frame; the run summary, the analysis and the GUI's plots all use th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from app.stats import Distribution, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
+from app.stats import Distribution, TimingFigures, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
 from calibration.quat import angle_between
 
 __all__ = ["TimingFigures", "achieved_rate_hz", "count_late", "count_overruns", "skipped_in_window",
@@ -51,23 +50,6 @@ def skipped_in_window(skipped_ticks: np.ndarray, before: float | None, starts_ru
     if before is None and starts_run:
         n += int(s[0])
     return n
-
-
-@dataclass(frozen=True)
-class TimingFigures:
-    """The timing figures of a window of ticks; names as in `app.control.timing.TimingStats`."""
-
-    ticks: int
-    late_ticks: int
-    overruns: int
-    skipped_ticks: int
-    lateness_p50_ms: float
-    lateness_p99_ms: float
-    lateness_max_ms: float
-    compute_p50_ms: float
-    compute_p99_ms: float
-    compute_max_ms: float
-    achieved_rate_hz: float
 
 
 def timing_figures(lateness_ms: np.ndarray, compute_ms: np.ndarray, period_ms: float,
