@@ -14,9 +14,8 @@ from app.streaming.g1_model import (
 )
 from calibration import quat as Q
 
-JSON_PATH = Path("/work/shared/robots/unitree_g1_kinematics.json")
-if not JSON_PATH.is_file():  # the shared folder sits beside the repository in other checkouts
-    JSON_PATH = Path(__file__).resolve().parents[2] / "shared/robots/unitree_g1_kinematics.json"
+JSON_PATH = Path(__file__).resolve().parents[2] / "shared/robots/unitree_g1_kinematics.json"
+"""The published kinematics, in the shared folder beside the repository (CI lays it there too)."""
 
 # Our sites standing in for the JSON's named reference points.
 SITE_FOR_REFERENCE = {

@@ -43,7 +43,7 @@ DT = 0.02
 
 
 def test_embedded_template_is_the_cited_file():
-    path = SHARED_SKELETON if SHARED_SKELETON.exists() else Path("/work/shared/robots/smpl_neutral_skeleton.json")
+    path = SHARED_SKELETON
     if not path.exists():
         pytest.skip("the shared SMPL skeleton file is not on this machine")
     d = json.loads(path.read_text())
