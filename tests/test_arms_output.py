@@ -122,3 +122,7 @@ def test_the_reconnect_hook_is_called_only_before_commanding(output):
         assert set(grippers) == {"left", "right"} and all(0.0 <= g <= 1.0 for g in grippers.values())
     _run(output, 0.3, HOME)
     assert len(hooks) <= 1
+
+
+def test_a_connected_output_is_live(output):
+    assert output.is_live() is True

@@ -105,3 +105,27 @@ def test_tracking_errors_vectorised_equal_the_scalar_definition():
         assert r_i == pytest.approx(quat.angle_between(a[i], b[i]), rel=1e-15)
     # Angles near zero keep their digits (acos of the dot product would return 0 or ~1e-8 noise).
     assert np.all(rot > 0) and np.all(rot < 1e-6) and math.isfinite(float(rot.sum()))
+
+
+def test_the_run_summary_leaves_ticks_without_a_live_output_out_of_the_tracking_error():
+    """A remote server lost for a while: the error of that window is the disconnection's, reported
+    apart (ticks counted), not mixed into the teleoperation's figures."""
+    import dataclasses
+
+    from app.sessions.run_summary import RunSummary
+    from tests.test_sessions import make_snapshots
+
+    snaps = make_snapshots(40)
+    lost = set(range(10, 30))
+    summary = RunSummary()
+    engaged_live = {"left": 0, "right": 0}
+    for k, snap in enumerate(snaps):
+        live = k not in lost
+        snap = dataclasses.replace(snap, output_live=live)
+        summary.add(snap)
+        for arm in engaged_live:
+            engaged_live[arm] += int(snap.arm(arm).engaged and live)
+    d = summary.as_dict()
+    assert d["output_not_live_ticks"] == len(lost)
+    for arm, n in engaged_live.items():
+        assert d[arm]["engaged_ticks"] == n

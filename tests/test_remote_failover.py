@@ -56,6 +56,9 @@ def test_server_killed_and_restarted_stale_then_reconnect_and_resync_without_jum
         assert took < 1.0
         stale = out.status()
         assert "no state from" in stale.error and not stale.sending
+        assert not out.is_live()
+        # The snapshots say so too (the run summary counts those ticks apart).
+        wait_until(lambda: not loop.latest().output_live, 1.0, "a snapshot with the output not live")
         time.sleep(0.5)
         assert out.status().commands_sent == stale.commands_sent  # nothing sent while stale
         wait_until(lambda: out.state is LinkState.DISCONNECTED, 5.0, "DISCONNECTED")
@@ -69,6 +72,7 @@ def test_server_killed_and_restarted_stale_then_reconnect_and_resync_without_jum
         try:
             wait_until(lambda: out.state is LinkState.CONNECTED, 15.0, "reconnection")
             wait_until(lambda: out.status().commands_accepted > accepted_before + 100, 10.0, "commanding the new server")
+            assert out.is_live() and loop.latest().output_live
             after = observer.latest()
         finally:
             observer.close()

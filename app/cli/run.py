@@ -277,6 +277,11 @@ def print_summary(r: dict) -> None:
         f"compute p50 {t['compute_p50_ms']:.3f} ms  p99 {t['compute_p99_ms']:.3f} ms; overruns {t['overruns']}, late ticks {t['late_ticks']}",
     ]
     lines += [_arm_line(arm, r[arm]) for arm in ("left", "right")]
+    not_live = r.get("output_not_live_ticks", 0)
+    if not_live:
+        lines.append(f"robot link: connected {r['ticks'] - not_live} ticks, stale or disconnected {not_live} ticks "
+                     f"({not_live / max(t['achieved_rate_hz'], 1e-9):.1f} s); the tracking errors above are for the "
+                     "connected ticks only")
     lines.append(f"events {r.get('events', {})}; rejected samples {sum(r.get('rejected', {}).values())}; "
                  f"clamps {r.get('clamps', {})}; state {r.get('teleop_state')}")
     if r.get("error"):

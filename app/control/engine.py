@@ -412,5 +412,5 @@ class TeleopEngine:
             sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,
             teleop_state=self.teleop.state.value, heading_rad=self.heading_rad, source_name=self.source_name,
             rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items())), events=tuple(events),
-            error=self._error,
+            error=self._error, output_live=self.sim.is_live(),
         )

@@ -90,6 +90,9 @@ class Snapshot:
     events: tuple[Event, ...] = field(default=())
     """What happened this tick (calibration, engage, release, tracking lost, commands, ...), in order."""
     error: str = ""
+    output_live: bool = True
+    """The arms' output was live this tick (`ArmsOutput.is_live`): False while a remote server's
+    link is stale or lost, when the achieved pose on record is not the robot's current one."""
     """Set on the tick where an exception e-stopped the loop."""
 
     def arm(self, name: str) -> ArmSnapshot:

@@ -205,6 +205,11 @@ class RemoteArms:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def is_live(self) -> bool:
+        """While fresh state comes from this server instance: CONNECTED, or RESYNCING right after
+        a (re)connection (not STALE, DISCONNECTED, REFUSED or CLOSED)."""
+        return self._conn.state in (LinkState.CONNECTED, LinkState.RESYNCING)
+
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """The engine registers `resync_from_output` here; commands wait for it after each (re)connection.
 

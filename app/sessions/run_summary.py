@@ -62,6 +62,9 @@ class RunSummary:
         self._lateness_batch = _Growing(_BATCH)
         self.events: Counter[str] = Counter()
         self.last: Snapshot | None = None
+        self.not_live_ticks = 0
+        """Ticks while the output was not live (a remote server lost): their tracking error is
+        the disconnection's, not the teleoperation's, and is left out of the error figures."""
 
     def add(self, snap: Snapshot) -> None:
         self.ticks += 1
@@ -69,9 +72,11 @@ class RunSummary:
         if self._lateness_batch.n == _BATCH:
             self.lateness_ms.add(self._lateness_batch.values())
             self._lateness_batch.n = 0
+        if not snap.output_live:
+            self.not_live_ticks += 1
         for name in ARMS:
             arm = snap.arm(name)
-            if arm.engaged:
+            if arm.engaged and snap.output_live:
                 pos_m, rot_rad = tracking_error(arm.target_pos_m, arm.tcp_pos_m, arm.target_quat_wxyz, arm.tcp_quat_wxyz)
                 self.pos_err_m[name].append(pos_m)
                 self.rot_err_rad[name].append(rot_rad)
@@ -82,7 +87,7 @@ class RunSummary:
     def as_dict(self) -> dict:
         lat = self.lateness_ms.copy()
         lat.add(self._lateness_batch.values())
-        out: dict = {"ticks": self.ticks, "events": dict(self.events)}
+        out: dict = {"ticks": self.ticks, "events": dict(self.events), "output_not_live_ticks": self.not_live_ticks}
         if lat.count:
             out["lateness_ms"] = {"p50": lat.percentile(50), "p99": lat.percentile(99), "max": lat.max}
         for name in ARMS:

@@ -104,6 +104,11 @@ class ArmsOutput(Protocol):
         """One arm's newest joints and TCP pose."""
         ...
 
+    def is_live(self) -> bool:
+        """True while the arms' state is current and commands reach them (a remote output: its
+        link is CONNECTED); False while it is stale or lost. Cheap: called every tick."""
+        ...
+
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """Register the engine's re-synchronisation: an output that can lose its robot and find it
         again calls `hook` before it sends anything after each (re)connection, so the next command

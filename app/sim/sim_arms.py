@@ -77,6 +77,10 @@ class SimulatedArms:
     def sim_time_s(self) -> float:
         return float(self.data.time)
 
+    def is_live(self) -> bool:
+        """Always: the local simulation cannot lose its arms."""
+        return True
+
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """Never called: the local simulation cannot lose its arms."""
 
