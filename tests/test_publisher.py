@@ -267,7 +267,9 @@ def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
 
         monkeypatch.setattr(pub._retarget, "step", boom)
         pub.start_streaming()
-        _wait(lambda: pub.status().state is StreamState.STOPPED, what="the fault stop")
+        # The stream thread halts under its lock, then sends the stop command outside it.
+        _wait(lambda: pub.status().state is StreamState.STOPPED and pub.status().messages_sent >= 1,
+              what="the fault stop, sent")
         st = pub.status()
         assert "retarget exploded" in st.last_error and st.frame_index == -1
         assert st.messages_sent == 1  # only the stop command
