@@ -406,6 +406,14 @@ MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1)
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
 PLANNER_TIMEOUT_S = 1.0
 """The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
+LOCOMOTION_AUTO = "auto"
+LOCOMOTION_CHOICES: tuple[str, ...] = (
+    LOCOMOTION_AUTO, "idle", "slow_walk", "walk", "run", "idel_squat", "idel_kneel_two_legs", "idel_kneel",
+    "idel_lying_face_down", "crawling", "idel_boxing", "walk_boxing", "left_punch", "right_punch", "random_punch",
+    "elbow_crawling", "left_hook", "right_hook", "forward_jump", "stealth_walk", "injured_walk", "ledge_walking",
+    "object_carrying", "stealth_walk_2", "happy_dance_walk", "zombie_walk", "gun_walk", "scare_walk")
+"""`stream.locomotion`: 'auto' (the stick picks SLOW_WALK / WALK / RUN) or one of the deploy's
+`LocomotionMode` names in lower case, in value order 0..26 (spec 4.3, the code's "IDEL" spelling)."""
 
 
 
@@ -473,6 +481,27 @@ class StreamConfig:
     """Calibrate the 3-point too when the engine calibrates (the operator presses A), unless streaming."""
     stale_after_s: float = 0.25
     """A snapshot older than this counts as stale: the planner is sent IDLE, the pose is held."""
+    stale_input_s: float = 0.5
+    """Tracking lost (stale snapshot or a held device) for longer than this (s): no planner or
+    pose message is sent until it returns, so the deploy's own timeout takes it to idle, as the
+    PICO sender does (it skips sends while the headset's timestamp stands still)."""
+    locomotion: str = LOCOMOTION_AUTO
+    """Planner gait: 'auto' (by stick magnitude) or a `LocomotionMode` name (`LOCOMOTION_CHOICES`)."""
+    planner_rate_hz: float = 50.0
+    """Planner messages per second (1..rate_hz). The deploy accepts any rate above 1 Hz (1 s
+    timeout) and applies each message once per 50 Hz control tick; the PICO sender uses 20."""
+    pose_entry_delay_s: float = 1.0
+    """Pose modes on a zmq_manager deploy: seconds between `command(1,0,1)` (start, planner) and
+    `command(1,0,0)` (into streamed motion), so the deploy's start is acted on in planner mode
+    before the switch (the two must not land in one 100 Hz update). Planner IDLE is sent meanwhile."""
+    max_catchup_frames: int = 50
+    """Pose modes: after a stall, at most this many grid frames are computed and sent in one
+    message (every index kept); a longer stall skips the excess (counted)."""
+    feedback_endpoint: str = ""
+    """The deploy's `g1_debug` PUB to subscribe to (e.g. 'tcp://127.0.0.1:5557'); empty = off.
+    Its measured joints are the reference of the start-distance check and calibration when live."""
+    clamp_to_reach: bool = True
+    """Bound each streamed wrist key point to the G1's reachable sphere around its shoulder."""
     threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
     retarget: RetargetConfig = field(default_factory=RetargetConfig)
 
@@ -496,6 +525,21 @@ class StreamConfig:
         _require(_num(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
         _require(_num(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
                  f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
+        _require(_num(self.stale_input_s, self.stale_after_s, 10.0), "stream.stale_input_s",
+                 f"a number of seconds in stale_after_s ({self.stale_after_s})..10", self.stale_input_s)
+        _require(self.locomotion in LOCOMOTION_CHOICES, "stream.locomotion", f"one of {LOCOMOTION_CHOICES}",
+                 self.locomotion)
+        _require(_num(self.planner_rate_hz, 1.0, self.rate_hz), "stream.planner_rate_hz",
+                 f"a number in 1..rate_hz ({self.rate_hz})", self.planner_rate_hz)
+        _require(_num(self.pose_entry_delay_s, 0.0, 5.0), "stream.pose_entry_delay_s", "a number of seconds in 0..5",
+                 self.pose_entry_delay_s)
+        _require(isinstance(self.max_catchup_frames, int) and self.frames_per_message <= self.max_catchup_frames <= 500,
+                 "stream.max_catchup_frames", f"an integer in frames_per_message ({self.frames_per_message})..500",
+                 self.max_catchup_frames)
+        _require(isinstance(self.feedback_endpoint, str) and (self.feedback_endpoint == "" or "://" in self.feedback_endpoint),
+                 "stream.feedback_endpoint", "'' (off) or a ZMQ endpoint such as 'tcp://127.0.0.1:5557'",
+                 self.feedback_endpoint)
+        _require(isinstance(self.clamp_to_reach, bool), "stream.clamp_to_reach", "true or false", self.clamp_to_reach)
 
     @property
     def period_s(self) -> float:

@@ -45,12 +45,13 @@ def _wait(cond, timeout_s: float = BOUND_S, what: str = "") -> None:
 class Subscriber:
     """A SUB socket in a child process (spawned, so no thread state is forked)."""
 
-    def __init__(self, endpoint: str) -> None:
+    def __init__(self, endpoint: str, skip: bytes = b"manager_state", deadline_s: float = 30.0) -> None:
+        """``skip``: a topic not recorded (by default `manager_state`, sent every tick while open)."""
         ctx = mp.get_context("spawn")
         self.ready = ctx.Event()
         self.seen = ctx.Value("i", 0)
         self.queue = ctx.Queue()
-        self.proc = ctx.Process(target=subscribe, args=(endpoint, self.ready, self.seen, self.queue, 30.0, 20000),
+        self.proc = ctx.Process(target=subscribe, args=(endpoint, self.ready, self.seen, self.queue, deadline_s, 20000, skip),
                                 daemon=True)
 
     def __enter__(self) -> "Subscriber":
@@ -94,7 +95,7 @@ def test_manager_mode_start_planner_stop_over_tcp(g1):
         _connect(pub, sub)
         pub.calibrate()
         time.sleep(0.1)
-        assert pub.status().messages_sent == 0 and sub.seen.value == 0  # nothing before start
+        assert pub.status().messages_sent == 0 and sub.seen.value == 0  # nothing but manager_state before start
         pub.start_streaming()
         _wait(lambda: sub.seen.value >= 10, what="the first planner messages")
         feed.script = {"left_stick": (0.0, 0.8)}  # walk forward
@@ -127,7 +128,8 @@ def test_manager_mode_start_planner_stop_over_tcp(g1):
     walking = [p.fields for p in planners if int(p.fields["mode"][0]) != LocomotionMode.IDLE]
     assert walking, "the pushed left stick never produced a gait"
     assert int(walking[0]["mode"][0]) == LocomotionMode.WALK
-    np.testing.assert_allclose(walking[0]["movement"], [1, 0, 0], atol=0.05)
+    # the movement is the stick's direction scaled by its magnitude past the deadzone
+    np.testing.assert_allclose(walking[0]["movement"], [(0.8 - 0.15) / 0.85, 0, 0], atol=0.05)
     facing = np.array([p.fields["facing"] for p in planners])
     assert facing[-1][1] < -0.1  # turned right (negative yaw)
     np.testing.assert_allclose(np.linalg.norm(facing, axis=1), 1.0, atol=1e-5)
@@ -136,13 +138,13 @@ def test_manager_mode_start_planner_stop_over_tcp(g1):
 
 
 def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
-    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT)
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.1)
     with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
         _connect(pub, sub)
         pub.calibrate()
         assert pub.status().messages_sent == 0
         pub.start_streaming()
-        _wait(lambda: sub.seen.value >= 10, what="the first pose messages")
+        _wait(lambda: sub.seen.value >= 20, what="the first pose messages")
         for k in range(1, 21):  # reach forward 10 cm, in 5 mm steps
             feed.script = {"reach_m": 0.005 * k}
             time.sleep(0.02)
@@ -152,6 +154,11 @@ def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
         msgs = sub.result()
         status = pub.status()
         last_q = pub.last_q_mujoco_rad
+    # the PICO manager's entry (doc 4.1): start in the planner, then into streamed motion
+    entry = [k for k, (_, m) in enumerate(msgs) if m.topic == "command"][:2]
+    assert [_command(msgs[k][1]) for k in entry] == [(True, False, True), (True, False, False)]
+    assert {m.topic for _, m in msgs[entry[0] + 1:entry[1]]} <= {"planner"}
+    msgs = msgs[entry[1] + 1:]
     assert msgs[-1][1].topic == "command" and _command(msgs[-1][1]) == (False, True, True)
     np.testing.assert_allclose(last_q, isaaclab_to_mujoco(np.asarray(msgs[-2][1].fields["joint_pos"]))[-1])
     assert status.frames_skipped == 0
@@ -258,7 +265,8 @@ def test_the_engines_calibration_calibrates_the_3point_unless_streaming(g1):
 
 
 def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
-    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), g1) as pub:
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0, stale_input_s=10.0)
+    with StreamPublisher(cfg, g1) as pub:
         _ready(pub)
         pub.calibrate()
 
@@ -272,14 +280,15 @@ def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
               what="the fault stop, sent")
         st = pub.status()
         assert "retarget exploded" in st.last_error and st.frame_index == -1
-        assert st.messages_sent == 1  # only the stop command
+        assert st.messages_sent == 3  # only the commands: (1,0,1) and (1,0,0) into pose, then the stop
 
 
 def test_status_and_stop_do_not_wait_for_the_ik(g1, monkeypatch):
     """The thread's retargeting step is held mid-IK: the Qt thread's status(), stop and e-stop
     still answer at once (the state lock is never held across the IK)."""
     import threading
-    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), g1) as pub:
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0, stale_input_s=10.0)
+    with StreamPublisher(cfg, g1) as pub:
         _ready(pub)
         pub.calibrate()
         inside, release = threading.Event(), threading.Event()

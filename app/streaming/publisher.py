@@ -33,6 +33,14 @@ and an e-stopped snapshot send `command(start=0, stop=1, planner=1)` (in both mo
 `zmq` deploy ignores it, the manager stops). A failure inside a tick does the same: nothing half
 computed reaches the robot.
 
+Parity with the PICO manager (protocol doc §4.1, §7): the mode-change commands come from
+`manager_commands` (a pose-mode start enters the planner first, then streamed motion after
+`pose_entry_delay_s`; `switch_mode` changes mode while streaming); `manager_state` goes out every
+tick while open; planner messages at `planner_rate_hz` with the gait of `stream.locomotion`;
+nothing is sent while tracking has been lost longer than `stale_input_s`; wrist key points are
+bounded to the G1's arm reach (`reach`); a late pose tick sends every grid frame since the last
+message (never skipping an index, up to `max_catchup_frames`).
+
 States: IDLE -(start_streaming)-> STREAMING -(stop_streaming / estop / fault)-> STOPPED
 -(start_streaming)-> STREAMING. A refused start raises `StartRefused` with the reason.
 """
@@ -52,12 +60,14 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig, is_loopback_endpoint
+from app.config import LOCOMOTION_AUTO, MODE_PLANNER_VR3PT, MODE_POSE_V1, MODES, StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
 from app.events import EventKind
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
-from app.streaming.protocol import LocomotionMode
+from app.streaming.manager_commands import INTO_PLANNER, INTO_POSE, STOP, is_planner_mode, manager_stream_mode, switch_command
+from app.streaming.protocol import STATIC_LOCOMOTION_MODES, LocomotionMode, StreamMode
+from app.streaming.reach import arm_reach_spheres, bound_to_reach
 from app.streaming.retarget import G1Retargeter
 from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointMapper
 from app.tracking.sample import ControllerButtons
@@ -83,31 +93,60 @@ class Locomotion:
     """-1 = the mode's default speed."""
 
 
-def locomotion_from_stick(stick_x: float, stick_y: float, facing_yaw_rad: float, cfg: StreamConfig) -> Locomotion:
-    """Left thumbstick -> gait, direction and speed, as the reference PICO sender maps it.
+def locomotion_mode(name: str) -> LocomotionMode | None:
+    """`stream.locomotion` -> the fixed mode, or None for 'auto' (raises ValueError naming the choices)."""
+    if name == LOCOMOTION_AUTO:
+        return None
+    try:
+        return LocomotionMode[name.upper()]
+    except KeyError:
+        raise ValueError(f"unknown locomotion {name!r}; expected 'auto' or one of "
+                         f"{[m.name.lower() for m in LocomotionMode]}") from None
 
-    Below the deadzone: IDLE, speed -1. Above it the magnitude is rescaled to 0..1 and picks the
-    gait (SLOW_WALK < `walk_above` <= WALK < `run_above` <= RUN); speed is 0.1 + 0.5 m for SLOW_WALK,
-    the mode default for WALK, 1.5 + 3 m for RUN. Stick up walks toward the facing direction,
-    stick right to its right. Non-finite input counts as centred.
+
+def pico_speed_m_s(mode: LocomotionMode, mag: float) -> float:
+    """The PICO sender's speed for a gait at stick magnitude ``mag`` (0..1 past the deadzone), doc §4.3."""
+    if mode is LocomotionMode.SLOW_WALK:
+        return 0.1 + 0.5 * mag
+    if mode is LocomotionMode.WALK or mode in STATIC_LOCOMOTION_MODES:
+        return -1.0
+    if mode is LocomotionMode.RUN:
+        return 1.5 + 3.0 * mag
+    return mag
+
+
+def locomotion_from_stick(stick_x: float, stick_y: float, facing_yaw_rad: float, cfg: StreamConfig,
+                          fixed: LocomotionMode | None = None) -> Locomotion:
+    """Left thumbstick -> gait, movement and speed, as the reference PICO sender maps it.
+
+    The magnitude past the deadzone is rescaled to ``mag`` in 0..1. Without ``fixed`` (config
+    'auto') it picks the gait (SLOW_WALK < `walk_above` <= WALK < `run_above` <= RUN); with it the
+    gait is ``fixed``. Speed follows `pico_speed_m_s`. The movement vector is the stick's direction
+    in the facing frame scaled by ``mag`` (stick up: toward the facing, stick right: to its right).
+    Below the deadzone: IDLE, speed -1, except that a fixed static mode (squat, kneel, boxing
+    stance, ...) is held with zero movement, since it needs no stick. Non-finite input counts as centred.
     """
     x = float(stick_x) if math.isfinite(stick_x) else 0.0
     y = float(stick_y) if math.isfinite(stick_y) else 0.0
+    if fixed is not None and fixed in STATIC_LOCOMOTION_MODES:
+        return Locomotion(fixed, (0.0, 0.0, 0.0), -1.0)
     raw = min(math.hypot(x, y), 1.0)
     dz = cfg.stick_deadzone
     if raw < dz or raw == 0.0:
         return Locomotion(LocomotionMode.IDLE, (0.0, 0.0, 0.0), -1.0)
     mag = min((raw - dz) / (1.0 - dz), 1.0)
-    if mag >= cfg.run_above:
-        mode, speed = LocomotionMode.RUN, 1.5 + 3.0 * mag
+    if fixed is not None:
+        mode = fixed
+    elif mag >= cfg.run_above:
+        mode = LocomotionMode.RUN
     elif mag >= cfg.walk_above:
-        mode, speed = LocomotionMode.WALK, -1.0
+        mode = LocomotionMode.WALK
     else:
-        mode, speed = LocomotionMode.SLOW_WALK, 0.1 + 0.5 * mag
+        mode = LocomotionMode.SLOW_WALK
     fx, fy = math.cos(facing_yaw_rad), math.sin(facing_yaw_rad)
     # forward component along the facing, the stick's +x to the facing's right (-left)
-    ux, uy = y / raw, x / raw
-    return Locomotion(mode, (ux * fx + uy * fy, ux * fy - uy * fx, 0.0), speed)
+    ux, uy = mag * y / raw, mag * x / raw
+    return Locomotion(mode, (ux * fx + uy * fy, ux * fy - uy * fx, 0.0), pico_speed_m_s(mode, mag))
 
 
 def turn(yaw_rad: float, stick_x: float, dt_s: float, cfg: StreamConfig) -> float:
@@ -195,6 +234,14 @@ class StreamStatus:
     """Devices whose last good pose is held (lost or jumping)."""
     subscribers: int
     """Peers connected to the PUB socket (the deploy shows up here once it connects)."""
+    input_lost: bool = False
+    """Tracking lost for longer than `stale_input_s`: no planner or pose message is being sent."""
+    suppressed_ticks: int = 0
+    """Streaming ticks that sent nothing because tracking was lost (see `input_lost`)."""
+    keypoints_clamped: tuple[int, int] = (0, 0)
+    """Ticks on which the left / right wrist key point was moved onto the G1's reach sphere."""
+    manager_states_sent: int = 0
+    """`manager_state` messages sent (every tick while open, as the PICO manager does)."""
 
 
 # ---- the publisher -------------------------------------------------------------------------------
@@ -226,6 +273,17 @@ class StreamPublisher:
         self._retarget = G1Retargeter(self.g1, self.cfg.retarget)
         self._fk_data = self.g1.new_data()
         self._state = StreamState.IDLE
+        self._mode = self.cfg.mode
+        self._locomotion = locomotion_mode(self.cfg.locomotion)
+        self._reach = arm_reach_spheres(self.g1)
+        self._clamped = [0, 0]
+        self._pose_entry_due: float | None = None
+        """Pose modes: clock time at which `command(1,0,0)` is due after a start (None: not pending)."""
+        self._planner_credit_s = 0.0
+        self._input_lost_since: float | None = None
+        self._input_lost = False
+        self._suppressed = 0
+        self._manager_states = 0
         self._outbox: deque[bytes] = deque()
         self._frames: deque = deque(maxlen=self.cfg.frames_per_message)
         self._next_frame_index = 0
@@ -342,12 +400,53 @@ class StreamPublisher:
             self._retarget.reset(q_robot)
             self._frames.clear()
             self._facing_yaw = 0.0
+            self._planner_credit_s = 1.0 / self.cfg.planner_rate_hz
+            self._input_lost_since, self._input_lost = None, False
             with self._lock:
                 self._check_can_start()
-                if self.cfg.mode == MODE_PLANNER_VR3PT:
-                    self._outbox.append(protocol.build_command(start=True, stop=False, planner=True))
+                self._outbox.append(protocol.build_command(*INTO_PLANNER))  # the deploy starts in planner mode
+                self._pose_entry_due = None if is_planner_mode(self._mode) else self._clock() + self.cfg.pose_entry_delay_s
                 self._state = StreamState.STREAMING
-        log.info("humanoid stream started (%s, %s)", self.cfg.mode, self._endpoint)
+        log.info("humanoid stream started (%s, %s)", self._mode, self._endpoint)
+
+    @property
+    def mode(self) -> str:
+        """The current stream mode (`StreamConfig.mode` until `switch_mode`)."""
+        return self._mode
+
+    def switch_mode(self, mode: str) -> None:
+        """Change the stream mode; while streaming, queue the PICO manager's transition command
+        (`manager_commands.switch_command`): (1,0,1) into a planner mode, (1,0,0) into a pose
+        mode, whose window then refills from the robot's current pose. ValueError on an unknown mode."""
+        if mode not in MODES:
+            raise ValueError(f"unknown stream mode {mode!r}; expected one of {MODES}")
+        with self._solver_lock:
+            with self._lock:
+                old, self._mode = self._mode, mode
+                if self._state is not StreamState.STREAMING:
+                    return
+                if self._pose_entry_due is not None:  # still entering: the pending switch follows the new mode
+                    if is_planner_mode(mode):
+                        self._pose_entry_due = None
+                    return
+                cmd = switch_command(old, mode)
+                if cmd is not None:
+                    self._outbox.append(protocol.build_command(*cmd))
+            if cmd is INTO_POSE:
+                self._enter_pose()
+            elif cmd is INTO_PLANNER:
+                self._planner_credit_s = 1.0 / self.cfg.planner_rate_hz
+        log.info("humanoid stream mode %s -> %s", old, mode)
+
+    def set_locomotion(self, name: str) -> None:
+        """Planner gait from now on: 'auto' or a `LocomotionMode` name (ValueError otherwise)."""
+        self._locomotion = locomotion_mode(name)
+
+    def _enter_pose(self) -> None:
+        """Pose frames start afresh (`_solver_lock` held): from the robot's pose, window refilling."""
+        q_robot, _ = self._robot_q()
+        self._retarget.reset(q_robot)
+        self._frames.clear()
 
     def _check_can_start(self) -> None:
         with self._lock:
@@ -378,9 +477,10 @@ class StreamPublisher:
     def status(self) -> StreamStatus:
         with self._lock:  # the mapper's `last` and `calibrated` are single reads of immutable values
             held = tuple(n for n, h in zip(("left", "right", "head"), self._mapper.last.held) if h)
-            return StreamStatus(self.cfg.mode, self._state, self._endpoint, self._sent, self._dropped,
+            return StreamStatus(self._mode, self._state, self._endpoint, self._sent, self._dropped,
                                 self._skipped, self._last_error, self._last_frame_index, self._mapper.calibrated,
-                                self._late, self._stale, held, self._subscribers)
+                                self._late, self._stale, held, self._subscribers, self._input_lost, self._suppressed,
+                                (self._clamped[0], self._clamped[1]), self._manager_states)
 
     @property
     def last_threepoint(self) -> ThreePoint:
@@ -396,8 +496,9 @@ class StreamPublisher:
     # ---- internals (`_halt`: `_lock` held; the math: `_solver_lock` held) ----
 
     def _halt(self, why: str) -> None:
-        self._outbox.append(protocol.build_command(start=False, stop=True, planner=True))
+        self._outbox.append(protocol.build_command(*STOP))
         self._state = StreamState.STOPPED
+        self._pose_entry_due = None
         log.info("humanoid stream stopped (%s)", why)
 
     def _robot_q(self) -> tuple[np.ndarray, str]:
@@ -420,7 +521,7 @@ class StreamPublisher:
         robot_kp: KeyPoses = self.g1.key_poses(q_robot, self._fk_data)
         kp = tuple(float(v) for v in np.linalg.norm(target.pos_m - robot_kp.pos_m, axis=1))
         joint, worst = None, ""
-        if self.cfg.mode == MODE_POSE_V1:
+        if self._mode == MODE_POSE_V1:
             q, _ = self._retarget.solve(target, q_robot)
             diff = np.abs(q - q_robot)
             k = int(np.argmax(diff))
@@ -514,24 +615,83 @@ class StreamPublisher:
                 except CalibrationError as exc:
                     with self._lock:
                         self._last_error = str(exc)
+        self._enter_pose_when_due()
         with self._solver_lock:
             msg = self._compute(snap, fresh, steps)
-        if msg is None:
-            return
         with self._send_lock:  # a stop sent meanwhile stays the last message: no frame after it
-            if not self._streaming():
+            if msg is not None and self._streaming():
+                self._send(msg)
+                if msg.startswith(protocol.TOPIC_POSE.encode()):
+                    with self._lock:
+                        self._last_frame_index = self._next_frame_index - 1
+            self._send_manager_state()
+
+    def _send_manager_state(self) -> None:
+        """`manager_state` every tick, as the PICO manager does every loop (doc §7; the deploy ignores it)."""
+        assert self._sock is not None
+        with self._lock:
+            streaming = self._state is StreamState.STREAMING
+            # entering a pose mode, the deploy is still in its planner until `command(1,0,0)`
+            mode = (StreamMode.PLANNER if streaming and self._pose_entry_due is not None
+                    else manager_stream_mode(self._mode, streaming))
+        try:
+            self._sock.send(protocol.build_manager_state(mode), zmq.NOBLOCK)
+            self._manager_states += 1
+        except zmq.Again:
+            self._dropped += 1
+
+    def _enter_pose_when_due(self) -> None:
+        """After a start in a pose mode: send `command(1,0,0)` once `pose_entry_delay_s` has passed."""
+        with self._lock:
+            due = self._pose_entry_due
+            if due is None or self._clock() < due or self._state is not StreamState.STREAMING:
                 return
-            self._send(msg)
-            if self.cfg.mode == MODE_POSE_V1:
-                with self._lock:
-                    self._last_frame_index = self._next_frame_index - 1
+            self._pose_entry_due = None
+            self._outbox.append(protocol.build_command(*INTO_POSE))
+        with self._solver_lock:
+            self._enter_pose()
+        self._flush()
+
+    def _input_suppressed(self, snap: Snapshot | None, fresh: bool) -> bool:
+        """True while tracking (a fresh snapshot with every device tracked) has been lost for longer
+        than `stale_input_s`: then nothing is sent and the deploy's own timeout idles it."""
+        lost = not fresh or snap is None or any(self._mapper.last.held)
+        now = self._clock()
+        if not lost:
+            self._input_lost_since = None
+        elif self._input_lost_since is None:
+            self._input_lost_since = now
+        suppressed = lost and now - self._input_lost_since > self.cfg.stale_input_s
+        if suppressed != self._input_lost:
+            log.warning("humanoid stream: tracking %s", "lost, sending nothing" if suppressed else "back, resuming")
+            if not suppressed and not is_planner_mode(self._mode):
+                self._enter_pose()  # the window refills from the robot's pose, indices continue
+        with self._lock:
+            self._input_lost = suppressed
+            if suppressed:
+                self._suppressed += 1
+        return suppressed
+
+    def _bounded(self, tp: ThreePoint) -> ThreePoint:
+        """``tp`` with its wrists bounded to the G1's reach (counted per wrist), per `clamp_to_reach`."""
+        if not self.cfg.clamp_to_reach:
+            return tp
+        out, moved = bound_to_reach(tp, self._reach)
+        if any(moved):
+            with self._lock:
+                for k in (0, 1):
+                    self._clamped[k] += int(moved[k])
+        return out
 
     def _compute(self, snap: Snapshot | None, fresh: bool, steps: int) -> bytes | None:
-        """This tick's message (planner, or pose once the window is full); None when not streaming."""
+        """This tick's message (planner, or pose once the window is full); None when not streaming,
+        when tracking is lost (`_input_suppressed`) or between planner messages (`planner_rate_hz`)."""
         if not self._streaming():
             return None
         if not fresh:
             self._stale += 1
+        if self._input_suppressed(snap, fresh):
+            return None
         dt = self.cfg.period_s
         if fresh:
             assert snap is not None
@@ -541,12 +701,18 @@ class StreamPublisher:
             for side, b, ok in (("left", lb, snap.sample.left.valid), ("right", rb, snap.sample.right.valid)):
                 if ok:  # a lost controller keeps its hand as it was
                     self._hands[side] = hand_targets(b, side)
-        tp = self._mapper.last
-        if self.cfg.mode == MODE_PLANNER_VR3PT:
+        tp = self._bounded(self._mapper.last)
+        entering_pose = self._pose_entry_due is not None
+        if is_planner_mode(self._mode) or entering_pose:
+            self._planner_credit_s += dt * steps
+            period = 1.0 / self.cfg.planner_rate_hz
+            if self._planner_credit_s < period - 1e-9:
+                return None
+            self._planner_credit_s = min(self._planner_credit_s - period, period)  # late: no burst
             loco = Locomotion(LocomotionMode.IDLE, (0.0, 0.0, 0.0), -1.0)
-            if fresh and snap is not None and snap.sample.left.valid:
+            if fresh and snap is not None and snap.sample.left.valid and not entering_pose:
                 b = snap.sample.left_buttons
-                loco = locomotion_from_stick(b.stick_x, b.stick_y, self._facing_yaw, self.cfg)
+                loco = locomotion_from_stick(b.stick_x, b.stick_y, self._facing_yaw, self.cfg, self._locomotion)
             hands = {} if not self.cfg.send_hands else {"left_hand_joints": self._hands["left"],
                                                           "right_hand_joints": self._hands["right"]}
             return protocol.build_planner(
@@ -556,21 +722,28 @@ class StreamPublisher:
         return self._pose_tick(tp, steps)
 
     def _pose_tick(self, tp: ThreePoint, steps: int) -> bytes | None:
+        """One frame per grid step since the last tick, all from the latest 3-point; the message
+        holds the last `frames_per_message` frames, or every new frame when the thread ran later
+        than a window, so that `frame_index` never skips (up to `max_catchup_frames`)."""
         n = self.cfg.frames_per_message
-        if steps > n:  # a stall longer than the window: skip frames, the deploy resets once
-            self._next_frame_index += steps - n
-            self._skipped += steps - n
+        if steps > self.cfg.max_catchup_frames:  # a stall beyond catching up: skip, the deploy resets once
+            skip = steps - self.cfg.max_catchup_frames
+            self._next_frame_index += skip
+            self._skipped += skip
             self._frames.clear()
-            steps = n
+            steps = self.cfg.max_catchup_frames
+        new = []
         for _ in range(steps):
             f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
-            self._frames.append((self._next_frame_index, f))
+            new.append((self._next_frame_index, f))
             self._next_frame_index += 1
+        self._frames.extend(new)
         with self._lock:
             self._last_q = self._frames[-1][1].q_mujoco_rad
-        if len(self._frames) < n:
+        window = new if len(new) > n else list(self._frames)
+        if len(window) < n:
             return None
-        idx = np.array([i for i, _ in self._frames], dtype=np.int64)
+        idx = np.array([i for i, _ in window], dtype=np.int64)
         optional: dict = {}
         if self.cfg.send_hands:
             optional["left_hand_joints"] = self._hands["left"].astype(np.float32)
@@ -580,8 +753,8 @@ class StreamPublisher:
             optional["vr_orientation"] = tp.vr_orientation
         optional["timestamp_monotonic"] = time.monotonic()
         msg = protocol.build_pose_v1(
-            np.stack([f.joint_pos_isaaclab_rad for _, f in self._frames]),
-            np.stack([f.joint_vel_isaaclab_rad_s for _, f in self._frames]),
-            np.stack([f.body_quat_wxyz for _, f in self._frames]).astype(np.float32),
+            np.stack([f.joint_pos_isaaclab_rad for _, f in window]),
+            np.stack([f.joint_vel_isaaclab_rad_s for _, f in window]),
+            np.stack([f.body_quat_wxyz for _, f in window]).astype(np.float32),
             idx, **optional)
         return msg

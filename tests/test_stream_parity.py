@@ -1,0 +1,273 @@
+"""Parity with GR00T's PICO sender (issue 13): manager_state, mode-switch commands, locomotion,
+stale input, reach bounds, and a pose stream that never skips a frame index (also under load)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, ConfigError, LOCOMOTION_CHOICES, StreamConfig
+from app.streaming import protocol
+from app.streaming.g1_model import load_g1
+from app.streaming.protocol import LocomotionMode, StreamMode
+from app.streaming.publisher import StreamPublisher, StreamState, locomotion_from_stick, locomotion_mode
+from app.streaming.reach import arm_reach_spheres, bound_to_reach
+from app.streaming.threepoint import ThreePoint
+from tests.test_publisher import ANY_PORT, Subscriber, _command, _connect, _wait
+from tests.test_publisher_helpers import Feeder
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return load_g1()
+
+
+def _commands(msgs) -> list[tuple[bool, bool, bool]]:
+    return [_command(m) for _, m in msgs if m.topic == "command"]
+
+
+# ---- 1, 2: manager_state and the PICO manager's command sequence -------------------------------------
+
+
+def test_manager_state_every_tick_and_mode_switches_send_the_pico_sequence(g1):
+    cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint, skip=b"") as sub, Feeder(pub):
+        _connect(pub, sub)
+        pub.calibrate()
+        time.sleep(0.2)
+        pub.start_streaming()
+        time.sleep(0.4)
+        pub.switch_mode(MODE_POSE_V1)
+        time.sleep(0.4)
+        assert pub.mode == MODE_POSE_V1
+        pub.switch_mode(MODE_PLANNER_VR3PT)
+        time.sleep(0.4)
+        pub.stop_streaming()
+        msgs = sub.result()
+    assert _commands(msgs) == [(True, False, True), (True, False, False), (True, False, True), (False, True, True)]
+    states = [(t, m) for t, m in msgs if m.topic == "manager_state"]
+    for _, m in states:
+        assert m.version == 3 and m.fields["stream_mode"].dtype == np.int32 and m.fields["stream_mode"].shape == (1,)
+        assert m.fields["toggle_data_collection"].dtype == np.bool_ and m.fields["toggle_data_abort"].dtype == np.bool_
+    modes = [int(m.fields["stream_mode"][0]) for _, m in states]
+    # OFF before start, then planner VR 3-point, pose, planner again (each run in order)
+    runs = [modes[0]] + [b for a, b in zip(modes, modes[1:]) if a != b]
+    assert runs[:4] == [StreamMode.OFF, StreamMode.PLANNER_VR_3PT, StreamMode.POSE, StreamMode.PLANNER_VR_3PT]
+    t = np.array([t for t, _ in states])
+    rate = (len(t) - 1) / (t[-1] - t[0])
+    print(f"\nmanager_state: {len(t)} messages at {rate:.1f} Hz")
+    assert 40.0 < rate < 60.0  # every 50 Hz tick
+    # between the switch into pose and back: pose frames, with consecutive indices
+    kinds = [m.topic for _, m in msgs if m.topic != "manager_state"]
+    first_pose, last_pose = kinds.index("pose"), len(kinds) - 1 - kinds[::-1].index("pose")
+    assert set(kinds[first_pose:last_pose + 1]) == {"pose"}
+
+
+def test_pose_mode_start_enters_the_planner_first_then_streamed_motion(g1):
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.3)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub):
+        _connect(pub, sub)
+        pub.calibrate()
+        t_start = time.monotonic()
+        pub.start_streaming()
+        time.sleep(0.8)
+        pub.stop_streaming()
+        msgs = sub.result()
+    assert _commands(msgs) == [(True, False, True), (True, False, False), (False, True, True)]
+    k_pose_cmd = [k for k, (_, m) in enumerate(msgs) if m.topic == "command"][1]
+    assert msgs[k_pose_cmd][0] - t_start >= 0.3 - 0.02
+    assert {m.topic for _, m in msgs[1:k_pose_cmd]} == {"planner"}  # the planner kept idle meanwhile
+    assert all(int(m.fields["mode"][0]) == LocomotionMode.IDLE for _, m in msgs[1:k_pose_cmd])
+    assert {m.topic for _, m in msgs[k_pose_cmd + 1:-1]} == {"pose"}
+
+
+# ---- 3: locomotion ------------------------------------------------------------------------------------
+
+
+def test_every_locomotion_mode_can_be_chosen_and_the_movement_scales_with_the_stick():
+    assert [c for c in LOCOMOTION_CHOICES[1:]] == [m.name.lower() for m in LocomotionMode]
+    cfg = StreamConfig(locomotion="zombie_walk")
+    assert locomotion_mode(cfg.locomotion) is LocomotionMode.ZOMBIE_WALK
+    with pytest.raises(ConfigError, match="stream.locomotion"):
+        StreamConfig(locomotion="moonwalk")
+    for mode in LocomotionMode:
+        loco = locomotion_from_stick(0.0, 0.575, 0.0, cfg, mode)  # magnitude 0.5 past the deadzone
+        if mode in protocol.STATIC_LOCOMOTION_MODES:
+            assert loco.mode is mode and loco.movement == (0.0, 0.0, 0.0) and loco.speed_m_s == -1.0
+        else:
+            assert loco.mode is mode
+            np.testing.assert_allclose(loco.movement, (0.5, 0.0, 0.0), atol=1e-12)
+    # a static mode holds with the stick centred; a moving one idles
+    assert locomotion_from_stick(0, 0, 0, cfg, LocomotionMode.IDEL_SQUAT).mode is LocomotionMode.IDEL_SQUAT
+    assert locomotion_from_stick(0, 0, 0, cfg, LocomotionMode.ZOMBIE_WALK).mode is LocomotionMode.IDLE
+    assert locomotion_from_stick(0.0, 0.575, 0.0, cfg, LocomotionMode.ZOMBIE_WALK).speed_m_s == pytest.approx(0.5)
+    np.testing.assert_allclose(locomotion_from_stick(0.0, 0.3, 0.0, cfg).movement, ((0.3 - 0.15) / 0.85, 0, 0))
+
+
+def test_planner_rate_is_configurable(g1):
+    cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT, planner_rate_hz=20.0, locomotion="idel_squat")
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub):
+        _connect(pub, sub)
+        pub.calibrate()
+        pub.start_streaming()
+        time.sleep(1.5)
+        pub.stop_streaming()
+        msgs = sub.result()
+    planners = [(t, m) for t, m in msgs if m.topic == "planner"]
+    t = np.array([t for t, _ in planners])
+    rate = (len(t) - 1) / (t[-1] - t[0])
+    print(f"\nplanner at {rate:.1f} Hz (configured 20)")
+    assert 18.0 < rate < 22.0
+    assert {int(m.fields["mode"][0]) for _, m in planners} == {LocomotionMode.IDEL_SQUAT}
+
+
+# ---- 4: stale input --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [MODE_PLANNER_VR3PT, MODE_POSE_V1])
+def test_lost_tracking_stops_sending_until_it_returns(g1, mode):
+    cfg = StreamConfig(mode=mode, endpoint=ANY_PORT, stale_input_s=0.3, pose_entry_delay_s=0.0)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+        _connect(pub, sub)
+        pub.calibrate()
+        pub.start_streaming()
+        time.sleep(0.4)
+        feed.script = {"left_valid": False}
+        t_lost = time.monotonic()
+        _wait(lambda: pub.status().input_lost, what="the input to count as lost")
+        time.sleep(1.0)
+        lost_status = pub.status()
+        feed.script = {}
+        _wait(lambda: not pub.status().input_lost, what="the input to come back")
+        time.sleep(0.4)
+        pub.stop_streaming()
+        msgs = sub.result()
+    data = [t for t, m in msgs if m.topic in ("planner", "pose")]
+    gaps = np.diff(data)
+    k = int(np.argmax(gaps))
+    print(f"\n{mode}: silent for {gaps[k]:.2f} s after tracking was lost")
+    assert gaps[k] > 0.8 and data[k] - t_lost < 0.3 + 0.15  # silence began once stale_input_s had passed
+    assert sum(gaps > 0.25) == 1 and len(data) - k > 5  # one silence, then streaming again
+    assert lost_status.state is StreamState.STREAMING and lost_status.suppressed_ticks >= 40
+    if mode == MODE_POSE_V1:
+        idx = np.concatenate([m.fields["frame_index"] for _, m in msgs if m.topic == "pose"])
+        last = [int(m.fields["frame_index"][-1]) for _, m in msgs if m.topic == "pose"]
+        assert np.all(np.diff(last) >= 1) and len(idx)  # indices continue after the silence, no restart
+
+
+# ---- 5: reach ------------------------------------------------------------------------------------------
+
+
+def test_wrist_targets_are_bounded_to_the_g1_arm_reach(g1):
+    left, right = arm_reach_spheres(g1)
+    assert 0.5 < left.radius_m < 0.7 and left.radius_m == pytest.approx(right.radius_m)
+    assert left.centre_root_m[1] > 0.05 > -0.05 > right.centre_root_m[1]
+    stand = g1.stand_key_poses
+    for row, s in enumerate((left, right)):  # the standing wrists are reachable
+        assert np.linalg.norm(stand.pos_m[row] - s.centre_root_m) < s.radius_m
+    # the demo session's low wrist (z = -0.91 m below the pelvis) comes back to the arm's reach
+    pos = np.array(stand.pos_m)
+    pos[0] = (0.1, 0.25, -0.91)
+    tp = ThreePoint(pos, stand.quat_wxyz, (False,) * 3, True)
+    out, moved = bound_to_reach(tp, (left, right))
+    assert moved == (True, False)
+    assert np.linalg.norm(out.pos_m[0] - left.centre_root_m) == pytest.approx(left.radius_m)
+    assert -0.35 < out.pos_m[0][2] < -0.25
+    np.testing.assert_array_equal(out.pos_m[1:], pos[1:])
+    np.testing.assert_array_equal(out.quat_wxyz, tp.quat_wxyz)
+
+
+def test_the_publisher_counts_clamped_wrists(g1):
+    cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+        _connect(pub, sub)
+        pub.calibrate()
+        pub.start_streaming()
+        feed.script = {"reach_m": 0.8}  # the left hand 0.8 m forward: beyond the G1's arm
+        time.sleep(0.5)
+        pub.stop_streaming()
+        msgs = sub.result()
+        st = pub.status()
+    assert st.keypoints_clamped[0] > 10 and st.keypoints_clamped[1] == 0
+    left, _ = arm_reach_spheres(g1)
+    for _, m in msgs:
+        if m.topic == "planner":
+            p = m.fields["vr_position"].reshape(3, 3)[0]
+            assert np.linalg.norm(p - left.centre_root_m) <= left.radius_m + 1e-5
+
+
+# ---- 7: frame_index continuity ------------------------------------------------------------------
+
+
+def test_a_stalled_tick_sends_every_frame_index(g1, monkeypatch):
+    """One retargeting step stalls 150 ms (longer than a 5-frame window): the next message holds
+    every frame since the last one instead of skipping indices."""
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0)
+    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub):
+        _connect(pub, sub)
+        pub.calibrate()
+        real_step, calls = pub._retarget.step, [0]
+
+        def stalling_step(*a, **k):
+            calls[0] += 1
+            if calls[0] == 30:
+                time.sleep(0.15)
+            return real_step(*a, **k)
+
+        monkeypatch.setattr(pub._retarget, "step", stalling_step)
+        pub.start_streaming()
+        time.sleep(1.2)
+        pub.stop_streaming()
+        msgs = sub.result()
+        st = pub.status()
+    windows = [np.asarray(m.fields["frame_index"]) for _, m in msgs if m.topic == "pose"]
+    assert max(len(w) for w in windows) > cfg.frames_per_message  # the catch-up message
+    seen = np.unique(np.concatenate(windows))
+    np.testing.assert_array_equal(seen, np.arange(seen[0], seen[-1] + 1))  # no index skipped
+    assert st.frames_skipped == 0
+
+
+def _hogs(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def test_pose_stream_under_cpu_load_keeps_every_frame_at_50hz(g1):
+    """Both cores busy with two CPU-hog processes for the run (~15 s): zero frame-index gaps and
+    50 Hz frames as seen by a real SUB (figures printed)."""
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0)
+    duration_s = 15.0
+    hogs = _hogs(2)
+    try:
+        with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint, deadline_s=duration_s + 20) as sub, \
+                Feeder(pub) as feed:
+            _connect(pub, sub)
+            pub.calibrate()
+            pub.start_streaming()
+            end = time.monotonic() + duration_s
+            k = 0
+            while time.monotonic() < end:  # the operator moving, so the IK works each frame
+                feed.script = {"reach_m": 0.05 * (1 + np.sin(0.1 * k))}
+                k += 1
+                time.sleep(0.02)
+            pub.stop_streaming()
+            msgs = sub.result()
+            st = pub.status()
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait(timeout=5)
+    poses = [(t, np.asarray(m.fields["frame_index"])) for t, m in msgs if m.topic == "pose"]
+    gaps = sum(int(b[0] > a[-1] + 1) for (_, a), (_, b) in zip(poses, poses[1:]))
+    first, last = poses[0], poses[-1]
+    rate = (last[1][-1] - first[1][-1]) / (last[0] - first[0])
+    msg_rate = (len(poses) - 1) / (last[0] - first[0])
+    longest = max(len(w) for _, w in poses)
+    print(f"\nunder load ({duration_s:.0f} s, 2 hogs): {len(poses)} messages ({msg_rate:.1f} msg/s), frame rate "
+          f"{rate:.2f} Hz, gaps {gaps}, longest window {longest}, late ticks {st.late_ticks}, "
+          f"skipped {st.frames_skipped}")
+    assert gaps == 0 and st.frames_skipped == 0
+    assert abs(rate - 50.0) / 50.0 < 0.02
