@@ -25,6 +25,9 @@ Modes (`StreamConfig.mode`):
   `joint_vel` [5, 29] in IsaacLab order, heading-only `body_quat_w` [5, 4], consecutive
   `frame_index` [5] i64), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
   never restart while the publisher lives, so they increase strictly across messages and sessions.
+- ``smpl-v2`` / ``smpl-v3`` (deploy `--input-type zmq`): the same windows, each frame also an SMPL
+  body estimated from the headset and controllers (`smpl_stream`), sent as pose v2 (SMPL only) or
+  v3 (SMPL plus the retargeted joints), with `heading_increment` from the right stick.
 
 Calibration (`calibrate`, or the engine's own calibration when `follow_engine_calibration`)
 maps the operator's wrists onto the robot's current wrist poses. Nothing is sent before
@@ -52,13 +55,14 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig, is_loopback_endpoint
+from app.config import MODE_PLANNER_VR3PT, POSE_MODES, SMPL_MODE_VERSIONS, StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
 from app.events import EventKind
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
 from app.streaming.retarget import G1Retargeter
+from app.streaming.smpl_stream import SmplAccuracy, SmplStream
 from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointMapper
 from app.tracking.sample import ControllerButtons
 
@@ -225,6 +229,8 @@ class StreamPublisher:
         self._mapper = ThreePointMapper(self.g1.stand_key_poses, self.g1.torso_origin_root_m, self.cfg.threepoint)
         self._retarget = G1Retargeter(self.g1, self.cfg.retarget)
         self._fk_data = self.g1.new_data()
+        self._smpl = (SmplStream(SMPL_MODE_VERSIONS[self.cfg.mode], self.cfg.period_s)
+                      if self.cfg.mode in SMPL_MODE_VERSIONS else None)
         self._state = StreamState.IDLE
         self._outbox: deque[bytes] = deque()
         self._frames: deque = deque(maxlen=self.cfg.frames_per_message)
@@ -311,7 +317,13 @@ class StreamPublisher:
         with self._solver_lock:
             q, _ = self._robot_q()
             ref = self.g1.key_poses(q, self._fk_data)
-            return self._mapper.calibrate(snap.sample, snap.heading_rad, snap.t_s, ref)
+            tp = self._mapper.calibrate(snap.sample, snap.heading_rad, snap.t_s, ref)
+            if self._smpl is not None:  # the operator stands now: scale the SMPL body to the headset's height
+                try:
+                    self._smpl.calibrate(snap.sample, self._mapper.heading_rad)
+                except ValueError as exc:
+                    raise CalibrationError(f"SMPL body: {exc}") from exc
+            return tp
 
     def pose_distance(self) -> PoseDistance:
         """Distance between the operator's mapped pose (as of the last tick) and the robot's current pose."""
@@ -330,6 +342,8 @@ class StreamPublisher:
                 raise StartRefused("the teleop loop is e-stopped: reset it first")
             if not self._mapper.calibrated:
                 raise StartRefused("the humanoid 3-point is not calibrated: stand like the robot and calibrate first")
+            if self._smpl is not None and not self._smpl.calibrated:
+                raise StartRefused("the SMPL body is not calibrated: stand upright and calibrate first")
             held = self._mapper.last.held
             if any(held):
                 names = [n for n, h in zip(("left", "right", "head"), held) if h]
@@ -393,6 +407,18 @@ class StreamPublisher:
         with self._lock:
             return None if self._last_q is None else self._last_q.copy()
 
+    @property
+    def last_smpl_joints_m(self) -> np.ndarray | None:
+        """smpl modes: the newest estimated SMPL body's 24 joints (24, 3) in the operator frame (Z up,
+        floor at z = 0), for a preview; else None."""
+        last = None if self._smpl is None else self._smpl.last
+        return None if last is None else last.joints_world_m
+
+    def smpl_accuracy(self) -> SmplAccuracy | None:
+        """smpl modes: head and wrist errors of the streamed body since calibration; else None."""
+        with self._solver_lock:
+            return None if self._smpl is None else self._smpl.accuracy()
+
     # ---- internals (`_halt`: `_lock` held; the math: `_solver_lock` held) ----
 
     def _halt(self, why: str) -> None:
@@ -420,7 +446,7 @@ class StreamPublisher:
         robot_kp: KeyPoses = self.g1.key_poses(q_robot, self._fk_data)
         kp = tuple(float(v) for v in np.linalg.norm(target.pos_m - robot_kp.pos_m, axis=1))
         joint, worst = None, ""
-        if self.cfg.mode == MODE_POSE_V1:
+        if self.cfg.mode in POSE_MODES:
             q, _ = self._retarget.solve(target, q_robot)
             diff = np.abs(q - q_robot)
             k = int(np.argmax(diff))
@@ -522,7 +548,7 @@ class StreamPublisher:
             if not self._streaming():
                 return
             self._send(msg)
-            if self.cfg.mode == MODE_POSE_V1:
+            if self.cfg.mode in POSE_MODES:
                 with self._lock:
                     self._last_frame_index = self._next_frame_index - 1
 
@@ -553,6 +579,8 @@ class StreamPublisher:
                 loco.mode, loco.movement, (math.cos(self._facing_yaw), math.sin(self._facing_yaw), 0.0),
                 loco.speed_m_s, self.cfg.height_m, vr_position=tp.vr_position, vr_orientation=tp.vr_orientation,
                 **hands)
+        if self._smpl is not None:
+            self._smpl.observe(snap.sample if fresh and snap is not None else None, dt * steps)
         return self._pose_tick(tp, steps)
 
     def _pose_tick(self, tp: ThreePoint, steps: int) -> bytes | None:
@@ -564,6 +592,8 @@ class StreamPublisher:
             steps = n
         for _ in range(steps):
             f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
+            if self._smpl is not None:
+                f = self._smpl.frame(f, self._next_frame_index)
             self._frames.append((self._next_frame_index, f))
             self._next_frame_index += 1
         with self._lock:
@@ -579,6 +609,8 @@ class StreamPublisher:
             optional["vr_position"] = tp.vr_position
             optional["vr_orientation"] = tp.vr_orientation
         optional["timestamp_monotonic"] = time.monotonic()
+        if self._smpl is not None:
+            return self._smpl.message(list(self._frames), **optional)
         msg = protocol.build_pose_v1(
             np.stack([f.joint_pos_isaaclab_rad for _, f in self._frames]),
             np.stack([f.joint_vel_isaaclab_rad_s for _, f in self._frames]),
