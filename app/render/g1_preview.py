@@ -38,7 +38,7 @@ _AXIS_LENGTH_M = 0.09
 _AXIS_WIDTH_M = 0.006
 SMPL_RGBA = (1.0, 0.6, 0.1, 1.0)
 """Colour of the SMPL skeleton's joints and bones (orange: apart from the red/green/blue targets)."""
-SMPL_BESIDE_ROOT_M = (0.0, -0.9, 0.0)
+SMPL_BESIDE_ROOT_M = (0.0, -0.7, 0.0)
 """Where the SMPL skeleton's pelvis stands (horizontally) in the robot's root frame: to the robot's right."""
 _SMPL_JOINT_RADIUS_M = 0.03
 _SMPL_BONE_WIDTH_M = 0.012
