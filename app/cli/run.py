@@ -256,7 +256,8 @@ def _run_result(pipe, summary, started: float) -> dict:
         pipe.close_stream()  # sends the stop command when streaming
         st = publisher.status()
         result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
-                            "messages_sent": st.messages_sent, "dropped": st.dropped, "last_error": st.last_error,
+                            "messages_sent": st.messages_sent, "dropped": st.dropped, "frames_skipped": st.frames_skipped,
+                            "last_error": st.last_error,
                             "refusals": refusals}
         acc = publisher.smpl_accuracy()
         if acc is not None:
