@@ -402,7 +402,13 @@ class RetargetConfig(SolverConfig):
 
 MODE_PLANNER_VR3PT = "planner-vr3pt"
 MODE_POSE_V1 = "pose-v1"
-MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1)
+MODE_SMPL_V2 = "smpl-v2"
+MODE_SMPL_V3 = "smpl-v3"
+MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1, MODE_SMPL_V2, MODE_SMPL_V3)
+POSE_MODES: tuple[str, ...] = (MODE_POSE_V1, MODE_SMPL_V2, MODE_SMPL_V3)
+"""Modes that send `pose` messages (overlapping windows of the 50 Hz grid, plain `zmq` deploy)."""
+SMPL_MODE_VERSIONS: dict[str, int] = {MODE_SMPL_V2: 2, MODE_SMPL_V3: 3}
+"""SMPL modes and the pose protocol version each sends (doc section 6)."""
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
 PLANNER_TIMEOUT_S = 1.0
 """The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
@@ -447,7 +453,8 @@ class StreamConfig:
     """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
 
     mode: str = MODE_PLANNER_VR3PT
-    """'planner-vr3pt' (zmq_manager deploy) or 'pose-v1' (plain zmq deploy, joint frames)."""
+    """'planner-vr3pt' (zmq_manager deploy), 'pose-v1' (plain zmq deploy, joint frames), 'smpl-v2' (SMPL
+    frames) or 'smpl-v3' (SMPL frames plus joint frames, what the PICO sender sends); docs/streaming.md."""
     endpoint: str = DEFAULT_ENDPOINT
     """Where the PUB socket binds. The deploy connects to it (`--zmq-host`, `--zmq-port`)."""
     allow_remote: bool = False
@@ -455,7 +462,7 @@ class StreamConfig:
     rate_hz: float = 50.0
     """Messages per second: the deploy's control rate, one frame per tick."""
     frames_per_message: int = 5
-    """pose-v1: frames per message, overlapping windows advancing by one (the reference sender's 5)."""
+    """pose-v1 / smpl-v2 / smpl-v3: frames per message, overlapping windows advancing by one (the reference sender's 5)."""
     sndhwm: int = 10
     """Messages queued per subscriber before ZMQ drops (counted as dropped when it refuses)."""
     stick_deadzone: float = 0.15

@@ -7,6 +7,7 @@ import os
 import sys
 
 from app.cli.common import session_path, stream_option_error, stream_settings
+from app.config import MODES
 
 
 def add_gui_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,7 +17,7 @@ def add_gui_arguments(p: argparse.ArgumentParser) -> None:
                         "simulating locally")
     p.add_argument("--record", metavar="PATH", dest="gui_record",
                    help="GUI: record from the first tick to this CSV (a folder ending in / gets a time-stamped name)")
-    p.add_argument("--stream", choices=["planner-vr3pt", "pose-v1"], dest="gui_stream",
+    p.add_argument("--stream", choices=list(MODES), dest="gui_stream",
                    help="GUI: stream to the humanoid once the operator is calibrated, as `run --stream` does")
     p.add_argument("--stream-endpoint", metavar="ENDPOINT", dest="gui_stream_endpoint",
                    help="GUI: where the stream's PUB socket binds (default tcp://127.0.0.1:5556)")

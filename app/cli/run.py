@@ -19,6 +19,7 @@ from app.cli.common import (
     EXIT_FAILURE, EXIT_OK, UsageError, load_config, positive_seconds, session_path, stream_option_error,
     stream_settings,
 )
+from app.config import MODES
 
 
 def add_run_parser(sub) -> argparse.ArgumentParser:
@@ -33,7 +34,7 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
     run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
     run.add_argument("--quiet", action="store_true", help="no live status line")
     run.add_argument("--summary-json", metavar="PATH", help="also write the end-of-run summary as JSON")
-    run.add_argument("--stream", choices=["planner-vr3pt", "pose-v1"],
+    run.add_argument("--stream", choices=list(MODES),
                      help="stream the operator's motion to a GR00T-WholeBodyControl humanoid over ZMQ, starting "
                           "as soon as the operator is calibrated (this flag is the operator's go-ahead)")
     run.add_argument("--stream-endpoint", metavar="ENDPOINT", help="where the stream's PUB socket binds "
@@ -255,8 +256,12 @@ def _run_result(pipe, summary, started: float) -> dict:
         pipe.close_stream()  # sends the stop command when streaming
         st = publisher.status()
         result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
-                            "messages_sent": st.messages_sent, "dropped": st.dropped, "last_error": st.last_error,
+                            "messages_sent": st.messages_sent, "dropped": st.dropped, "frames_skipped": st.frames_skipped,
+                            "last_error": st.last_error,
                             "refusals": refusals}
+        acc = publisher.smpl_accuracy()
+        if acc is not None:
+            result["stream"]["smpl"] = acc.as_dict()
     return result
 
 
@@ -290,6 +295,13 @@ def print_summary(r: dict) -> None:
         st = r["stream"]
         lines.append(f"stream {st['mode']} on {st['endpoint']}: {st['state']}, {st['messages_sent']} messages sent, "
                      f"{st['dropped']} dropped{'; ' + st['last_error'] if st['last_error'] else ''}")
+        if "smpl" in st:
+            a = st["smpl"]
+            lines.append(f"SMPL body over {a['frames']} frames: head error mean {1000 * a['head_mean_m']:.1f} mm, "
+                         f"max {1000 * a['head_max_m']:.1f} mm ({1000 * a['head_max_unassisted_m']:.1f} mm over the "
+                         f"{a['frames'] - a['assisted_frames']} frames without reach assist); wrist error mean {1000 * a['wrist_mean_m']:.1f} mm, "
+                         f"p95 {1000 * a['wrist_p95_m']:.1f} mm, max {1000 * a['wrist_max_m']:.1f} mm; "
+                         f"{a['reach_clamped_frames']} frames with a wrist out of reach")
     if "recording" in r:
         rec = r["recording"]
         if rec["error"]:

@@ -65,6 +65,8 @@ class StreamView:
     q_mujoco_rad: np.ndarray | None
     threepoint: Any
     """`ThreePoint`."""
+    smpl_joints_m: np.ndarray | None = None
+    """smpl modes: the streamed SMPL body's joints (24, 3), operator frame (`last_smpl_joints_m`)."""
 
 
 @dataclass(frozen=True)

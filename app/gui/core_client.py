@@ -105,6 +105,11 @@ class StreamProxy:
         view = self._view()
         return view.q_mujoco_rad if view is not None else None
 
+    @property
+    def last_smpl_joints_m(self) -> np.ndarray | None:
+        view = self._view()
+        return view.smpl_joints_m if view is not None else None
+
 
 class CoreClient:
     def __init__(self, cfg: Config, endpoints: CoreEndpoints, process: subprocess.Popen | None = None,

@@ -1,4 +1,5 @@
-"""The humanoid preview's render thread: the G1 at the streamed pose, with the 3-point targets.
+"""The humanoid preview's render thread: the G1 at the streamed pose, with the 3-point targets and,
+in the smpl modes, the streamed SMPL skeleton beside it.
 
 `G1Preview` owns a GL context, which belongs to the thread that made it; this thread creates,
 uses and closes it, so neither the GUI thread nor the 3D view's render thread shares a context.
@@ -16,8 +17,9 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-PoseSource = Callable[[], tuple["np.ndarray | None", object]]
-"""Returns (q (29,) MuJoCo order or None for the standing pose, targets or None) for the next frame."""
+PoseSource = Callable[[], tuple["np.ndarray | None", object, "np.ndarray | None"]]
+"""Returns (q (29,) MuJoCo order or None for the standing pose, targets or None, SMPL joints (24, 3)
+in the operator frame or None) for the next frame."""
 
 
 class PreviewThread:
@@ -68,8 +70,8 @@ class PreviewThread:
                 if self._stop:
                     return
                 try:
-                    q, targets = self._pose_source()
-                    img = preview.render(stand if q is None else q, targets)
+                    q, targets, smpl = self._pose_source()
+                    img = preview.render(stand if q is None else q, targets, smpl_joints_m=smpl)
                 except Exception as exc:  # one bad frame must not end the preview
                     self.failures += 1
                     if self.failures == 1:

@@ -64,7 +64,9 @@ class StreamPanel(QWidget):
         self.mode_box.addItems(list(MODES))
         self.mode_box.setCurrentText(cfg.mode)
         self.mode_box.setToolTip("planner-vr3pt: the zmq_manager deploy (planner + VR 3-point); "
-                                 "pose-v1: the plain zmq deploy (retargeted joint frames)")
+                                 "pose-v1: the plain zmq deploy (retargeted joint frames); "
+                                 "smpl-v2: the plain zmq deploy (SMPL body frames); "
+                                 "smpl-v3: the plain zmq deploy (SMPL + joint frames, as the PICO sender)")
         self.endpoint_edit = QLineEdit(cfg.endpoint)
         self.endpoint_edit.setToolTip("Where the stream's PUB socket binds; the deploy connects to it")
         form.addRow("Mode", self.mode_box)
@@ -203,12 +205,13 @@ class StreamPanel(QWidget):
         self.preview_frames += 1
 
     def _preview_pose(self):
-        """Preview thread: the newest streamed joints (pose-v1; standing pose otherwise) and 3-point."""
+        """Preview thread: the newest streamed joints (pose modes; standing pose otherwise), 3-point and
+        SMPL body (smpl modes)."""
         pub = self.publisher
         if pub is None:
-            return None, None
+            return None, None, None
         tp = pub.last_threepoint
-        return pub.last_q_mujoco_rad, (tp if tp.calibrated else None)
+        return pub.last_q_mujoco_rad, (tp if tp.calibrated else None), pub.last_smpl_joints_m
 
     # ----- messages -----
 

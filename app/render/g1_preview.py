@@ -3,7 +3,9 @@
 `G1Preview.render` poses the G1 at given joint angles, draws the VR 3-point targets as markers
 (a ball and a short RGB axis triad each: left wrist red, right wrist green, neck blue) and, when
 given, a second pose (the robot's feedback) as a translucent ghost: a second `MjData` whose geoms
-are appended to the same scene and recoloured. Nothing is ever stepped.
+are appended to the same scene and recoloured. In the smpl stream modes it also draws the streamed
+SMPL body beside the robot: a ball per joint (24) and a bone from each joint to its parent, at human
+scale, its pelvis placed `SMPL_BESIDE_ROOT_M` from the robot's. Nothing is ever stepped.
 
 Frames: joint angles in MuJoCo order; targets in the root (pelvis) frame, placed on the standing
 pelvis at (0, 0, 0.79) turned by ``root_yaw_rad``. The GL context and the software-renderer
@@ -22,6 +24,7 @@ from app.paths import resolve_asset
 from app.render.offscreen import OffscreenRenderer
 from app.sim.scene import load_model
 from app.streaming.g1_model import G1Model, KeyPoses
+from app.streaming.smpl_skeleton import NUM_SMPL_JOINTS, SMPL_PARENTS
 from app.streaming.threepoint import ThreePoint
 from calibration import quat as Q
 
@@ -33,7 +36,13 @@ GHOST_RGBA = (0.45, 0.8, 1.0, 0.2)
 _MARKER_RADIUS_M = 0.025
 _AXIS_LENGTH_M = 0.09
 _AXIS_WIDTH_M = 0.006
-_EXTRA_GEOMS = 64  # markers: 3 balls + 9 axes, with room to spare
+SMPL_RGBA = (1.0, 0.6, 0.1, 1.0)
+"""Colour of the SMPL skeleton's joints and bones (orange: apart from the red/green/blue targets)."""
+SMPL_BESIDE_ROOT_M = (0.0, -0.7, 0.0)
+"""Where the SMPL skeleton's pelvis stands (horizontally) in the robot's root frame: to the robot's right."""
+_SMPL_JOINT_RADIUS_M = 0.03
+_SMPL_BONE_WIDTH_M = 0.012
+_EXTRA_GEOMS = 64 + 2 * NUM_SMPL_JOINTS  # markers: 3 balls + 9 axes; SMPL: 24 balls + 23 bones; room to spare
 
 
 class G1Preview(OffscreenRenderer):
@@ -68,8 +77,10 @@ class G1Preview(OffscreenRenderer):
         mujoco.mj_kinematics(self.model, data)
 
     def render(self, q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None,
-               ghost_q_mujoco_rad=None, root_yaw_rad: float = 0.0) -> np.ndarray:
-        """An RGB image (height, width, 3) uint8 of the G1 at ``q``, with targets and ghost."""
+               ghost_q_mujoco_rad=None, root_yaw_rad: float = 0.0, smpl_joints_m=None) -> np.ndarray:
+        """An RGB image (height, width, 3) uint8 of the G1 at ``q``, with targets, ghost and, given
+        ``smpl_joints_m`` (24, 3) (SMPL order, the operator frame: Z up, floor at z = 0), the SMPL
+        skeleton beside the robot."""
         self._pose(self.data, q_mujoco_rad, root_yaw_rad)
         scene = self.update_scene(self.data, self.camera)
         if ghost_q_mujoco_rad is not None:
@@ -82,7 +93,32 @@ class G1Preview(OffscreenRenderer):
         if targets is not None:
             kp = targets.key_poses if isinstance(targets, ThreePoint) else targets
             self._markers(scene, kp, root_yaw_rad)
+        if smpl_joints_m is not None:
+            self._skeleton(scene, smpl_joints_m, root_yaw_rad)
         return self.draw(self.width, self.height)
+
+    def _skeleton(self, scene: mujoco.MjvScene, joints_m, root_yaw_rad: float) -> None:
+        p = np.asarray(joints_m, dtype=float)
+        if p.shape != (NUM_SMPL_JOINTS, 3) or not np.all(np.isfinite(p)):
+            raise ValueError(f"expected {NUM_SMPL_JOINTS} finite SMPL joint positions (24, 3), got {np.shape(p)}")
+        if scene.ngeom + 2 * NUM_SMPL_JOINTS > scene.maxgeom:
+            return
+        yaw = Q.from_axis_angle((0.0, 0.0, 1.0), root_yaw_rad)
+        # Keep the operator's height above the floor; move the pelvis to its place beside the robot.
+        local = p - np.array((p[0, 0], p[0, 1], 0.0)) + np.asarray(SMPL_BESIDE_ROOT_M)
+        world = np.array([Q.rotate(yaw, v) for v in local])
+        eye = np.eye(3).reshape(9)
+        rgba = np.array(SMPL_RGBA, dtype=np.float32)
+        for j in range(NUM_SMPL_JOINTS):
+            g = scene.geoms[scene.ngeom]
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, np.full(3, _SMPL_JOINT_RADIUS_M), world[j], eye, rgba)
+            scene.ngeom += 1
+            parent = SMPL_PARENTS[j]
+            if parent >= 0:
+                g = scene.geoms[scene.ngeom]
+                mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_CAPSULE, np.zeros(3), np.zeros(3), eye, rgba)
+                mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_CAPSULE, _SMPL_BONE_WIDTH_M, world[parent], world[j])
+                scene.ngeom += 1
 
     def _markers(self, scene: mujoco.MjvScene, kp: KeyPoses, root_yaw_rad: float) -> None:
         yaw = Q.from_axis_angle((0.0, 0.0, 1.0), root_yaw_rad)
@@ -107,10 +143,11 @@ class G1Preview(OffscreenRenderer):
 
 
 def render_g1_frame(q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None, ghost_q_mujoco_rad=None,
-                    root_yaw_rad: float = 0.0, width: int = 480, height: int = 480) -> np.ndarray:
+                    root_yaw_rad: float = 0.0, width: int = 480, height: int = 480, smpl_joints_m=None) -> np.ndarray:
     """One-off render (creates and frees a GL context): prefer a long-lived `G1Preview` in a GUI."""
     with G1Preview(width, height) as preview:
-        return preview.render(q_mujoco_rad, targets, ghost_q_mujoco_rad, root_yaw_rad)
+        return preview.render(q_mujoco_rad, targets, ghost_q_mujoco_rad, root_yaw_rad, smpl_joints_m)
 
 
-__all__ = ["G1Preview", "GHOST_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "TARGET_RGBA", "render_g1_frame"]
+__all__ = ["G1Preview", "GHOST_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "SMPL_BESIDE_ROOT_M", "SMPL_RGBA", "TARGET_RGBA",
+           "render_g1_frame"]

@@ -25,6 +25,9 @@ Modes (`StreamConfig.mode`):
   `joint_vel` [5, 29] in IsaacLab order, heading-only `body_quat_w` [5, 4], consecutive
   `frame_index` [5] i64), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
   never restart while the publisher lives, so they increase strictly across messages and sessions.
+- ``smpl-v2`` / ``smpl-v3`` (deploy `--input-type zmq`): the same windows, each frame also an SMPL
+  body estimated from the headset and controllers (`smpl_stream`), sent as pose v2 (SMPL only) or
+  v3 (SMPL plus the retargeted joints), with `heading_increment` from the right stick.
 
 Calibration (`calibrate`, or the engine's own calibration when `follow_engine_calibration`)
 maps the operator's wrists onto the robot's current wrist poses. Nothing is sent before
@@ -60,7 +63,8 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.config import LOCOMOTION_AUTO, MODE_PLANNER_VR3PT, MODE_POSE_V1, MODES, StreamConfig, is_loopback_endpoint
+from app.config import (LOCOMOTION_AUTO, MODE_PLANNER_VR3PT, MODES, POSE_MODES, SMPL_MODE_VERSIONS,
+                        StreamConfig, is_loopback_endpoint)
 from app.control.snapshot import Snapshot
 from app.events import EventKind
 from app.streaming import protocol
@@ -69,6 +73,7 @@ from app.streaming.manager_commands import INTO_PLANNER, INTO_POSE, STOP, is_pla
 from app.streaming.protocol import STATIC_LOCOMOTION_MODES, LocomotionMode, StreamMode
 from app.streaming.reach import arm_reach_spheres, bound_to_reach
 from app.streaming.retarget import G1Retargeter
+from app.streaming.smpl_stream import SmplAccuracy, SmplStream
 from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointMapper
 from app.tracking.sample import ControllerButtons
 
@@ -272,6 +277,8 @@ class StreamPublisher:
         self._mapper = ThreePointMapper(self.g1.stand_key_poses, self.g1.torso_origin_root_m, self.cfg.threepoint)
         self._retarget = G1Retargeter(self.g1, self.cfg.retarget)
         self._fk_data = self.g1.new_data()
+        self._smpl = (SmplStream(SMPL_MODE_VERSIONS[self.cfg.mode], self.cfg.period_s)
+                      if self.cfg.mode in SMPL_MODE_VERSIONS else None)
         self._state = StreamState.IDLE
         self._mode = self.cfg.mode
         self._locomotion = locomotion_mode(self.cfg.locomotion)
@@ -369,7 +376,13 @@ class StreamPublisher:
         with self._solver_lock:
             q, _ = self._robot_q()
             ref = self.g1.key_poses(q, self._fk_data)
-            return self._mapper.calibrate(snap.sample, snap.heading_rad, snap.t_s, ref)
+            tp = self._mapper.calibrate(snap.sample, snap.heading_rad, snap.t_s, ref)
+            if self._smpl is not None:  # the operator stands now: scale the SMPL body to the headset's height
+                try:
+                    self._smpl.calibrate(snap.sample, self._mapper.heading_rad)
+                except ValueError as exc:
+                    raise CalibrationError(f"SMPL body: {exc}") from exc
+            return tp
 
     def pose_distance(self) -> PoseDistance:
         """Distance between the operator's mapped pose (as of the last tick) and the robot's current pose."""
@@ -388,6 +401,8 @@ class StreamPublisher:
                 raise StartRefused("the teleop loop is e-stopped: reset it first")
             if not self._mapper.calibrated:
                 raise StartRefused("the humanoid 3-point is not calibrated: stand like the robot and calibrate first")
+            if self._smpl is not None and not self._smpl.calibrated:
+                raise StartRefused("the SMPL body is not calibrated: stand upright and calibrate first")
             held = self._mapper.last.held
             if any(held):
                 names = [n for n, h in zip(("left", "right", "head"), held) if h]
@@ -493,6 +508,18 @@ class StreamPublisher:
         with self._lock:
             return None if self._last_q is None else self._last_q.copy()
 
+    @property
+    def last_smpl_joints_m(self) -> np.ndarray | None:
+        """smpl modes: the newest estimated SMPL body's 24 joints (24, 3) in the operator frame (Z up,
+        floor at z = 0), for a preview; else None."""
+        last = None if self._smpl is None else self._smpl.last
+        return None if last is None else last.joints_world_m
+
+    def smpl_accuracy(self) -> SmplAccuracy | None:
+        """smpl modes: head and wrist errors of the streamed body since calibration; else None."""
+        with self._solver_lock:
+            return None if self._smpl is None else self._smpl.accuracy()
+
     # ---- internals (`_halt`: `_lock` held; the math: `_solver_lock` held) ----
 
     def _halt(self, why: str) -> None:
@@ -521,7 +548,7 @@ class StreamPublisher:
         robot_kp: KeyPoses = self.g1.key_poses(q_robot, self._fk_data)
         kp = tuple(float(v) for v in np.linalg.norm(target.pos_m - robot_kp.pos_m, axis=1))
         joint, worst = None, ""
-        if self._mode == MODE_POSE_V1:
+        if self._mode in POSE_MODES:
             q, _ = self._retarget.solve(target, q_robot)
             diff = np.abs(q - q_robot)
             k = int(np.argmax(diff))
@@ -719,6 +746,8 @@ class StreamPublisher:
                 loco.mode, loco.movement, (math.cos(self._facing_yaw), math.sin(self._facing_yaw), 0.0),
                 loco.speed_m_s, self.cfg.height_m, vr_position=tp.vr_position, vr_orientation=tp.vr_orientation,
                 **hands)
+        if self._smpl is not None:
+            self._smpl.observe(snap.sample if fresh and snap is not None else None, dt * steps)
         return self._pose_tick(tp, steps)
 
     def _pose_tick(self, tp: ThreePoint, steps: int) -> bytes | None:
@@ -735,6 +764,8 @@ class StreamPublisher:
         new = []
         for _ in range(steps):
             f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
+            if self._smpl is not None:
+                f = self._smpl.frame(f, self._next_frame_index)
             new.append((self._next_frame_index, f))
             self._next_frame_index += 1
         self._frames.extend(new)
@@ -752,6 +783,8 @@ class StreamPublisher:
             optional["vr_position"] = tp.vr_position
             optional["vr_orientation"] = tp.vr_orientation
         optional["timestamp_monotonic"] = time.monotonic()
+        if self._smpl is not None:
+            return self._smpl.message(window, **optional)
         msg = protocol.build_pose_v1(
             np.stack([f.joint_pos_isaaclab_rad for _, f in window]),
             np.stack([f.joint_vel_isaaclab_rad_s for _, f in window]),
