@@ -85,3 +85,19 @@ def test_export_refuses_to_overwrite_and_needs_one_file(exported, capsys):
     assert "--force" in capsys.readouterr().err
     assert main(["export", str(csv), str(csv), "--format", "mcap", "--out", str(out)]) == EXIT_USAGE
     assert "one session" in capsys.readouterr().err
+
+
+def test_the_layout_in_docs_is_generated_and_names_existing_topics():
+    import json
+    from pathlib import Path
+
+    from app.sessions.foxglove_layout import layout_json
+
+    doc = json.loads((Path(__file__).parent.parent / "docs" / "foxglove-layout.json").read_text())
+    assert doc == json.loads(layout_json())
+    text = json.dumps(doc)
+    panels = [p for p in ("ThreeDee", "Plot", "Log") if f'"panelType": "{p}"' in text]
+    assert panels == ["ThreeDee", "Plot", "Log"]
+    import re
+    used = {m.split(".")[0] for m in re.findall(r'"value": "(/[^"]+)"', text)}
+    assert used and used <= set(TOPICS)
