@@ -31,6 +31,7 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
                    "else 'teleoperation')")
     p.add_argument("--fps", type=int, default=None, metavar="HZ",
                    help="lerobot: frames per second (default: the recording's loop rate)")
+    p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p
 
@@ -93,8 +94,13 @@ def _export_mcap(args, out: TextIO, err: TextIO) -> int:
 def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     from app.sessions.export_lerobot import LeRobotOptions, export_lerobot
 
-    opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id)
-    r = export_lerobot([Path(f) for f in args.files], Path(args.out), opts, overwrite=args.force)
+    opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
+                          tcp_targets=not args.no_targets)
+    try:
+        r = export_lerobot([Path(f) for f in args.files], Path(args.out), opts, overwrite=args.force)
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=err)
+        return EXIT_USAGE
     for note in r.notes:
         print(f"note: {note}", file=err)
     print(f"wrote {r.root}: {r.n_episodes} episodes, {r.n_frames} frames at {r.fps} fps, "
