@@ -1,7 +1,7 @@
 """The one entry point: `pico-teleop` (the GUI when it is installed) and its commands.
 
 `run` (headless, `run.py`), `serve` and `probe` (the remote simulation, `remote.py`), `analyze`
-(`analyze.py`), `inspect` (`inspect.py`), the hidden `core` (`core.py`) and, without a command,
+(`analyze.py`), `inspect` (`inspect.py`), `export` (MCAP and LeRobot, `export.py`), the hidden `core` (`core.py`) and, without a command,
 the desktop application (`gui.py`). The domain packages return data and raise their own errors;
 this package parses the command line, prints, and chooses the exit code.
 
@@ -27,6 +27,7 @@ from app.cli.run import cmd_run
 def build_parser() -> argparse.ArgumentParser:
     from app.cli.analyze import add_analyze_parser
     from app.cli.core import add_core_parser
+    from app.cli.export import add_export_parser
     from app.cli.gui import add_gui_arguments
     from app.cli.inspect import add_inspect_parser
     from app.cli.remote import add_connect_arguments, add_remote_parsers
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_analyze_parser(sub)
     add_core_parser(sub)
     add_inspect_parser(sub)
+    add_export_parser(sub)
     return p
 
 
@@ -63,6 +65,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, config_
     if args.command == "analyze":
         from app.cli.analyze import main_analyze
         return main_analyze(args)
+    if args.command == "export":
+        from app.cli.export import cmd_export
+        return cmd_export(args)
     if args.command == "inspect":
         from app.cli.inspect import cmd_inspect
         return cmd_inspect(args.endpoint, args.seconds)

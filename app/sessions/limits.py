@@ -25,23 +25,28 @@ def joint_ranges(cfg) -> dict[str, np.ndarray]:
     return {name: resolve_arm(model, name, cfg.arms.arm(name).prefix).joint_range_rad for name in ARMS}
 
 
+def recorded_config(sidecar: dict | None, what: str = "settings"):
+    """(the `Config` a session's sidecar records, a note): the defaults, and a note naming `what`
+    comes from them, when the sidecar has no configuration or it no longer loads."""
+    from app.config import Config, ConfigError, config_from_dict
+
+    if sidecar and isinstance(sidecar.get("config"), dict):
+        try:
+            return config_from_dict(sidecar["config"]), ""
+        except ConfigError as exc:
+            return Config(), f"the sidecar's configuration does not load ({exc}); {what} from the defaults"
+    if sidecar is not None:
+        return Config(), f"the sidecar holds no configuration; {what} from the defaults"
+    return Config(), ""
+
+
 def session_limits(sidecar: dict | None) -> tuple[dict | None, tuple[float, ...] | None, str]:
     """(joint ranges per arm (7, 2) rad, joint speed limits rad/s, a note) for a session's sidecar.
 
     The configuration recorded in the sidecar decides the scene; without one (or when it no
     longer loads) the defaults are used and the note says so. Ranges are None when no scene loads.
     """
-    from app.config import Config, ConfigError, config_from_dict
-
-    note = ""
-    cfg = Config()
-    if sidecar and isinstance(sidecar.get("config"), dict):
-        try:
-            cfg = config_from_dict(sidecar["config"])
-        except ConfigError as exc:
-            note = f"the sidecar's configuration does not load ({exc}); limits from the defaults"
-    elif sidecar is not None:
-        note = "the sidecar holds no configuration; limits from the defaults"
+    cfg, note = recorded_config(sidecar, "limits")
     speeds = tuple(cfg.limits.max_joint_vel_rad_s)
     try:
         ranges = joint_ranges(cfg)

@@ -1,0 +1,37 @@
+"""The Foxglove layout for an exported (or live) session: docs/foxglove-layout.json.
+
+`layout_json()` builds it with the SDK's layout types (`foxglove.layouts`): the 3D panel in the
+`world` frame (the robots from `/scene` and `/tf`) beside the main plots (tracking error per arm,
+tick lateness and compute time, joint positions) and the event log. `tests/test_export_mcap.py`
+checks that the file in docs/ is this function's output and names only topics that exist.
+"""
+
+from __future__ import annotations
+
+from app.sessions.foxglove_channels import import_foxglove
+
+
+def layout_json() -> str:
+    import_foxglove()
+    import foxglove.layouts as fl
+
+    def plot(title: str, series: list[tuple[str, str]]):
+        return fl.PlotPanel(title=title, config=fl.PlotConfig(
+            paths=[fl.PlotSeries(value=path, label=label) for path, label in series]))
+
+    tracking = plot("tracking error (mm)", [(f"/tracking.{arm}.pos_err_mm", f"{arm} position (mm)")
+                                            for arm in ("left", "right")])
+    rotation = plot("tracking error (deg)", [(f"/tracking.{arm}.rot_err_deg", f"{arm} rotation (deg)")
+                                             for arm in ("left", "right")])
+    timing = plot("tick timing (ms)", [("/timing.lateness_ms", "lateness (ms)"), ("/timing.compute_ms", "compute (ms)")])
+    joints = plot("left arm joints (rad)", [(f'/joint_states.joints[:]{{name=="left/joint{j}"}}.position', f"q{j}")
+                                            for j in range(1, 8)])
+    three_d = fl.ThreeDeePanel(title="robots", config=fl.ThreeDeeConfig(follow_tf="world"))
+    plots = fl.SplitContainer(direction="column", items=[
+        fl.SplitItem(content=tracking), fl.SplitItem(content=rotation),
+        fl.SplitItem(content=timing), fl.SplitItem(content=joints)])
+    left = fl.SplitContainer(direction="column", items=[
+        fl.SplitItem(proportion=3, content=three_d), fl.SplitItem(proportion=1, content=fl.LogPanel(title="events"))])
+    layout = fl.Layout(content=fl.SplitContainer(direction="row", items=[
+        fl.SplitItem(proportion=3, content=left), fl.SplitItem(proportion=2, content=plots)]))
+    return layout.to_json()
