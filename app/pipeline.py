@@ -37,6 +37,7 @@ from app.tracking.source import TrackingSource
 if TYPE_CHECKING:
     from app.remote.client import RemoteStatus
     from app.remote.config import ClientConfig
+    from app.sessions.foxglove_live import FoxgloveLive
     from app.sessions.reader import Session
     from app.streaming.publisher import StreamPublisher
 
@@ -108,6 +109,8 @@ class Pipeline:
         self._recorder: Recorder | None = None
         self._summary: RunSummary | None = None
         self._stream_autostart: StreamAutoStart | None = None
+        self.foxglove: "FoxgloveLive | None" = None
+        """The live Foxglove server, once opened; subscribed to every loop."""
 
     # ----- subscribers that outlive restarts -----
 
@@ -185,6 +188,11 @@ class Pipeline:
             loop.subscribe(fn)
         if self.publisher is not None:
             loop.subscribe(self.publisher.submit)
+        if self.foxglove is not None:
+            if scene is not self.foxglove.scene:
+                log.warning("the Foxglove server draws the scene it was opened with (%s); reopen it for %s",
+                            self.foxglove.scene.path.name, scene.path.name)
+            loop.subscribe(self.foxglove.submit)
         self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
         self.replay_path = replay_path if kind == "replay" else None
         self.engine, self.loop, self.note, self.output = engine, loop, note, output
@@ -227,9 +235,10 @@ class Pipeline:
                 log.exception("closing tracking source %s failed", source.name)
 
     def close(self) -> None:
-        """Stop the session and close the humanoid stream."""
+        """Stop the session and close the humanoid stream and the Foxglove server."""
         self.stop()
         self.close_stream()
+        self.close_foxglove()
 
     # Read from other threads too (the core's sender): each takes the loop once, as it may be replaced meanwhile.
 
@@ -312,6 +321,29 @@ class Pipeline:
     @property
     def stream_refusals(self) -> list[str]:
         return self._stream_autostart.refusals if self._stream_autostart is not None else []
+
+    # ----- live Foxglove -----
+
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> "FoxgloveLive":
+        """Serve the session live to Foxglove on `endpoint` (`HOST:PORT`, default 127.0.0.1:8765) and
+        feed it every tick. FoxgloveEndpointError for a bad or non-loopback endpoint without
+        `allow_remote`, OSError when it cannot be bound, ExportUnavailableError without the SDK."""
+        from app.sessions.foxglove_live import DEFAULT_ENDPOINT, FoxgloveLive
+        if self.foxglove is not None:
+            raise PipelineError(f"the Foxglove server is already open on {self.foxglove.endpoint}")
+        live = FoxgloveLive(self.scene, endpoint or DEFAULT_ENDPOINT, allow_remote=allow_remote).open()
+        self.foxglove = live
+        if self.loop is not None:
+            self.loop.subscribe(live.submit)
+        return live
+
+    def close_foxglove(self) -> None:
+        live, self.foxglove = self.foxglove, None
+        if live is None:
+            return
+        if self.loop is not None:
+            self.loop.unsubscribe(live.submit)
+        live.close()
 
     # ----- remote output and devices -----
 

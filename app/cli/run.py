@@ -41,6 +41,12 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
                      "(default tcp://127.0.0.1:5556)")
     run.add_argument("--stream-allow-remote", action="store_true",
                      help="allow binding a non-loopback interface (the protocol has no authentication)")
+    run.add_argument("--foxglove", action="store_true",
+                     help="serve the session live to Foxglove (WebSocket; open ws://HOST:PORT in Foxglove)")
+    run.add_argument("--foxglove-endpoint", metavar="HOST:PORT",
+                     help="where the Foxglove server binds (default 127.0.0.1:8765; port 0 picks a free one)")
+    run.add_argument("--foxglove-allow-remote", action="store_true",
+                     help="allow a non-loopback Foxglove endpoint (anyone who reaches it sees the session)")
     return run
 
 
@@ -79,9 +85,41 @@ def _check_run_args(args: argparse.Namespace) -> str:
     if source_kind == "replay" and not args.replay:
         raise UsageError("--source replay needs --replay PATH")
     stream_settings(args.stream, args.stream_endpoint, args.stream_allow_remote)
+    _check_foxglove_args(args)
     if getattr(args, "connect", None) and args.fast:
         raise UsageError("--fast cannot drive a remote server: it runs in real time")
     return source_kind
+
+
+def _check_foxglove_args(args: argparse.Namespace) -> None:
+    """UsageError for Foxglove options without `--foxglove`, or an endpoint that cannot be served."""
+    endpoint, allow = getattr(args, "foxglove_endpoint", None), getattr(args, "foxglove_allow_remote", False)
+    if not getattr(args, "foxglove", False):
+        if endpoint or allow:
+            raise UsageError("--foxglove-endpoint and --foxglove-allow-remote need --foxglove")
+        return
+    if endpoint:
+        from app.sessions.foxglove_live import FoxgloveEndpointError, parse_endpoint
+        try:
+            parse_endpoint(endpoint, allow)
+        except FoxgloveEndpointError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def _start_foxglove(pipe, args: argparse.Namespace) -> None:
+    """`--foxglove` on a started pipeline; UsageError when it cannot start."""
+    if not getattr(args, "foxglove", False):
+        return
+    from app.sessions.foxglove_channels import ExportUnavailableError
+    from app.sessions.foxglove_live import FoxgloveEndpointError
+    try:
+        live = pipe.open_foxglove(args.foxglove_endpoint, args.foxglove_allow_remote)
+    except (ExportUnavailableError, FoxgloveEndpointError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"pico-teleop: Foxglove live on ws://{live.endpoint}", file=sys.stderr)
+    if args.foxglove_allow_remote:
+        print(f"pico-teleop: WARNING: the Foxglove server binds {live.endpoint}, reachable from the network "
+              "(no authentication)", file=sys.stderr)
 
 
 def _remote_config(args: argparse.Namespace):
@@ -149,12 +187,19 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     result = _run_result(pipe, summary, started)
     if signals.received:
         result["stopped_by"] = signals.received
+    if pipe.foxglove is not None:
+        fx = pipe.foxglove.status()
+        result["foxglove"] = {k: v for k, v in fx.as_dict().items() if k != "state"}
     if pipe.recording:
         rec = pipe.stop_recording(extra_summary=result)
         result["recording"] = {"path": str(rec.path), "rows": rec.rows_written, "dropped": rec.dropped_rows,
                                "state": rec.state.value, "error": rec.error}
     pipe.close()
     print_summary(result)
+    if "foxglove" in result:
+        fx = result["foxglove"]
+        print(f"foxglove on ws://{fx['endpoint']}: {fx['published_rows']} rows published, {fx['thinned']} thinned, "
+              f"{fx['dropped']} dropped, {fx['errors']} errors")
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(result, indent=2))
     failed_recording = result.get("recording", {}).get("error")
@@ -189,6 +234,7 @@ def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: str, sessi
         print(f"pico-teleop: {note}", file=sys.stderr)
     try:
         _start_stream(pipe, args)
+        _start_foxglove(pipe, args)
     except UsageError:
         pipe.close()
         raise

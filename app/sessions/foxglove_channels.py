@@ -14,7 +14,7 @@ this module is loaded only by the commands that need it.
 | `/timing` | JSON | 1 | `lateness_ms`, `compute_ms`, `skipped_ticks`, `tick` |
 | `/tracking` | JSON | 1 | per arm: `pos_err_mm`, `rot_err_deg` (target vs achieved TCP), IK residuals, `engaged` |
 | `/events` | `foxglove.Log` | 0..n | each recorded event (`app.events`), warnings for e-stops, faults, lost tracking |
-| `/scene` | `foxglove.SceneUpdate` | at the first row, then every `SCENE_PERIOD_S` | one entity per body, primitives from the model's geoms |
+| `/scene` | `foxglove.SceneUpdate` | at the first row, then every `scene_period_s` (default `SCENE_PERIOD_S`) | one entity per body, primitives from the model's geoms |
 
 The frame tree (all parents `world` unless said): every body that carries a visible geom, under
 its MuJoCo name (`left/link3`); each arm's base `<arm>/base` (its `link0`), flange `<arm>/flange`
@@ -171,8 +171,10 @@ class FoxgloveChannels:
     `counts` holds the messages logged per topic. Rows must come in time order.
     """
 
-    def __init__(self, scene: Scene, context) -> None:
+    def __init__(self, scene: Scene, context, scene_period_s: float = SCENE_PERIOD_S) -> None:
+        """`scene_period_s`: session time (s) between repetitions of the `/scene` message."""
         fg = import_foxglove()
+        self.scene_period_s = float(scene_period_s)
         ch, self._m = fg.channels, fg.messages
         self.scene = scene
         self._data = mujoco.MjData(scene.model)
@@ -195,6 +197,11 @@ class FoxgloveChannels:
         for c in (self._tf, self._joints, self._commands, self._timing, self._tracking, self._events, self._scene):
             c.close()
 
+    def restart_time(self) -> None:
+        """The next rows may start earlier than the previous ones (a new run): send the scene with
+        the next row and repeat it from there."""
+        self._next_scene_s = None
+
     def log_rows(self, data: Mapping[str, np.ndarray], time_ns: Callable[[float], int]) -> None:
         """Log every row of `data` (per-column arrays of equal length); `time_ns(t_s)` is a row's
         log time in ns."""
@@ -209,7 +216,7 @@ class FoxgloveChannels:
                 self._scene.log(m.SceneUpdate(entities=scene_entities(m, self.scene, self._all_bodies, t_ns)),
                                 log_time=t_ns)
                 self.counts["/scene"] += 1
-                self._next_scene_s = t_s + SCENE_PERIOD_S
+                self._next_scene_s = t_s + self.scene_period_s
             self._tf.log(self._transforms(data, i, stamp), log_time=t_ns)
             self._joints.log(self._joint_states(data, i, stamp, measured=True), log_time=t_ns)
             self._commands.log(self._joint_states(data, i, stamp, measured=False), log_time=t_ns)
