@@ -147,3 +147,25 @@ def test_a_dead_core_is_shown_at_once_and_restarts(window, qtbot):
     qtbot.waitUntil(lambda: new.latest() is not None and new.running, timeout=15000)
     qtbot.waitUntil(lambda: window.viewport.hud.alert == "", timeout=3000)
     assert window.plots.buffers is new.buffers
+
+
+def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):
+    pytest.importorskip("foxglove", reason="the [export] extra (foxglove-sdk) is not installed")
+    pytest.importorskip("websockets", reason="a WebSocket client is needed for this test")
+    import asyncio
+
+    from tests.test_foxglove_live import _subscribe_and_receive
+    window.last_error = ""
+    window.act_foxglove.trigger()
+    if "cannot serve Foxglove" in (window.last_error or ""):
+        pytest.skip(f"the default Foxglove port is taken here: {window.last_error}")
+    assert window.act_foxglove.isChecked()
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Foxglove live on ws://127.0.0.1:")
+    url = message.split("on ", 1)[1]
+    try:
+        _, got = asyncio.run(_subscribe_and_receive(url, ("/joint_states",), 1.0))
+        assert len(got["/joint_states"]) > 50
+    finally:
+        window.act_foxglove.trigger()
+    assert not window.act_foxglove.isChecked()

@@ -94,6 +94,7 @@ class CoreServer:
             "open_stream": self._open_stream, "close_stream": self.pipeline.close_stream,
             "stream_when_calibrated": self._stream_when_calibrated, "stream": self._stream,
             "set_live_cfg": self._set_live_cfg, "shutdown": self.stop,
+            "open_foxglove": self._open_foxglove, "close_foxglove": self.pipeline.close_foxglove,
         }
         pipeline.subscribe(self._on_snapshot)
         self._sender = threading.Thread(target=self._send_updates, name="core-sender", daemon=True)
@@ -311,6 +312,10 @@ class CoreServer:
 
     def _open_stream(self, stream_cfg) -> None:
         self.pipeline.open_stream(stream_cfg)
+
+    def _open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
+        """The live Foxglove server's `host:port`."""
+        return self.pipeline.open_foxglove(endpoint, allow_remote).endpoint
 
     def _stream_when_calibrated(self, stream_cfg) -> None:
         self.pipeline.stream_when_calibrated(stream_cfg)

@@ -400,6 +400,14 @@ class CoreClient:
         st = self.core_status
         return st.recorder if st is not None else None
 
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
+        """Serve the core's session live to Foxglove; the `host:port` bound."""
+        return self.call("open_foxglove", endpoint, allow_remote)
+
+    def close_foxglove(self) -> None:
+        if not self.core_problem():
+            self.call("close_foxglove")
+
     def start_recording(self, path: str | Path) -> Path:
         written = self.call("start_recording", str(path))
         self.refresh_status()

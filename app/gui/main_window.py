@@ -108,6 +108,9 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 0),), toolbar=2),
     ActionRow("record_as", "Record to file…", lambda w: w.record_as, "Ctrl+F9", "Choose the recording's file name",
               menus=(("File", 0),)),
+    ActionRow("foxglove", "Serve to Foxglove", lambda w: w.toggle_foxglove, None,
+              "Serve the session live to Foxglove on ws://127.0.0.1:8765 (open that connection in Foxglove), or stop",
+              checkable=True, menus=(("File", 1),)),
     ActionRow("settings", "Settings…", lambda w: w.open_settings, QKeySequence.StandardKey.Preferences,
               "Scale, precision, filter, workspace boxes, button map", menus=(("Settings", 0),), toolbar=4,
               fallback_shortcut="Ctrl+,"),
@@ -472,6 +475,17 @@ class MainWindow(QMainWindow):
                 self.stop_recording()
         finally:
             self._sync_record_action()
+
+    def toggle_foxglove(self, on: bool) -> None:
+        try:
+            if on:
+                endpoint = self.runner.open_foxglove()
+                self.statusBar().showMessage(f"Foxglove live on ws://{endpoint}", 8000)
+            else:
+                self.runner.close_foxglove()
+        except BaseException:
+            self.act_foxglove.setChecked(False)
+            raise
 
     def record_as(self) -> None:
         if self.runner.recording:
