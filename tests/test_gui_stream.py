@@ -3,6 +3,8 @@ reach a SUB socket, Stop and the E-stop stop it, the preview draws the G1."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 
 import pytest
@@ -64,6 +66,11 @@ def test_stream_starts_after_confirmation_sends_and_stops(window, qtbot, sub):
     port = free_port_pair()
     panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
     qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=8000)
+    # The stream would follow the demo operator's own calibration (its A press) as soon as it sees
+    # one; this test is about the operator's explicit Calibrate, so it must not happen behind it.
+    runner = window.runner
+    runner.cfg = dataclasses.replace(runner.cfg, stream=dataclasses.replace(runner.cfg.stream,
+                                                                           follow_engine_calibration=False))
 
     panel.start_button.click()  # not calibrated yet: refused, with the reason, not a question
     assert messages and "calibrat" in messages[-1] and not questions
