@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from app.remote.config import ClientConfig
     from app.sessions.foxglove_live import FoxgloveLive
     from app.sessions.reader import Session
+    from app.streaming.feedback import FeedbackSubscriber
     from app.streaming.publisher import StreamPublisher
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ class Pipeline:
         self.output = None
         self.publisher: "StreamPublisher | None" = None
         """The humanoid stream, once opened; subscribed to every loop."""
+        self.feedback: "FeedbackSubscriber | None" = None
+        """The deploy's `g1_debug` subscriber, open with the stream when `stream.feedback_endpoint` is set."""
         self.note = ""
         self.started_s = 0.0
         self.options = StartOptions()
@@ -279,18 +282,35 @@ class Pipeline:
 
     def open_stream(self, stream_cfg) -> "StreamPublisher":
         """Open the humanoid stream publisher (binds its socket; IDLE, nothing sent) and feed it every tick.
-        OSError when the endpoint cannot be bound."""
+        With `stream_cfg.feedback_endpoint`, also subscribe to the deploy's `g1_debug`: while it is
+        live, the robot's measured joints are the reference of calibration and the start-distance
+        check (else the standing pose). OSError when an endpoint cannot be bound or connected."""
         from app.streaming.publisher import StreamPublisher
         if self.publisher is not None:
             raise PipelineError(f"the humanoid stream is already open on {self.publisher.endpoint}")
-        pub = StreamPublisher(stream_cfg).open()
-        self.publisher = pub
+        feedback = None
+        if stream_cfg.feedback_endpoint:
+            from app.streaming.feedback import FeedbackSubscriber
+            feedback = FeedbackSubscriber(stream_cfg.feedback_endpoint)
+            try:
+                feedback.start()
+            except ValueError as exc:  # the endpoint's text passed the config check but ZMQ refuses it
+                raise OSError(str(exc)) from None
+        try:
+            pub = StreamPublisher(stream_cfg, robot_q_source=feedback.live_joint_pos_mujoco_rad
+                                  if feedback is not None else None).open()
+        except BaseException:
+            if feedback is not None:
+                feedback.close()
+            raise
+        self.publisher, self.feedback = pub, feedback
         if self.loop is not None:
             latest = self.loop.latest()
             if latest is not None:  # so that a Calibrate/Start right after opening has a snapshot to use
                 pub.submit(latest)
             self.loop.subscribe(pub.submit)
-        log.info("humanoid stream opened on %s (%s)", pub.endpoint, stream_cfg.mode)
+        log.info("humanoid stream opened on %s (%s)%s", pub.endpoint, stream_cfg.mode,
+                 f", robot feedback from {feedback.endpoint}" if feedback is not None else "")
         if stream_cfg.allow_remote:
             log.warning("the humanoid stream binds %s, reachable from the network (the protocol has no "
                         "authentication)", pub.endpoint)
@@ -299,12 +319,16 @@ class Pipeline:
     def close_stream(self) -> None:
         """Close the publisher (it sends the stop command first when streaming)."""
         pub, self.publisher = self.publisher, None
+        feedback, self.feedback = self.feedback, None
         self._stream_autostart = None
-        if pub is None:
-            return
-        if self.loop is not None:
-            self.loop.unsubscribe(pub.submit)
-        pub.close()
+        try:
+            if pub is not None:
+                if self.loop is not None:
+                    self.loop.unsubscribe(pub.submit)
+                pub.close()
+        finally:
+            if feedback is not None:
+                feedback.close()
 
     def stream_when_calibrated(self, stream_cfg) -> "StreamAutoStart":
         """Open the stream now and start it as soon as the operator is tracked (`poll` retries);

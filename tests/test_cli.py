@@ -219,6 +219,22 @@ def test_stream_flag_streams_after_calibration(tmp_path, capsys):
     assert st["mode"] == "planner-vr3pt" and st["messages_sent"] > 10
     assert st["state"] == "stopped"  # closing the run stops the stream (and sends the stop command)
     assert "streaming to the humanoid" in err
+    assert st["input_lost"] is False and st["suppressed_ticks"] >= 0
+    left, right = st["keypoints_clamped"]
+    assert f"clamped to reach on {left} (left) / {right} (right) ticks" in out
+
+
+def test_summary_stream_line_reports_lost_input_and_clamps(capsys):
+    from app.cli.run import print_summary
+    timing = {"achieved_rate_hz": 100.0, "lateness_p50_ms": 0.1, "lateness_p99_ms": 0.2, "lateness_max_ms": 0.3,
+              "compute_p50_ms": 0.1, "compute_p99_ms": 0.2, "overruns": 0, "late_ticks": 0}
+    arm = {"engaged_ticks": 0}
+    stream = {"mode": "pose-v1", "endpoint": "tcp://127.0.0.1:5556", "state": "stopped", "messages_sent": 5,
+              "dropped": 0, "frames_skipped": 0, "last_error": "", "input_lost": True, "suppressed_ticks": 42,
+              "keypoints_clamped": [3, 17], "refusals": []}
+    print_summary({"ticks": 100, "timing": timing, "source": "demo", "left": arm, "right": arm, "stream": stream})
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("stream ")][0]
+    assert "input LOST at the end, 42 ticks not sent" in line and "on 3 (left) / 17 (right) ticks" in line
 
 
 def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):

@@ -4,7 +4,6 @@ reach a SUB socket, Stop and the E-stop stop it, the preview draws the G1."""
 from __future__ import annotations
 
 import dataclasses
-
 import time
 
 import pytest
@@ -129,6 +128,94 @@ def test_cancelled_far_start_and_estop(window, qtbot):
     window.reset()
 
 
+def test_locomotion_box_offers_every_gait_and_sets_it_on_the_open_stream(window):
+    from app.config import LOCOMOTION_CHOICES
+    from app.streaming.protocol import LocomotionMode
+    panel = window.stream_panel
+    box = panel.locomotion_box
+    assert [box.itemText(i) for i in range(box.count())] == list(LOCOMOTION_CHOICES)
+    assert set(LOCOMOTION_CHOICES) == {"auto"} | {m.name.lower() for m in LocomotionMode}
+    pub = window.runner.publisher
+    assert pub is not None
+    calls: list[str] = []
+    original = pub.set_locomotion
+    pub.set_locomotion = lambda name: calls.append(name) or original(name)
+    try:
+        box.setCurrentText("run")
+        box.setCurrentText("idel_squat")
+        box.setCurrentText("auto")
+    finally:
+        del pub.set_locomotion
+    assert calls == ["run", "idel_squat", "auto"]
+    assert panel.stream_config().locomotion == "auto"
+
+
+def test_mode_change_while_streaming_switches_in_place_or_is_refused(window, qtbot):
+    from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, MODE_SMPL_V3
+    panel = window.stream_panel
+    messages: list[str] = []
+    panel.confirm = lambda text: True
+    panel.inform = messages.append
+    panel.mode_box.setCurrentText(MODE_POSE_V1)
+    panel.calibrate_button.click()
+    pub = window.runner.publisher
+    assert pub is not None and pub.cfg.mode == MODE_POSE_V1, messages
+    panel.start_button.click()
+    assert pub.status().state is StreamState.STREAMING, messages
+    assert panel.mode_box.isEnabled() and not panel.endpoint_edit.isEnabled()
+
+    panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)  # same publisher, same session: switch_mode
+    assert window.runner.publisher is pub and pub.mode == MODE_PLANNER_VR3PT
+    assert pub.status().state is StreamState.STREAMING
+    panel.mode_box.setCurrentText(MODE_POSE_V1)
+    assert window.runner.publisher is pub and pub.mode == MODE_POSE_V1
+
+    panel.mode_box.setCurrentText(MODE_SMPL_V3)  # another pose protocol: refused, the box goes back
+    assert messages and "smpl-v3" in messages[-1]
+    assert window.runner.publisher is pub and pub.mode == MODE_POSE_V1
+    assert panel.mode_box.currentText() == MODE_POSE_V1 and pub.status().state is StreamState.STREAMING
+
+    panel.calibrate_button.click()  # ensure_open keeps the streaming publisher
+    assert window.runner.publisher is pub and pub.status().state is StreamState.STREAMING
+    panel.stop_button.click()
+    assert pub.status().state is StreamState.STOPPED
+    panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)
+
+
+def test_status_text_shows_lost_input_and_reach_clamps():
+    from app.gui.stream_panel import status_text
+    from app.streaming.publisher import StreamStatus
+    st = StreamStatus("pose-v1", StreamState.STREAMING, "tcp://127.0.0.1:5556", 10, 0, 0, "", 9, True, 0, 0, (),
+                      1, input_lost=True, suppressed_ticks=7, keypoints_clamped=(3, 12))
+    text, colour = status_text(st)
+    assert "INPUT LOST" in text and "7 ticks" in text and "L 3 / R 12" in text and colour == theme.WARN
+    text, colour = status_text(dataclasses.replace(st, input_lost=False))
+    assert "INPUT LOST" not in text and "L 3 / R 12" in text and colour == theme.OK
+
+
 def test_closing_the_stream_releases_the_publisher(window):
     window.stream_panel.runner.close_stream()
     assert window.runner.publisher is None
+
+
+def test_the_core_proxies_locomotion_and_mode_switches():
+    from app.core.server import STREAM_METHODS
+    from app.gui.core_client import StreamProxy
+
+    class Client:
+        def __init__(self):
+            self.calls, self.refreshed = [], 0
+
+        def call(self, *args, **kw):
+            self.calls.append(args)
+
+        def refresh_status(self):
+            self.refreshed += 1
+
+    client = Client()
+    proxy = StreamProxy(client)
+    proxy.set_locomotion("walk")
+    proxy.switch_mode("pose-v1")
+    assert client.calls == [("stream", "set_locomotion", "walk"), ("stream", "switch_mode", "pose-v1")]
+    assert client.refreshed == 1  # the panel sees the new mode at once
+    assert {"set_locomotion", "switch_mode"} <= STREAM_METHODS

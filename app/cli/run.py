@@ -303,7 +303,8 @@ def _run_result(pipe, summary, started: float) -> dict:
         st = publisher.status()
         result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
                             "messages_sent": st.messages_sent, "dropped": st.dropped, "frames_skipped": st.frames_skipped,
-                            "last_error": st.last_error,
+                            "last_error": st.last_error, "input_lost": st.input_lost,
+                            "suppressed_ticks": st.suppressed_ticks, "keypoints_clamped": list(st.keypoints_clamped),
                             "refusals": refusals}
         acc = publisher.smpl_accuracy()
         if acc is not None:
@@ -317,6 +318,15 @@ def _arm_line(arm: str, a: dict) -> str:
     pe, re = a["pos_err_mm"], a["rot_err_deg"]
     return (f"{arm:5s}: engaged {a['engaged_ticks']} ticks; TCP error RMS {pe['rms']:.2f} mm, p95 {pe['p95']:.2f} mm, "
             f"max {pe['max']:.2f} mm; orientation RMS {re['rms']:.2f} deg, p95 {re['p95']:.2f} deg")
+
+
+def _input_text(input_lost: bool, suppressed_ticks: int) -> str:
+    return (f"input {'LOST' if input_lost else 'ok'} at the end, {suppressed_ticks} ticks not sent for lost "
+            "tracking")
+
+
+def _clamp_text(clamped) -> str:
+    return f"wrist key points clamped to reach on {clamped[0]} (left) / {clamped[1]} (right) ticks"
 
 
 def print_summary(r: dict) -> None:
@@ -340,7 +350,8 @@ def print_summary(r: dict) -> None:
     if "stream" in r:
         st = r["stream"]
         lines.append(f"stream {st['mode']} on {st['endpoint']}: {st['state']}, {st['messages_sent']} messages sent, "
-                     f"{st['dropped']} dropped{'; ' + st['last_error'] if st['last_error'] else ''}")
+                     f"{st['dropped']} dropped; {_input_text(st['input_lost'], st['suppressed_ticks'])}; "
+                     f"{_clamp_text(st['keypoints_clamped'])}{'; ' + st['last_error'] if st['last_error'] else ''}")
         if "smpl" in st:
             a = st["smpl"]
             lines.append(f"SMPL body over {a['frames']} frames: head error mean {1000 * a['head_mean_m']:.1f} mm, "

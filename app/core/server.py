@@ -46,7 +46,8 @@ DISCOVERY_FILE = "core.json"
 GUI_LOST_LABEL = "gui_lost"
 """Label of the e-stop the core sends itself when the GUI's heartbeat stops."""
 
-STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "estop", "pose_distance"})
+STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "estop", "pose_distance",
+                            "set_locomotion", "switch_mode"})
 """Publisher methods the GUI may call through the `stream` request."""
 
 ONE_WAY_OPS = frozenset({"heartbeat", "command"})

@@ -91,6 +91,13 @@ class StreamProxy:
     def pose_distance(self):
         return self._client.call("stream", "pose_distance")
 
+    def set_locomotion(self, name: str) -> None:
+        self._client.call("stream", "set_locomotion", name)
+
+    def switch_mode(self, mode: str) -> None:
+        self._client.call("stream", "switch_mode", mode)
+        self._client.refresh_status()
+
     def status(self):
         view = self._view()
         return view.status if view is not None else None

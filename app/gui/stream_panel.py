@@ -5,6 +5,11 @@ Start), never when the window opens: binding a socket that a robot deploy connec
 operator's decision. `TeleopRunner` subscribes it to every loop it starts. A start refused
 because the operator's pose is far from the robot's asks for confirmation (showing the distance);
 other refusals are shown as they are.
+
+While streaming, the Mode box switches between the planner and the mode the stream was opened
+with (`switch_mode`: the PICO manager's command sequence, same session); any other mode needs a
+stop first, since the deploy locks one pose protocol version per streaming session. The
+Locomotion box sets the planner's gait at once (`set_locomotion`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton,
                                QVBoxLayout, QWidget)
 
-from app.config import MODES, ConfigError, StreamConfig
+from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigError, StreamConfig
 from app.gui import theme
 from app.gui.humanoid_preview import PreviewThread
 from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
@@ -40,6 +45,11 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
             f"{st.subscribers} subscriber(s){', calibrated' if st.calibrated else ', not calibrated'}")
     if st.held_devices:
         text += f", holding {', '.join(st.held_devices)}"
+    if st.input_lost:
+        text += f", INPUT LOST: nothing sent ({st.suppressed_ticks} ticks so far)"
+        colour = theme.WARN
+    left, right = st.keypoints_clamped
+    text += f"; wrists clamped to reach L {left} / R {right} ticks"
     if st.last_error:
         text += f"; last error: {st.last_error}"
         colour = theme.ALERT if st.state is not StreamState.STREAMING else colour
@@ -69,7 +79,13 @@ class StreamPanel(QWidget):
                                  "smpl-v3: the plain zmq deploy (SMPL + joint frames, as the PICO sender)")
         self.endpoint_edit = QLineEdit(cfg.endpoint)
         self.endpoint_edit.setToolTip("Where the stream's PUB socket binds; the deploy connects to it")
+        self.locomotion_box = QComboBox()
+        self.locomotion_box.addItems(list(LOCOMOTION_CHOICES))
+        self.locomotion_box.setCurrentText(cfg.locomotion)
+        self.locomotion_box.setToolTip("Planner gait: auto (by left-stick magnitude) or one fixed LocomotionMode; "
+                                       "applies at once")
         form.addRow("Mode", self.mode_box)
+        form.addRow("Locomotion", self.locomotion_box)
         form.addRow("Endpoint", self.endpoint_edit)
         layout.addLayout(form)
         row = QHBoxLayout()
@@ -86,6 +102,9 @@ class StreamPanel(QWidget):
         self.calibrate_button.clicked.connect(lambda: self._guarded(self.calibrate))
         self.start_button.clicked.connect(lambda: self._guarded(self.start))
         self.stop_button.clicked.connect(lambda: self._guarded(self.stop))
+        self.mode_box.currentTextChanged.connect(lambda mode: self._guarded(lambda: self.change_mode(mode)))
+        self.locomotion_box.currentTextChanged.connect(
+            lambda name: self._guarded(lambda: self.change_locomotion(name)))
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
         layout.addWidget(self.status_label)
@@ -108,22 +127,50 @@ class StreamPanel(QWidget):
         return self.runner.publisher
 
     def stream_config(self) -> StreamConfig:
-        """The configuration's stream settings with the panel's mode and endpoint (ConfigError if bad)."""
+        """The configuration's stream settings with the panel's mode, locomotion and endpoint (ConfigError if bad)."""
         return dataclasses.replace(self.runner.cfg.stream, mode=self.mode_box.currentText(),
+                                   locomotion=self.locomotion_box.currentText(),
                                    endpoint=self.endpoint_edit.text().strip())
 
     def ensure_open(self) -> StreamPublisher:
-        """The open publisher for the panel's settings, opening (or reopening, when they changed) it."""
+        """The open publisher for the panel's settings: the same one switched to the panel's mode
+        when it can (`_switchable`), else (re)opened."""
         cfg = self.stream_config()
         pub = self.publisher
-        if pub is not None and (pub.cfg.mode != cfg.mode or pub.cfg.endpoint != cfg.endpoint):
+        if pub is not None and (pub.cfg.endpoint != cfg.endpoint or not _switchable(pub.cfg.mode, cfg.mode)):
             self.runner.close_stream()
             pub = None
+        if pub is not None:
+            if _current_mode(pub) != cfg.mode:
+                pub.switch_mode(cfg.mode)
+            pub.set_locomotion(cfg.locomotion)
         if pub is None:
             pub = self.runner.open_stream(cfg)
             if self._preview is None and self._preview_enabled:
                 self._preview = PreviewThread(self._preview_pose)
         return pub
+
+    def change_mode(self, mode: str) -> None:
+        """The Mode box changed: while streaming, switch in place when the open stream allows it
+        (else say why and put the box back); otherwise the next Calibrate/Start applies it."""
+        pub = self.publisher
+        st = pub.status() if pub is not None else None
+        if st is None or st.state is not StreamState.STREAMING or st.mode == mode:
+            return
+        if not _switchable(pub.cfg.mode, mode):
+            self.mode_box.blockSignals(True)
+            self.mode_box.setCurrentText(st.mode)
+            self.mode_box.blockSignals(False)
+            raise StreamStateError(f"switch to {mode} while streaming {pub.cfg.mode} (only {MODE_PLANNER_VR3PT} and "
+                                   f"{pub.cfg.mode} switch in one session)", st.state, "stopped")
+        pub.switch_mode(mode)
+        self._say(f"Humanoid stream switched to {mode}")
+
+    def change_locomotion(self, name: str) -> None:
+        """The Locomotion box changed: the open stream's planner gait changes at once."""
+        pub = self.publisher
+        if pub is not None:
+            pub.set_locomotion(name)
 
     def calibrate(self) -> None:
         self.ensure_open().calibrate()
@@ -175,7 +222,6 @@ class StreamPanel(QWidget):
         text, colour = status_text(st)
         self.status_label.setText(f'<span style="color:{colour}; font-weight:600">{text}</span>')
         streaming = st is not None and st.state is StreamState.STREAMING
-        self.mode_box.setEnabled(not streaming)
         self.endpoint_edit.setEnabled(not streaming)
         self.start_button.setEnabled(not streaming)
         self.stop_button.setEnabled(streaming)
@@ -243,6 +289,18 @@ class StreamPanel(QWidget):
         box = QMessageBox(QMessageBox.Icon.Warning, "Humanoid stream", text, QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
+
+
+def _switchable(opened_mode: str, mode: str) -> bool:
+    """An open stream switches in place between the planner and the mode it was opened with (the
+    SMPL body exists only in a publisher opened in an SMPL mode, and the deploy keeps one pose
+    protocol version per streaming session)."""
+    return mode in (opened_mode, MODE_PLANNER_VR3PT)
+
+
+def _current_mode(pub) -> str:
+    st = pub.status()
+    return st.mode if st is not None else pub.cfg.mode
 
 
 def _far_distance(pub: StreamPublisher):

@@ -253,6 +253,14 @@ class FeedbackSubscriber:
         with self._lock:
             return self._sample
 
+    def live_joint_pos_mujoco_rad(self) -> np.ndarray | None:
+        """The robot's measured joints (29,) in MuJoCo order while the feedback is LIVE, else None:
+        the `robot_q_source` of a `StreamPublisher`, which then falls back to the standing pose."""
+        with self._lock:
+            if self._sample is None or self._state_locked(self._clock()) is not FeedbackState.LIVE:
+                return None
+            return self._sample.joint_pos_mujoco_rad
+
     def snapshot(self) -> FeedbackSnapshot:
         with self._lock:
             now = self._clock()
