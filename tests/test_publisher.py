@@ -276,8 +276,9 @@ def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
         monkeypatch.setattr(pub._retarget, "step", boom)
         pub.start_streaming()
         # The stream thread halts under its lock, then sends the stop command outside it.
-        _wait(lambda: pub.status().state is StreamState.STOPPED and pub.status().messages_sent >= 1,
+        _wait(lambda: pub.status().state is StreamState.STOPPED and pub.status().messages_sent >= 3,
               what="the fault stop, sent")
+        time.sleep(0.1)  # nothing more may follow the stop
         st = pub.status()
         assert "retarget exploded" in st.last_error and st.frame_index == -1
         assert st.messages_sent == 3  # only the commands: (1,0,1) and (1,0,0) into pose, then the stop
