@@ -432,6 +432,7 @@ def test_a_request_with_a_wrong_token_is_ignored(tmp_path, procs):
         ignored = [line for line in (state_dir / "pico-teleop-core.log").read_text().splitlines()
                    if "ignored a request" in line]
         assert len(ignored) == 3, ignored
+        assert st.bad_requests == 3  # counted, and reported in the status
     finally:
         dealer.close(0)
         ctx.term()

@@ -50,8 +50,6 @@ STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "e
                             "set_locomotion", "switch_mode"})
 """Publisher methods the GUI may call through the `stream` request."""
 
-ONE_WAY_OPS = frozenset({"heartbeat", "command"})
-
 STARTUP_GRACE_S = 3.0
 """A window that has made requests but sent no heartbeat yet is still starting up (first paint,
 renderer set-up: its Qt thread may be busy for a moment). It is watched from its first heartbeat,
@@ -86,8 +84,8 @@ class CoreServer:
         self.gui_lost = False
         self._lost_since = time.monotonic()
         self._last_recording = None
-        self.requests_served = 0
         self.bad_requests = 0
+        """Requests ignored (wrong token, bad framing): counted, logged, reported in the status."""
         self._handlers: dict[str, Callable[..., Any]] = {
             "heartbeat": self._heartbeat, "command": self._command, "status": self.status,
             "start": self._start, "restart": self._restart, "stop": self._stop_session,
@@ -218,7 +216,8 @@ class CoreServer:
             source_kind=p.source_kind, replay_path=p.replay_path, note=p.note, cfg=p.cfg, live_cfg=p.live_cfg,
             recorder=p.recorder_status(), last_recording=self._last_recording, stream=stream,
             remote=p.remote_status(), remote_seq=p.remote_seq(), device_info=p.device_info(), timing=timing,
-            priority=", ".join(x for x in (self.priority, self._loop_priority) if x), gui_lost=self.gui_lost)
+            priority=", ".join(x for x in (self.priority, self._loop_priority) if x), gui_lost=self.gui_lost,
+            bad_requests=self.bad_requests)
 
     # ----- requests -----
 
@@ -248,7 +247,6 @@ class CoreServer:
             self._last_heartbeat = time.monotonic()
             if self._first_request_s is None:
                 self._first_request_s = self._last_heartbeat
-            self.requests_served += 1
             if request_id > 0:
                 self._router.send_multipart([ident, *wire.encode_reply(request_id, ok, value)], zmq.NOBLOCK)
 
@@ -364,6 +362,9 @@ def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: server.stop())
     print(json.dumps(server.info()), flush=True)
+    # Nobody reads the core's stdout after that line: anything printed later goes to stderr, so a
+    # full pipe can never block the core.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     log.info("core %d serving: updates %s, requests %s; %s", os.getpid(), server.updates_endpoint,
              server.requests_endpoint, server.priority)
     server.serve()

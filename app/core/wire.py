@@ -98,6 +98,8 @@ class CoreStatus:
     """What the OS granted: process priority and the loop thread's scheduling."""
     gui_lost: bool = False
     """True while no GUI heartbeat arrives (the arms were held when it stopped)."""
+    bad_requests: int = 0
+    """Requests the core ignored (wrong session token, bad framing) since it started."""
 
 
 def encode_request(token: bytes, request_id: int, op: str, args: tuple = ()) -> list[bytes]:

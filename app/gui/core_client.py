@@ -136,8 +136,8 @@ class CoreClient:
         self.core_status: wire.CoreStatus | None = None
         self.snapshot_listeners: list[Callable[[Snapshot, float], None]] = []
         """Called in the receiver thread with each snapshot and the `perf_counter` time it arrived."""
-        self.updates_received = 0
         self.bad_updates = 0
+        """Updates from the core that did not decode (counted, dropped)."""
         self._latest: Snapshot | None = None
         self._last_tick = -1
         self._last_update_s = time.monotonic()
@@ -161,13 +161,7 @@ class CoreClient:
                connect: str | None = None, **kwargs) -> "CoreClient":
         """Start a core process and connect to it (CoreLaunchError when it cannot start)."""
         process, endpoints = launch_core(config_path, state_dir, connect)
-        client = cls(cfg, endpoints, process, remote=remote, **kwargs)
-        client.config_path, client.state_dir, client.connect_endpoint = config_path, state_dir, connect
-        return client
-
-    config_path: str | None = None
-    state_dir: Path | None = None
-    connect_endpoint: str | None = None
+        return cls(cfg, endpoints, process, remote=remote, **kwargs)
 
     # ----- requests -----
 
@@ -227,7 +221,6 @@ class CoreClient:
                     self.bad_updates += 1
                     continue
                 self._last_update_s = time.monotonic()
-                self.updates_received += 1
                 if kind == wire.KIND_STATUS:
                     self._apply_status(value)
                 else:
