@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -106,7 +105,6 @@ class Pipeline:
         self.feedback: "FeedbackSubscriber | None" = None
         """The deploy's `g1_debug` subscriber, open with the stream when `stream.feedback_endpoint` is set."""
         self.note = ""
-        self.started_s = 0.0
         self.options = StartOptions()
         self._subscribers: list[Subscriber] = []
         self._recorder: Recorder | None = None
@@ -199,7 +197,6 @@ class Pipeline:
         self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
         self.replay_path = replay_path if kind == "replay" else None
         self.engine, self.loop, self.note, self.output = engine, loop, note, output
-        self.started_s = time.perf_counter()
         if record_path is not None:
             try:
                 self.start_recording(record_path)
