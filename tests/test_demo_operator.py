@@ -75,3 +75,40 @@ def test_demo_is_deterministic():
         sa, sb = a.read(t), b.read(t)
         assert content(sa) == content(sb)
         assert sa.left.read_time_s > 0.0  # stamped with the host clock, for pose age
+
+
+def _operator_frame_rows(demo, t):
+    """Left, right controller and headset positions (operator frame: undo the room placement and body yaw)."""
+    from calibration import frames
+    from calibration import quat as Q
+
+    s = demo.read(t)
+    cycle = int(t // CYCLE_S)
+    yaw = demo._body_yaw(cycle, t - cycle * CYCLE_S)
+    qz = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+    return [Q.rotate(Q.conjugate(qz), frames.pos_vr_to_robot(p.pos_array()) - demo._stand)
+            for p in (s.left, s.right, s.head)]
+
+
+def test_hands_stay_within_a_persons_reach_as_the_trunk_bends():
+    """Closed-form check of the demo's body: on every 10 ms of both plans each controller is within the
+    posture's reach of its shoulder (moved by the bend the script chose), the operator stands upright
+    when pressing A, and the headset comes down smoothly when bending to the table."""
+    cfg = Config()
+    demo = make_demo(load_scene(cfg), cfg)
+    demo.start()
+    post = demo.posture
+    heads = []
+    for k in range(int(2 * CYCLE_S / 0.01)):
+        t = k * 0.01
+        left, right, head = _operator_frame_rows(demo, t)
+        bend = float(np.interp(t % CYCLE_S, demo._bend_t, demo._bends[int(t // CYCLE_S) % 2]))
+        for hand, sy in ((left, 1.0), (right, -1.0)):
+            sh = post.apply(np.array([post.shoulder_m]) * (1.0, sy, 1.0), np.array([bend]))[0]
+            assert np.linalg.norm(hand - sh) <= post.reach_m + 2e-3, (t, hand, sh)
+        heads.append(head)
+    heads = np.array(heads)
+    for t_a in (0.5, 13.7, CYCLE_S + 0.5, CYCLE_S + 13.7):
+        assert heads[int(round(t_a / 0.01)), 2] > 1.64  # standing: calibration sees the operator's height
+    assert heads[:, 2].min() < 1.40  # bent over the table
+    assert np.linalg.norm(np.diff(heads, axis=0), axis=1).max() < 0.015  # < 1.5 m/s, a quick bend: no jump

@@ -201,31 +201,36 @@ def test_the_elbow_never_flips_when_the_wrist_passes_through_the_preferred_elbow
 
 
 @pytest.fixture(scope="module")
-def demo_frames():
-    """One 20 s cycle of the demo operator at 50 Hz, calibrated at 0.5 s as the operator presses A."""
-    from app.config import Config
-    from app.runtime import make_demo
-    from app.sim.scene import load_scene
+def demo_frames(tmp_path_factory):
+    """A recorded demo session (two 20 s cycles: both plans, both turns) read back at 50 Hz,
+    calibrated at 0.5 s as the operator presses A."""
+    from app.cli import main
+    from app.sessions.replay import ReplaySource
     from app.tracking.demo_operator import CYCLE_S
 
-    cfg = Config()
-    demo = make_demo(load_scene(cfg), cfg)
-    demo.start()
+    csv = tmp_path_factory.mktemp("smpl_demo") / "demo.csv"
+    assert main(["run", "--source", "demo", "--seconds", str(2 * CYCLE_S + 1), "--fast", "--quiet",
+                 "--record", str(csv)]) == 0
+    replay = ReplaySource(csv, realtime=False)
+    replay.start()
     t_cal = 0.5
-    s = demo.read(t_cal)
+    s = replay.read(t_cal)
     heading = frames.operator_heading_rad(frames.quat_vr_to_robot(s.head.quat_array()))
     est = SmplBodyEstimator()
     est.calibrate(*device_rows_from_sample(s, heading)[:2])
-    out = []
-    for k in range(int(CYCLE_S / DT)):
+    out, raw = [], []
+    for k in range(int(2 * CYCLE_S / DT)):
         t = t_cal + k * DT
-        pos, quat, valid = device_rows_from_sample(demo.read(t), heading)
+        pos, quat, valid = device_rows_from_sample(replay.read(t), heading)
+        assert all(valid)
         out.append(est.step(pos, quat, t, valid))
-    return est, out
+        raw.append((pos, quat))
+    replay.close()
+    return est, out, raw
 
 
 def test_fk_of_smpl_pose_reproduces_smpl_joints_within_1mm(demo_frames):
-    est, fr = demo_frames
+    est, fr, _ = demo_frames
     worst = max(float(np.abs(smpl_joints_from_pose(est.skeleton, f.smpl_pose_rad.astype(np.float32))
                              - f.smpl_joints_m.astype(np.float32)).max()) for f in fr)
     print(f"FK(smpl_pose) vs smpl_joints, float32 as sent: worst {worst * 1e3:.4f} mm")
@@ -233,28 +238,48 @@ def test_fk_of_smpl_pose_reproduces_smpl_joints_within_1mm(demo_frames):
 
 
 def test_head_and_wrists_land_on_the_tracked_devices(demo_frames):
-    """Wrists within 2 cm on every frame; the head within 2 cm (exactly, in fact) on every frame where the
-    arms reach from a head-anchored trunk. Where the demo's hands go beyond that (it lowers the
-    controllers toward the table with the headset fixed at 1.65 m, up to ~1.2 m from the head joint),
-    the trunk leans / crouches toward them and the head leaves its target by `trunk_shift_m`."""
-    _, fr = demo_frames
-    head = np.array([f.head_error_m for f in fr])
-    wrist = np.array([max(f.wrist_errors_m) for f in fr])
+    """Over a recorded demo session the head joint and both wrist joints land within 2 cm of where the
+    tracked headset and controllers put them (raw, unfiltered poses plus the device offsets: the
+    error includes the input filters' lag), on every frame. The demo operator bends at the hips and
+    knees to reach the table, as a person does; the estimator follows with the trunk and never needs
+    its reach assist (which would move the head off its target)."""
+    est, fr, raw = demo_frames
+    errors = np.array([est.device_errors_m(f, pos, quat) for f, (pos, quat) in zip(fr, raw)])
+    head, wrist = errors[:, 0], errors[:, 1:].reshape(-1)
     shifted = np.array([np.linalg.norm(f.trunk_shift_m) > 0 for f in fr])
-    print(f"\nframes {len(fr)}, reach-assisted {shifted.sum()} ({100 * shifted.mean():.0f} %)")
-    print(f"wrist error: max {wrist.max() * 100:.2f} cm, p95 {np.percentile(wrist, 95) * 100:.2f} cm")
-    print(f"head error, reachable frames: max {head[~shifted].max() * 100:.4f} cm")
-    if shifted.any():
-        print(f"head error, assisted frames: max {head[shifted].max() * 100:.1f} cm, "
-              f"median {np.median(head[shifted]) * 100:.1f} cm")
+    print(f"\nframes {len(fr)}, reach-assisted {shifted.sum()}")
+    print(f"head error: mean {head.mean() * 1e3:.2f} mm, p95 {np.percentile(head, 95) * 1e3:.2f} mm, "
+          f"max {head.max() * 1e3:.2f} mm")
+    print(f"wrist error: mean {wrist.mean() * 1e3:.2f} mm, p95 {np.percentile(wrist, 95) * 1e3:.2f} mm, "
+          f"max {wrist.max() * 1e3:.2f} mm")
+    print(f"against the filtered targets: head max {max(f.head_error_m for f in fr) * 1e3:.4f} mm, "
+          f"wrists max {max(max(f.wrist_errors_m) for f in fr) * 1e3:.4f} mm")
+    assert head.max() < 0.02
     assert wrist.max() < 0.02
-    assert head[~shifted].max() < 0.02
-    for f, h in zip(fr, head):
-        assert h == pytest.approx(float(np.linalg.norm(f.trunk_shift_m)), abs=1e-9)
+    assert not shifted.any()
+    # the trunk really bends over the session: the head goes down by more than 20 cm at the table
+    head_z = np.array([f.head_target_m[2] for f in fr])
+    assert head_z.max() - head_z.min() > 0.2
+
+
+def test_reach_assist_moves_the_head_only_for_hands_out_of_reach():
+    """A standing operator whose controllers are far below the reach of the head-anchored arms: the
+    wrists come first (within 2 cm) and the head leaves its target by exactly the trunk's shift."""
+    est = SmplBodyEstimator()
+    pos = np.array([[0.3, 0.2, 1.25], [0.3, -0.2, 1.25], [0.0, 0.0, 1.65]])
+    quat = np.tile(Q.IDENTITY, (3, 1))
+    est.calibrate(pos, quat)
+    low = pos.copy()
+    low[:2, 2] = 0.55
+    for k in range(100):
+        f = est.step(low, quat, k * DT)
+    assert max(f.wrist_errors_m) < 0.02
+    assert np.linalg.norm(f.trunk_shift_m) > 0.1
+    assert f.head_error_m == pytest.approx(float(np.linalg.norm(f.trunk_shift_m)), abs=1e-9)
 
 
 def test_elbows_never_flip_over_the_demo(demo_frames):
-    _, fr = demo_frames
+    _, fr, _ = demo_frames
     steps = [math.degrees(math.acos(min(1.0, float(np.dot(a.elbow_swivel_dir[i], b.elbow_swivel_dir[i])))))
              for a, b in zip(fr, fr[1:]) for i in range(2)]
     print(f"elbow swivel direction change per frame: max {max(steps):.2f} deg")
@@ -262,7 +287,7 @@ def test_elbows_never_flip_over_the_demo(demo_frames):
 
 
 def test_the_demo_body_is_upright_with_standing_legs(demo_frames):
-    _, fr = demo_frames
+    _, fr, _ = demo_frames
     legs = [J[n] - 1 for n in ("left_hip", "right_hip", "left_knee", "right_knee")]
     for f in fr:
         np.testing.assert_allclose(f.smpl_pose_rad[legs], 0.0, atol=1e-9)
@@ -292,7 +317,7 @@ def _messages(fr, version: int, n=5, **extra):
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_v2_and_v3_streams_pass_the_receiver_rules(demo_frames, version):
-    _, fr = demo_frames
+    _, fr, _ = demo_frames
     msgs = _messages(fr[:200], version)
     val = PoseStreamValidator()
     for k, buf in enumerate(msgs):
@@ -306,7 +331,7 @@ def test_v2_and_v3_streams_pass_the_receiver_rules(demo_frames, version):
 
 
 def test_smpl_message_layout_matches_the_pico_sender(demo_frames):
-    _, fr = demo_frames
+    _, fr, _ = demo_frames
     buf = _messages(fr[:5], 3)[0]
     msg = P.decode(buf)
     names = [s.name for s in msg.specs]

@@ -62,8 +62,9 @@ class SmplStreamFrame:
 
 @dataclass(frozen=True)
 class SmplAccuracy:
-    """How closely the streamed body's head and wrists follow their tracked targets (headset and
-    controllers with their device offsets), over the frames since calibration, in metres."""
+    """How closely the streamed body's head and wrists follow the tracked headset and controllers (raw
+    poses with their device offsets, so the input filters' lag counts), over the frames since
+    calibration with all three devices tracked, in metres."""
 
     frames: int
     head_mean_m: float
@@ -151,9 +152,10 @@ class SmplStream:
         pos, quat, valid = self._rows
         body = self.estimator.step(pos, quat, frame_index * self.period_s, valid)
         self._last = body
-        if len(self._head_err) < self._MAX_ERRORS:
-            self._head_err.append(body.head_error_m)
-            self._wrist_err.append(body.wrist_errors_m)
+        if len(self._head_err) < self._MAX_ERRORS and all(valid):
+            head, left, right = self.estimator.device_errors_m(body, pos, quat)
+            self._head_err.append(head)
+            self._wrist_err.append((left, right))
             self._assisted.append(bool(np.any(body.trunk_shift_m)))
             self._clamped += any(body.reach_clamped)
         return SmplStreamFrame(body, g1)
@@ -172,7 +174,8 @@ class SmplStream:
                                       idx, **optional)
 
     def accuracy(self) -> SmplAccuracy | None:
-        """Head and wrist errors over the frames since calibration; None before any frame."""
+        """Head and wrist errors over the frames since calibration with every device tracked; None before
+        any such frame."""
         if not self._head_err:
             return None
         head = np.array(self._head_err)

@@ -8,6 +8,11 @@ while facing the robot, holds the grip to engage, squeezes the trigger to grasp,
 grip to reposition, turns a little in the room and recalibrates with A, then re-engages.
 Its hands shake a little (sub-millimetre tremor) and its head sways.
 
+Its body is a person's: hands stay within arm's reach of the shoulders. Where the script takes a
+hand lower or farther than a standing person reaches (the table is far below the hands at the
+default scale), the operator bends forward at the hips and bends the knees, just enough (`Posture`),
+so the headset comes down and forward with the trunk, as it would.
+
 Motion between waypoints follows minimum-jerk profiles, as human reaching does. The sample for a
 time t is a pure function of t, so runs are reproducible. The cycle repeats forever, carrying
 each cube back and forth between its start and its place marker.
@@ -62,6 +67,84 @@ def _yaw_quat(yaw_rad: float) -> np.ndarray:
     return np.array([math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2)])
 
 
+def _smooth_upper(x: np.ndarray, half_width: int) -> np.ndarray:
+    """A smooth curve never below ``x``: the running maximum over +/- 2 * half_width samples, then the
+    running mean over +/- half_width (each mean covers only maxima that include the centre sample)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    m = sliding_window_view(np.pad(x, 2 * half_width, mode="edge"), 4 * half_width + 1).max(axis=1)
+    return sliding_window_view(np.pad(m, half_width, mode="edge"), 2 * half_width + 1).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class Posture:
+    """The demo operator's trunk: a hip bend and a knee bend that keep both hands within reach.
+
+    Operator frame (x forward, y left, z up from the floor, metres), standing upright. Proportions
+    of an adult with the headset at 1.65 m, rounded from the SMPL neutral template scaled to that
+    height (`app.streaming.smpl_skeleton`): hip joint 0.92 m, shoulders 0.19 m either side at
+    1.39 m, arm (shoulder to wrist) 0.55 m; the controller's grip sits ~8 cm beyond the wrist.
+    A bend ``u`` in 0..1 pitches the trunk forward about the hips by ``u * max_hip_bend_rad``, lowers
+    the hips by ``u * max_crouch_m`` (knees) and moves them back by ``hip_back_per_bend_m * sin(bend)``
+    (balance). `bend_for` picks the smallest ``u`` that brings both grips within ``reach_m`` of their
+    shoulders (the wrist can then reach with margin).
+    """
+
+    hip_m: tuple[float, float, float] = (-0.03, 0.0, 0.92)
+    shoulder_m: tuple[float, float, float] = (-0.07, 0.19, 1.39)
+    """Left shoulder standing; the right one mirrors it in y."""
+    reach_m: float = 0.50
+    max_hip_bend_rad: float = math.radians(75.0)
+    max_crouch_m: float = 0.30
+    hip_back_per_bend_m: float = 0.12
+
+    def transform(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(hip (n, 3), cos (n,), sin (n,))`` of the bend ``u`` (n,): a standing point p moves to
+        ``hip + Ry(bend) @ (p - hip_standing)``."""
+        bend = np.asarray(u, dtype=float) * self.max_hip_bend_rad
+        c, s = np.cos(bend), np.sin(bend)
+        hip = np.zeros((len(bend), 3))
+        hip[:, 0] = self.hip_m[0] - self.hip_back_per_bend_m * s
+        hip[:, 2] = self.hip_m[2] - np.asarray(u, dtype=float) * self.max_crouch_m
+        return hip, c, s
+
+    def apply(self, p_standing: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Points (n, 3), standing, moved by the bends ``u`` (n,)."""
+        hip, c, s = self.transform(u)
+        d = np.asarray(p_standing, dtype=float) - np.asarray(self.hip_m)
+        out = np.empty_like(d)
+        out[:, 0] = c * d[:, 0] + s * d[:, 2]
+        out[:, 1] = d[:, 1]
+        out[:, 2] = -s * d[:, 0] + c * d[:, 2]
+        return hip + out
+
+    def bend_for(self, hands: dict[str, np.ndarray], iterations: int = 16) -> np.ndarray:
+        """The smallest bend (n,) that puts every hand (n, 3) within ``reach_m`` of its shoulder. A
+        hand no bend brings within reach (above the shoulders, say) gets the bend that brings it
+        closest. A coarse scan of 0..1 in tenths, then bisection in the first step that reaches."""
+        n = len(next(iter(hands.values())))
+        shoulders = {arm: np.tile(np.array(self.shoulder_m) * (1.0, 1.0 if arm == "left" else -1.0, 1.0), (n, 1))
+                     for arm in hands}
+
+        def excess(u: np.ndarray) -> np.ndarray:
+            return np.max([np.linalg.norm(np.asarray(h) - self.apply(shoulders[arm], u), axis=1)
+                           for arm, h in hands.items()], axis=0) - self.reach_m
+
+        grid = np.linspace(0.0, 1.0, 11)
+        ex = np.array([excess(np.full(n, g)) for g in grid])  # (11, n)
+        ok = ex <= 0.0
+        first = np.where(ok.any(axis=0), ok.argmax(axis=0), ex.argmin(axis=0))
+        reached = ok.any(axis=0) & (first > 0)
+        hi = grid[first]
+        lo = np.where(reached, grid[np.maximum(first - 1, 0)], hi)
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            bad = excess(mid) > 0.0
+            lo = np.where(reached & bad, mid, lo)
+            hi = np.where(reached & ~bad, mid, hi)
+        return hi
+
+
 class DemoOperator(SourceBase):
     name = "demo"
 
@@ -82,6 +165,12 @@ class DemoOperator(SourceBase):
         self._rest = {"left": np.array([0.30, 0.20, 1.25]), "right": np.array([0.30, -0.20, 1.25])}
         self._plans = {arm: self._plan(arm, swap=False) for arm in tasks}
         self._plans_swapped = {arm: self._plan(arm, swap=True) for arm in tasks}
+        # The trunk's bend over a cycle, per plan, on a 10 ms grid (the hands are a pure function of t).
+        self.posture = Posture()
+        self._bend_t = np.arange(0.0, CYCLE_S + 0.005, 0.01)
+        self._bends = [_smooth_upper(self.posture.bend_for({arm: np.array([_interp(p["hand"], t) for t in self._bend_t])  # type: ignore[arg-type]
+                                                            for arm, p in plans.items()}), 25)
+                       if plans else np.zeros(len(self._bend_t)) for plans in (self._plans, self._plans_swapped)]
 
     # The script, per arm, in the operator's own frame. Times in seconds within one cycle.
     def _plan(self, arm: str, swap: bool) -> dict[str, object]:
@@ -160,8 +249,11 @@ class DemoOperator(SourceBase):
             poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
             trig = float(_interp(plan["trigger"], t)[0])  # type: ignore[arg-type]
             buttons[arm] = ControllerButtons(trigger=trig, grip=self._grip(t), a=self._a_pressed(arm, t))
-        head_pos = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_total), math.sin(0.5 * t_total), 0.3 * math.sin(1.1 * t_total)])
-        pitch = math.radians(12.0) + 0.03 * math.sin(0.4 * t_total)
+        bend = float(np.interp(t, self._bend_t, self._bends[cycle % 2]))
+        head_standing = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_total), math.sin(0.5 * t_total), 0.3 * math.sin(1.1 * t_total)])
+        head_pos = self.posture.apply(head_standing[None, :], np.array([bend]))[0]
+        # The head turns with the trunk, the neck taking back a third of the bend to look at the hands.
+        pitch = math.radians(12.0) + 0.03 * math.sin(0.4 * t_total) + (2.0 / 3.0) * bend * self.posture.max_hip_bend_rad
         head_q = np.array([math.cos(pitch / 2), 0.0, math.sin(pitch / 2), 0.0])
         hp, hq = self._to_vr(head_pos, head_q, body_yaw)
         head = DevicePose(hp, hq, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
