@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from app.remote.config import ClientConfig
     from app.sessions.foxglove_live import FoxgloveLive
     from app.sessions.reader import Session
-    from app.streaming.feedback import FeedbackSubscriber
+    from app.streaming.feedback import FeedbackSnapshot, FeedbackSubscriber
     from app.streaming.publisher import StreamPublisher
 
 log = logging.getLogger(__name__)
@@ -326,6 +326,11 @@ class Pipeline:
         finally:
             if feedback is not None:
                 feedback.close()
+
+    def feedback_snapshot(self) -> "FeedbackSnapshot | None":
+        """The robot feedback subscriber's state and counters, None when the stream has no feedback endpoint."""
+        feedback = self.feedback
+        return feedback.snapshot() if feedback is not None else None
 
     def stream_when_calibrated(self, stream_cfg) -> "StreamAutoStart":
         """Open the stream now and start it as soon as the operator is tracked (`poll` retries);

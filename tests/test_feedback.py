@@ -259,3 +259,18 @@ def test_lifecycle_and_clean_close(pub):
     bad = FeedbackSubscriber("not an endpoint")
     with pytest.raises(ValueError, match="cannot connect"):
         bad.start()
+
+
+def test_snapshot_describes_its_state_and_counts_for_the_panel_and_the_summary():
+    from app.streaming.feedback import FeedbackSnapshot, decode_g1_debug
+    q = np.full(29, 0.3)
+    live = FeedbackSnapshot(FeedbackState.LIVE, decode_g1_debug(g1(7, q)), 0.012, 40, 2, 1, 3, "")
+    assert live.describe() == "LIVE (12 ms old): 40 received, 2 bad, 3 stale episode(s), 1 restart(s)"
+    np.testing.assert_array_equal(live.live_joint_pos_mujoco_rad, q)
+    stale = FeedbackSnapshot(FeedbackState.STALE, live.sample, 2.5, 40, 2, 1, 4, "index went back")
+    assert stale.describe().startswith("STALE for 2.5 s") and stale.describe().endswith("last error: index went back")
+    assert stale.live_joint_pos_mujoco_rad is None  # no ghost from an old pose
+    waiting = FeedbackSnapshot(FeedbackState.NO_DATA, None, None, 0, 0, 0, 0, "")
+    assert waiting.describe().startswith("waiting") and waiting.live_joint_pos_mujoco_rad is None
+    assert stale.as_dict() == {"state": "stale", "age_s": 2.5, "received": 40, "bad_messages": 2, "restarts": 1,
+                               "stale_episodes": 4, "last_error": "index went back"}

@@ -169,3 +169,89 @@ def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):
     finally:
         window.act_foxglove.trigger()
     assert not window.act_foxglove.isChecked()
+
+
+def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedback(window, qtbot):
+    """The humanoid stream through a real core process: start in pose (the planner first, then pose),
+    pose -> planner -> pose in one session, stop: the PICO manager's command sequence (§4.1); and a deploy's `g1_debug` reaches the panel as a LIVE
+    feedback line, the preview's ghost pose, then STALE when the deploy goes quiet."""
+    import zmq
+
+    from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1
+    from app.remote.tools import free_port_pair
+    from app.streaming import protocol
+    from app.streaming.feedback import FeedbackState
+    from tests.test_feedback import g1
+
+    panel = window.stream_panel
+    messages: list[str] = []
+    panel.confirm = lambda text: True
+    panel.inform = messages.append
+    runner = window.runner
+    qtbot.waitUntil(lambda: runner.latest() is not None, timeout=10000)
+    ctx = zmq.Context()
+    deploy = ctx.socket(zmq.PUB)  # the deploy's feedback port
+    deploy.setsockopt(zmq.LINGER, 0)
+    deploy.bind("tcp://127.0.0.1:*")
+    sub = ctx.socket(zmq.SUB)  # the deploy's command listener
+    sub.setsockopt(zmq.SUBSCRIBE, b"command")
+    sub.setsockopt(zmq.LINGER, 0)
+    commands: list[tuple[bool, bool, bool]] = []
+    q_robot = np.linspace(-0.3, 0.3, 29)
+    sent = [0]
+
+    def pump(ms: int, publish: bool = True) -> None:
+        end = time.monotonic() + ms / 1000
+        while time.monotonic() < end:
+            if publish:
+                sent[0] += 1
+                deploy.send(g1(sent[0], q_robot))
+            while sub.poll(0):
+                m = protocol.decode(sub.recv())
+                commands.append(tuple(bool(np.asarray(m.fields[k])[0]) for k in ("start", "stop", "planner")))
+            qtbot.wait(20)
+
+    try:
+        port = free_port_pair()
+        panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
+        panel.feedback_edit.setText(deploy.getsockopt_string(zmq.LAST_ENDPOINT))
+        panel.mode_box.setCurrentText(MODE_POSE_V1)
+        panel.calibrate_button.click()
+        pub = runner.publisher
+        assert pub is not None and not messages, messages
+        sub.connect(f"tcp://127.0.0.1:{port}")
+        end = time.monotonic() + 10
+        while (runner.feedback_snapshot() is None or runner.feedback_snapshot().state is not FeedbackState.LIVE
+               or pub.status().subscribers < 1) and time.monotonic() < end:
+            pump(50)
+        pump(300)  # the subscription travels behind the handshake
+        snap = runner.feedback_snapshot()
+        assert snap is not None and snap.state is FeedbackState.LIVE and snap.received > 0
+        np.testing.assert_array_equal(snap.sample.joint_pos_mujoco_rad, q_robot)
+        qtbot.waitUntil(lambda: "LIVE" in panel.feedback_label.text(), timeout=3000)
+        np.testing.assert_array_equal(panel._preview_pose()[3], q_robot)  # the preview's ghost
+
+        panel.start_button.click()
+        assert pub.status().state.value == "streaming", messages
+        pump(1600)  # the planner, then pose after pose_entry_delay_s (1 s)
+        assert pub.status().mode == MODE_POSE_V1 and len(commands) == 2, commands
+        panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)
+        pump(400)
+        assert pub.status().mode == MODE_PLANNER_VR3PT
+        panel.mode_box.setCurrentText(MODE_POSE_V1)
+        pump(400)
+        panel.stop_button.click()
+        pump(400)
+        assert commands == [(True, False, True), (True, False, False), (True, False, True), (True, False, False),
+                            (False, True, True)], commands
+
+        pump(1500, publish=False)  # the deploy goes quiet: STALE after 1 s, no ghost
+        qtbot.waitUntil(lambda: "STALE" in panel.feedback_label.text(), timeout=3000)
+        assert panel._preview_pose()[3] is None
+        assert not messages, messages
+    finally:
+        runner.close_stream()
+        panel.feedback_edit.setText("")
+        sub.close(0)
+        deploy.close(0)
+        ctx.term()

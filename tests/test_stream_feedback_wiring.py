@@ -98,3 +98,37 @@ def test_an_unusable_feedback_endpoint_opens_nothing(pipeline):
     with pytest.raises(OSError, match="feedback"):
         pipeline.open_stream(dataclasses.replace(_stream_cfg(), feedback_endpoint="tcp://no such host:x"))
     assert pipeline.publisher is None and pipeline.feedback is None
+
+
+def test_a_run_reports_the_robot_feedback_in_its_summary(deploy, tmp_path, capsys):
+    """`pico-teleop run --stream` with `stream.feedback_endpoint` set: the summary says what came back."""
+    import threading
+
+    from app.cli import main
+    from tests.test_feedback import g1 as g1_message
+
+    sock, endpoint = deploy
+    cfg = tmp_path / "feedback.toml"
+    cfg.write_text(f'[stream]\nfeedback_endpoint = "{endpoint}"\n')
+    stop = threading.Event()
+
+    def publish():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            sock.send(g1_message(i))
+            time.sleep(0.02)
+
+    t = threading.Thread(target=publish, daemon=True)
+    t.start()
+    try:
+        code = main(["run", "--seconds", "3", "--quiet", "--config", str(cfg), "--stream", "pose-v1",
+                     "--stream-endpoint", "tcp://127.0.0.1:*"])
+    finally:
+        stop.set()
+        t.join(2)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    line = [x for x in out.splitlines() if x.startswith("robot feedback from ")][0]
+    assert line.startswith(f"robot feedback from {endpoint}: LIVE") and " 0 bad" in line
+    assert int(line.split(": LIVE")[1].split("received")[0].split(":")[1]) > 10

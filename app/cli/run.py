@@ -299,6 +299,8 @@ def _run_result(pipe, summary, started: float) -> dict:
         result["remote"] = pipe.remote_status().as_dict()
     publisher, refusals = pipe.publisher, pipe.stream_refusals
     if publisher is not None:
+        feedback = pipe.feedback_snapshot()
+        feedback_endpoint = pipe.feedback.endpoint if pipe.feedback is not None else ""
         pipe.close_stream()  # sends the stop command when streaming
         st = publisher.status()
         result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
@@ -309,6 +311,9 @@ def _run_result(pipe, summary, started: float) -> dict:
         acc = publisher.smpl_accuracy()
         if acc is not None:
             result["stream"]["smpl"] = acc.as_dict()
+        if feedback is not None:
+            result["stream"]["feedback"] = {"endpoint": feedback_endpoint, **feedback.as_dict(),
+                                            "summary": feedback.describe()}
     return result
 
 
@@ -359,6 +364,9 @@ def print_summary(r: dict) -> None:
                          f"{a['frames'] - a['assisted_frames']} frames without reach assist); wrist error mean {1000 * a['wrist_mean_m']:.1f} mm, "
                          f"p95 {1000 * a['wrist_p95_m']:.1f} mm, max {1000 * a['wrist_max_m']:.1f} mm; "
                          f"{a['reach_clamped_frames']} frames with a wrist out of reach")
+        if "feedback" in st:
+            fb = st["feedback"]
+            lines.append(f"robot feedback from {fb['endpoint']}: {fb['summary']}")
     if "recording" in r:
         rec = r["recording"]
         if rec["error"]:

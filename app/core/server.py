@@ -206,7 +206,7 @@ class CoreServer:
         if pub is not None:
             tp = pub.last_threepoint
             stream = wire.StreamView(pub.cfg.mode, pub.endpoint, pub.status(), pub.last_q_mujoco_rad, tp,
-                                     pub.last_smpl_joints_m)
+                                     pub.last_smpl_joints_m, p.feedback_snapshot(), pub.cfg)
         loop = p.loop
         timer = loop.timer if loop is not None else None
         timing = wire.TimingCounts(timer.ticks, timer.late_ticks, timer.overruns,

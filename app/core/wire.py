@@ -67,6 +67,10 @@ class StreamView:
     """`ThreePoint`."""
     smpl_joints_m: np.ndarray | None = None
     """smpl modes: the streamed SMPL body's joints (24, 3), operator frame (`last_smpl_joints_m`)."""
+    feedback: Any = None
+    """`FeedbackSnapshot` of the robot's `g1_debug` when the stream has a feedback endpoint, else None."""
+    cfg: Any = None
+    """The open publisher's `StreamConfig` (the settings it was opened with)."""
 
 
 @dataclass(frozen=True)

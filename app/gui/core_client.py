@@ -62,12 +62,9 @@ class StreamProxy:
 
     @property
     def cfg(self):
+        """The open publisher's `StreamConfig` (the window's own stream settings before it opens)."""
         view = self._view()
-        cfg = self._client.cfg.stream
-        if view is None:
-            return cfg
-        import dataclasses
-        return dataclasses.replace(cfg, mode=view.mode, endpoint=view.endpoint)
+        return view.cfg if view is not None and view.cfg is not None else self._client.cfg.stream
 
     @property
     def endpoint(self) -> str:
@@ -374,6 +371,11 @@ class CoreClient:
     def stream_when_calibrated(self, stream_cfg) -> None:
         self.call("stream_when_calibrated", stream_cfg)
         self.refresh_status()
+
+    def feedback_snapshot(self):
+        """The core's robot feedback subscriber (`FeedbackSnapshot`, as of the last status), or None."""
+        st = self.core_status
+        return st.stream.feedback if st is not None and st.stream is not None else None
 
     # ----- remote output and devices -----
 

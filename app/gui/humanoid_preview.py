@@ -1,5 +1,6 @@
-"""The humanoid preview's render thread: the G1 at the streamed pose, with the 3-point targets and,
-in the smpl modes, the streamed SMPL skeleton beside it.
+"""The humanoid preview's render thread: the G1 at the streamed pose, with the 3-point targets, the
+robot's measured pose as a translucent ghost (while its `g1_debug` feedback is live) and, in the smpl
+modes, the streamed SMPL skeleton beside it.
 
 `G1Preview` owns a GL context, which belongs to the thread that made it; this thread creates,
 uses and closes it, so neither the GUI thread nor the 3D view's render thread shares a context.
@@ -17,9 +18,9 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-PoseSource = Callable[[], tuple["np.ndarray | None", object, "np.ndarray | None"]]
+PoseSource = Callable[[], tuple["np.ndarray | None", object, "np.ndarray | None", "np.ndarray | None"]]
 """Returns (q (29,) MuJoCo order or None for the standing pose, targets or None, SMPL joints (24, 3)
-in the operator frame or None) for the next frame."""
+in the operator frame or None, the robot's measured joints (29,) MuJoCo order or None) for the next frame."""
 
 
 class PreviewThread:
@@ -70,8 +71,9 @@ class PreviewThread:
                 if self._stop:
                     return
                 try:
-                    q, targets, smpl = self._pose_source()
-                    img = preview.render(stand if q is None else q, targets, smpl_joints_m=smpl)
+                    q, targets, smpl, measured = self._pose_source()
+                    img = preview.render(stand if q is None else q, targets, ghost_q_mujoco_rad=measured,
+                                         smpl_joints_m=smpl)
                 except Exception as exc:  # one bad frame must not end the preview
                     self.failures += 1
                     if self.failures == 1:

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
 from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigError, StreamConfig
 from app.gui import theme
 from app.gui.humanoid_preview import PreviewThread
+from app.streaming.feedback import FeedbackSnapshot, FeedbackState
 from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
 from app.streaming.threepoint import CalibrationError
 
@@ -54,6 +55,14 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
         text += f"; last error: {st.last_error}"
         colour = theme.ALERT if st.state is not StreamState.STREAMING else colour
     return text, colour
+
+
+def feedback_text(snap: FeedbackSnapshot | None) -> tuple[str, str]:
+    """(text, colour) of the robot feedback line: off, waiting, LIVE or STALE with its counters."""
+    if snap is None:
+        return "Robot feedback: off (no g1_debug endpoint)", theme.MUTED
+    colour = {FeedbackState.LIVE: theme.OK, FeedbackState.STALE: theme.WARN}.get(snap.state, theme.MUTED)
+    return f"Robot feedback: {snap.describe()}", colour
 
 
 class StreamPanel(QWidget):
@@ -84,9 +93,15 @@ class StreamPanel(QWidget):
         self.locomotion_box.setCurrentText(cfg.locomotion)
         self.locomotion_box.setToolTip("Planner gait: auto (by left-stick magnitude) or one fixed LocomotionMode; "
                                        "applies at once")
+        self.feedback_edit = QLineEdit(cfg.feedback_endpoint)
+        self.feedback_edit.setPlaceholderText("off (e.g. tcp://<robot>:5557)")
+        self.feedback_edit.setToolTip("The deploy's g1_debug publisher: the robot's measured pose, drawn as a "
+                                      "ghost in the preview and used by the start-distance check while live; "
+                                      "empty: off")
         form.addRow("Mode", self.mode_box)
         form.addRow("Locomotion", self.locomotion_box)
         form.addRow("Endpoint", self.endpoint_edit)
+        form.addRow("Robot feedback", self.feedback_edit)
         layout.addLayout(form)
         row = QHBoxLayout()
         self.calibrate_button = QPushButton("Calibrate")
@@ -108,6 +123,9 @@ class StreamPanel(QWidget):
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
         layout.addWidget(self.status_label)
+        self.feedback_label = QLabel()
+        self.feedback_label.setWordWrap(True)
+        layout.addWidget(self.feedback_label)
         self.preview_label = QLabel("preview starts with the stream")
         self.preview_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.preview_label.setMinimumSize(240, 240)
@@ -127,17 +145,20 @@ class StreamPanel(QWidget):
         return self.runner.publisher
 
     def stream_config(self) -> StreamConfig:
-        """The configuration's stream settings with the panel's mode, locomotion and endpoint (ConfigError if bad)."""
+        """The configuration's stream settings with the panel's mode, locomotion, endpoint and feedback
+        endpoint (ConfigError if bad)."""
         return dataclasses.replace(self.runner.cfg.stream, mode=self.mode_box.currentText(),
                                    locomotion=self.locomotion_box.currentText(),
-                                   endpoint=self.endpoint_edit.text().strip())
+                                   endpoint=self.endpoint_edit.text().strip(),
+                                   feedback_endpoint=self.feedback_edit.text().strip())
 
     def ensure_open(self) -> StreamPublisher:
         """The open publisher for the panel's settings: the same one switched to the panel's mode
         when it can (`_switchable`), else (re)opened."""
         cfg = self.stream_config()
         pub = self.publisher
-        if pub is not None and (pub.cfg.endpoint != cfg.endpoint or not _switchable(pub.cfg.mode, cfg.mode)):
+        if pub is not None and (pub.cfg.endpoint != cfg.endpoint or pub.cfg.feedback_endpoint != cfg.feedback_endpoint
+                                or not _switchable(pub.cfg.mode, cfg.mode)):
             self.runner.close_stream()
             pub = None
         if pub is not None:
@@ -223,6 +244,9 @@ class StreamPanel(QWidget):
         self.status_label.setText(f'<span style="color:{colour}; font-weight:600">{text}</span>')
         streaming = st is not None and st.state is StreamState.STREAMING
         self.endpoint_edit.setEnabled(not streaming)
+        self.feedback_edit.setEnabled(not streaming)
+        text, colour = feedback_text(self.runner.feedback_snapshot() if st is not None else None)
+        self.feedback_label.setText(f'<span style="color:{colour}">{text}</span>')
         self.start_button.setEnabled(not streaming)
         self.stop_button.setEnabled(streaming)
 
@@ -251,13 +275,15 @@ class StreamPanel(QWidget):
         self.preview_frames += 1
 
     def _preview_pose(self):
-        """Preview thread: the newest streamed joints (pose modes; standing pose otherwise), 3-point and
-        SMPL body (smpl modes)."""
+        """Preview thread: the newest streamed joints (pose modes; standing pose otherwise), 3-point,
+        SMPL body (smpl modes) and the robot's measured joints (while its feedback is live)."""
         pub = self.publisher
         if pub is None:
-            return None, None, None
+            return None, None, None, None
         tp = pub.last_threepoint
-        return pub.last_q_mujoco_rad, (tp if tp.calibrated else None), pub.last_smpl_joints_m
+        fb = self.runner.feedback_snapshot()
+        return (pub.last_q_mujoco_rad, (tp if tp.calibrated else None), pub.last_smpl_joints_m,
+                fb.live_joint_pos_mujoco_rad if fb is not None else None)
 
     # ----- messages -----
 
@@ -315,4 +341,4 @@ def _far_distance(pub: StreamPublisher):
     return dist
 
 
-__all__ = ["PREVIEW_FPS", "StreamPanel", "status_text"]
+__all__ = ["PREVIEW_FPS", "StreamPanel", "feedback_text", "status_text"]

@@ -157,6 +157,30 @@ class FeedbackSnapshot:
     last_error: str
 
 
+    @property
+    def live_joint_pos_mujoco_rad(self) -> np.ndarray | None:
+        """The robot's measured joints (29,) MuJoCo order while LIVE, else None (the preview's ghost)."""
+        return self.sample.joint_pos_mujoco_rad if self.state is FeedbackState.LIVE and self.sample is not None else None
+
+    def describe(self) -> str:
+        """One line for the stream panel and the run summary."""
+        if self.state is FeedbackState.NO_DATA:
+            head = "waiting for the robot's g1_debug"
+        elif self.state is FeedbackState.LIVE:
+            head = f"LIVE ({1000 * (self.age_s or 0.0):.0f} ms old)"
+        else:
+            head = f"STALE for {self.age_s or 0.0:.1f} s (the last pose kept)"
+        text = (f"{head}: {self.received} received, {self.bad_messages} bad, {self.stale_episodes} stale episode(s), "
+                f"{self.restarts} restart(s)")
+        return f"{text}; last error: {self.last_error}" if self.last_error else text
+
+    def as_dict(self) -> dict:
+        """The counters and state (no sample), for the run summary's JSON."""
+        return {"state": self.state.value, "age_s": self.age_s, "received": self.received,
+                "bad_messages": self.bad_messages, "restarts": self.restarts,
+                "stale_episodes": self.stale_episodes, "last_error": self.last_error}
+
+
 class FeedbackSubscriber:
     """SUB on the deploy's feedback port, on its own thread.
 
