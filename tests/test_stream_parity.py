@@ -236,10 +236,10 @@ def _hogs(n: int) -> list[subprocess.Popen]:
 
 
 def test_pose_stream_under_cpu_load_keeps_every_frame_at_50hz(g1):
-    """Both cores busy with two CPU-hog processes for the run (~15 s): zero frame-index gaps and
+    """Both cores busy with two CPU-hog processes for the run (60 s, as the issue asks): zero frame-index gaps and
     50 Hz frames as seen by a real SUB (figures printed)."""
     cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0)
-    duration_s = 15.0
+    duration_s = 60.0
     hogs = _hogs(2)
     try:
         with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint, deadline_s=duration_s + 20) as sub, \
