@@ -35,7 +35,7 @@ def _engaged_stretches(s):
 def test_dataset_layout_schema_and_values(session, tmp_path):
     out = tmp_path / "ds"
     assert main(["export", str(session), str(session), "--format", "lerobot", "--out", str(out),
-                 "--task", "pick the cube"]) == 0
+                 "--task", "pick the cube", "--no-videos"]) == 0
     s = read_session(session)
     stretches = _engaged_stretches(s)
     assert len(stretches) >= 1
@@ -80,6 +80,7 @@ def test_dataset_layout_schema_and_values(session, tmp_path):
                         + [s.data["right_gripper_cmd"][row]], dtype=np.float32)
     np.testing.assert_array_equal(action[8:], want_cmd)
     assert cols["timestamp"][10] == pytest.approx(s.data["t_s"][row] - s.data["t_s"][a], abs=1e-6)
+    assert cols["timestamp"][10] == np.float32(10 / 200)  # frame i at exactly i / fps
     assert cols["frame_index"][10] == 10 and cols["episode_index"][10] == 0 and cols["index"][10] == 10
 
 
@@ -93,14 +94,16 @@ def test_marked_segments_take_their_labels_as_tasks(session, tmp_path, capsys):
         csv.writer(f, lineterminator="\n").writerows(rows)
     out = tmp_path / "ds"
     assert main(["export", str(marked), "--format", "lerobot", "--out", str(out), "--episodes", "marks",
-                 "--fps", "50", "--no-targets"]) == 0
+                 "--fps", "50", "--no-targets", "--no-videos"]) == 0
     info = json.loads((out / "meta/info.json").read_text())
     assert info["fps"] == 50 and "observation.tcp_target" not in info["features"]
     eps = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pydict()
     assert eps["length"] == [100, 100]  # 400 rows at 200 Hz each, one frame in 4
     assert eps["tasks"] == [["reach"], ["teleoperation"]]
     capsys.readouterr()
-    assert main(["export", str(marked), "--format", "lerobot", "--out", str(out), "--episodes", "marks"]) == EXIT_USAGE
+    assert main(["export", str(marked), "--format", "lerobot", "--out", str(out), "--episodes", "marks",
+                 "--no-videos"]) == EXIT_USAGE
     assert "--force" in capsys.readouterr().err
-    assert main(["export", str(marked), "--format", "lerobot", "--out", str(tmp_path / "x"), "--fps", "7"]) == EXIT_USAGE
+    assert main(["export", str(marked), "--format", "lerobot", "--out", str(tmp_path / "x"), "--fps", "7",
+                 "--no-videos"]) == EXIT_USAGE
     assert "divisor" in capsys.readouterr().err

@@ -25,11 +25,14 @@ from app.sessions.reader import SessionFormatError
 
 
 class ProgressBar:
-    """`label [#####-----]  45%  108000 rows  35000 rows/s`, redrawn in place at most 10 times a second."""
+    """`label [#####-----]  45%  108000 rows  35000 rows/s`, redrawn in place at most 10 times a second
+    (`unit` names what is counted: rows, frames, ticks)."""
 
-    def __init__(self, stream: TextIO, label: str, width: int = 30, min_interval_s: float = 0.1) -> None:
+    def __init__(self, stream: TextIO, label: str, width: int = 30, min_interval_s: float = 0.1,
+                 unit: str = "rows") -> None:
         self.stream = stream
         self.label = label
+        self.unit = unit
         self.width = width
         self.min_interval_s = min_interval_s
         self._started = time.perf_counter()
@@ -46,7 +49,7 @@ class ProgressBar:
         filled = int(round(frac * self.width))
         rate = rows / max(now - self._started, 1e-9)
         self.stream.write(f"\r{self.label} [{'#' * filled}{'-' * (self.width - filled)}] {100 * frac:3.0f}%"
-                          f"  {rows} rows  {rate:,.0f} rows/s ")
+                          f"  {rows} {self.unit}  {rate:,.0f} {self.unit}/s ")
         self.stream.flush()
         self._drawn = True
 

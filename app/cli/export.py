@@ -1,8 +1,9 @@
 """`pico-teleop export SESSION.csv [MORE.csv ...] --format mcap|lerobot --out PATH`.
 
 `mcap`: one session into one MCAP file for Foxglove (`app.sessions.export_mcap`). `lerobot`: one
-or several sessions into one LeRobot dataset folder (`app.sessions.export_lerobot`). Both need
-the `[export]` extra; without it the command says how to install it (exit 1).
+or several sessions into one LeRobot dataset folder (`app.sessions.export_lerobot`), by default
+with a video per scene camera, drawn by re-simulating each session (`app.replay_render`). Both
+need the `[export]` extra; without it the command says how to install it (exit 1).
 
 Exit codes: 0 written; 2 a bad input (missing or malformed file, an existing output without
 `--force`, options that do not go together); 1 the export itself failed (packages missing, the
@@ -30,7 +31,13 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--task", metavar="TEXT", help="lerobot: the task of every episode (default: from the marks, "
                    "else 'teleoperation')")
     p.add_argument("--fps", type=int, default=None, metavar="HZ",
-                   help="lerobot: frames per second (default: the recording's loop rate)")
+                   help="lerobot: frames per second, a divisor of the loop rate (default: with videos the largest "
+                   "divisor up to 30, i.e. 25 at 200 Hz; without videos the loop rate)")
+    p.add_argument("--videos", action=argparse.BooleanOptionalAction, default=True,
+                   help="lerobot: observation.images.{front,left_wrist,right_wrist} videos, rendered by "
+                   "re-simulating each session (default: on; --no-videos for state and actions only)")
+    p.add_argument("--video-size", metavar="WxH", default="320x240",
+                   help="lerobot: picture size of the videos, even numbers (default: 320x240)")
     p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p
@@ -69,11 +76,51 @@ def cmd_export(args: argparse.Namespace, *, out: TextIO | None = None, err: Text
 
 
 def _progress(err: TextIO, label: str):
-    if not getattr(err, "isatty", lambda: False)():
+    if not _is_tty(err):
         return None, lambda: None
     from app.cli.analyze import ProgressBar
     bar = ProgressBar(err, label)
     return bar, bar.close
+
+
+def _is_tty(stream: TextIO) -> bool:
+    return getattr(stream, "isatty", lambda: False)()
+
+
+class _SessionBars:
+    """One progress bar per session and stage (`replaying X.csv`, `rendering X.csv`), each closed
+    when the next one starts; `progress(name, done, total)` as the replay and the exporter call it."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self._bar = None
+        self._key: tuple[str, str] | None = None
+
+    def stage(self, verb: str, unit: str):
+        from app.cli.analyze import ProgressBar
+
+        def progress(name: str, done: int, total: int) -> None:
+            if self._key != (verb, name):
+                self.close()
+                self._key = (verb, name)
+                self._bar = ProgressBar(self.err, f"{verb} {name}", unit=unit)
+            self._bar(done, total, done)
+        return progress
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._key = None, None
+
+
+def _video_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"--video-size: expected WIDTHxHEIGHT such as 320x240, got {text!r}") from None
+    if w <= 0 or h <= 0 or w % 2 or h % 2:
+        raise UsageError(f"--video-size: expected even positive width and height (the videos are yuv420p), got {text!r}")
+    return w, h
 
 
 def _export_mcap(args, out: TextIO, err: TextIO) -> int:
@@ -92,17 +139,36 @@ def _export_mcap(args, out: TextIO, err: TextIO) -> int:
 
 
 def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
+    from app.config import ConfigError
+    from app.render import RenderError
     from app.sessions.export_lerobot import LeRobotOptions, export_lerobot
+    from app.sim.scene import SceneError
 
     opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
                           tcp_targets=not args.no_targets)
+    frames = None
+    bars = _SessionBars(err) if _is_tty(err) else None
+    if args.videos:
+        from app.replay_render import ReplayRenderer
+        frames = ReplayRenderer(*_video_size(args.video_size),
+                                replay_progress=bars.stage("replaying", "ticks") if bars else None)
     try:
-        r = export_lerobot([Path(f) for f in args.files], Path(args.out), opts, overwrite=args.force)
-    except ValueError as exc:
+        r = export_lerobot([Path(f) for f in args.files], Path(args.out), opts, overwrite=args.force, frames=frames,
+                           progress=bars.stage("rendering", "frames") if bars else None)
+    except SceneError:
+        raise
+    except (ValueError, ConfigError) as exc:  # ReplayDivergedError is one
         print(f"{PROG}: error: {exc}", file=err)
         return EXIT_USAGE
+    except (RenderError, RuntimeError, KeyError) as exc:
+        print(f"{PROG}: error: the videos cannot be made: {exc}; export without them with --no-videos", file=err)
+        return EXIT_FAILURE
+    finally:
+        if bars:
+            bars.close()
     for note in r.notes:
         print(f"note: {note}", file=err)
-    print(f"wrote {r.root}: {r.n_episodes} episodes, {r.n_frames} frames at {r.fps} fps, "
-          f"{len(r.tasks)} tasks ({r.elapsed_s:.1f} s)", file=out)
+    videos = f", videos {', '.join(k.rsplit('.', 1)[1] for k in r.video_keys)} at {args.video_size}" if r.video_keys else ""
+    print(f"wrote {r.root}: {r.n_episodes} episodes, {r.n_frames} frames at {r.fps} fps{videos}, "
+          f"{len(r.tasks)} tasks, {r.size_bytes / 1e6:.1f} MB ({r.elapsed_s:.1f} s)", file=out)
     return EXIT_OK

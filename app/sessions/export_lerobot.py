@@ -1,23 +1,52 @@
 """Recorded sessions as one LeRobot dataset (format `v3.0`, the layout of lerobot 0.4 to 0.6).
 
-`export_lerobot(csv_paths, root, options)` cuts each session into episodes, one per engaged
-stretch (either arm engaged) or one per marked segment (between consecutive marks: the B button,
-`mark:<arm>`, or a `cmd:mark:<label>` command), and writes with pyarrow (lerobot itself, and torch
-with it, is not needed):
+`export_lerobot(csv_paths, root, options, frames=...)` cuts each session into episodes, one per
+engaged stretch (either arm engaged) or one per marked segment (between consecutive marks: the B
+button, `mark:<arm>`, or a `cmd:mark:<label>` command), and writes with pyarrow and PyAV (lerobot
+itself, and torch with it, is not needed):
 
     meta/info.json                           features, shapes, fps, totals, path templates
     meta/stats.json                          per feature: min, max, mean, std, count, q01..q99
     meta/tasks.parquet                       task string (the pandas index) -> task_index
-    meta/episodes/chunk-000/file-000.parquet one row per episode: length, tasks, frame range, stats
+    meta/episodes/chunk-000/file-000.parquet one row per episode: length, tasks, frame range, video
+                                             ranges, stats
     data/chunk-000/file-000.parquet          one row per frame
+    videos/observation.images.<camera>/chunk-000/file-000.mp4
+                                             with `frames`: every episode's pictures, one after the other
 
 Features: `observation.state` (16 float32: per arm `q1..q7` rad and the gripper opening per finger
 in m), `action` (16: per arm the joint commands sent, rad, and the gripper command, 0 open .. 1
 closed), optionally `observation.tcp_target` (14: per arm the IK target x, y, z m, qw, qx, qy, qz,
-world frame). The CSV has no finger positions: the opening is `(1 - gripper_cmd)` times the finger
-travel (`FINGER_TRAVEL_M`). `timestamp` is the recording's `t_s` relative to the episode's first
-frame, so frames line up with the recording (a skipped deadline shows as a longer step). Videos
-from MuJoCo cameras are not written (yet): the dataset has no `observation.images.*`.
+world frame), and with `frames` one `observation.images.<camera>` video per camera (the CLI's
+`app.replay_render.ReplayRenderer` re-simulates the session and draws the scene's `front`,
+`left/wrist` and `right/wrist` cameras). The CSV has no finger positions: the opening is
+`(1 - gripper_cmd)` times the finger travel (`FINGER_TRAVEL_M`).
+
+Frame times (`frame_rows`, the one definition): frame i of an episode is at `i / fps` after the
+episode's first row, its `timestamp` is exactly `i / fps` (lerobot checks that consecutive
+timestamps are 1/fps apart), and its values and pictures are those of the last row recorded at or
+before that time. `fps` must divide the loop rate, so without skipped deadlines every frame is a
+recorded row at exactly its time (a skipped deadline holds the previous row, and a note says so).
+Default fps: the loop rate without videos; with videos the largest divisor of the loop rate up to
+`DEFAULT_VIDEO_FPS` (25 at 200 Hz), since lerobot needs the videos at the dataset's fps and a
+picture per 5 ms tick is 8 times the rendering for nothing a policy uses.
+
+Videos, as lerobot 0.4-0.6 writes them (`lerobot_dataset.py` `_save_episode_video`,
+`video_utils.py` `encode_video_frames` / `get_video_info`, `compute_stats.py`, read 2026-12):
+- path template `info.json` `video_path` = `VIDEO_PATH`; the episodes of a camera follow one another
+  in one file, and meta/episodes has per camera `videos/<key>/chunk_index`, `file_index`,
+  `from_timestamp` (seconds of video before the episode) and `to_timestamp` (from + length / fps);
+  lerobot decodes frame i of an episode at `from_timestamp + timestamp`. One file per camera here:
+  no roll-over at `video_files_size_in_mb` (500 MB: hours of 320x240).
+- codec: lerobot's default, SVT-AV1 (`libsvtav1`, in PyAV's wheels), `yuv420p`, `g=2` (a key frame
+  every 2 frames, for random access), `crf=30`; torchcodec and PyAV (dav1d) both decode it.
+- feature: dtype `video`, shape `[height, width, 3]`, names `["height", "width", "channels"]`, and
+  `info` as `get_video_info` reads it back from the file (`video.height`, `video.width`,
+  `video.codec`, `video.pix_fmt`, `video.is_depth_map`, `video.fps`, `video.channels`, `has_audio`).
+- stats: per episode over sampled frames (`sample_indices`: 100 up to 10000 frames, evenly spread;
+  frames of 300 px or more downsampled by `int(longer side / 150)`), per channel in 0..1, shape
+  `[3, 1, 1]` (min, max, mean, std, q01..q99; count = frames sampled); stats.json aggregates the
+  episodes (count-weighted mean and variance, min of min, max of max, count-weighted quantiles).
 
 Sessions are read in chunks (`chunks.SessionChunks`); only the exported columns are kept.
 """
@@ -25,10 +54,14 @@ Sessions are read in chunks (`chunks.SessionChunks`); only the exported columns 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -44,7 +77,17 @@ DEFAULT_TASK = "teleoperation"
 CHUNKS_SIZE = 1000
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+IMAGE_KEY_PREFIX = "observation.images."
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
+DEFAULT_VIDEO_FPS = 30
+"""With videos and no fps given: the largest divisor of the loop rate up to this (frames per second)."""
+VIDEO_CODEC = "libsvtav1"
+VIDEO_PIX_FMT = "yuv420p"
+VIDEO_OPTIONS = {"g": "2", "crf": "30"}
+"""lerobot's `encode_video_frames` defaults: a key frame every 2 frames, constant quality 30."""
+GRID_TOL_S = 1e-6
+"""A row recorded this long after a frame time still counts as at that time (float rounding of k x period)."""
 
 STATE_NAMES = [f"{arm}_{n}" for arm in ARMS for n in [f"q{i}_rad" for i in range(1, 8)] + ["gripper_opening_m"]]
 ACTION_NAMES = [f"{arm}_{n}" for arm in ARMS for n in [f"q{i}_cmd_rad" for i in range(1, 8)] + ["gripper_cmd"]]
@@ -58,7 +101,8 @@ class LeRobotOptions:
     task: str | None = None
     """The task of every episode; None: a segment's mark label, else DEFAULT_TASK."""
     fps: int | None = None
-    """Frames per second; None: the recording's loop rate. Must divide it (frames are decimated)."""
+    """Frames per second; must divide the recording's loop rate. None: the loop rate, or with videos
+    the largest divisor of it up to DEFAULT_VIDEO_FPS."""
     repo_id: str = "local/pico-teleop"
     robot_type: str = "dual_panda"
     tcp_targets: bool = True
@@ -79,6 +123,30 @@ class LeRobotExport:
     tasks: tuple[str, ...]
     elapsed_s: float
     notes: tuple[str, ...] = field(default=())
+    video_keys: tuple[str, ...] = field(default=())
+    size_bytes: int = 0
+    """Bytes of every file written."""
+
+
+class FrameSource(Protocol):
+    """Pictures of a session's rows from named cameras (the CLI's is `app.replay_render.ReplayRenderer`)."""
+
+    width: int
+    height: int
+    notes: list[str]
+    """What the exporter should report when it is done (e.g. a replay that differed slightly)."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The cameras, in order; the dataset's keys are `observation.images.<name>`."""
+
+    def render(self, csv_path: Path, rows: np.ndarray) -> Generator[dict[str, np.ndarray], None, None]:
+        """For each of `rows` (increasing), one (height, width, 3) uint8 RGB picture per camera; closed
+        by the exporter when it is done with it."""
+
+
+Progress = Callable[[str, int, int], None]
+"""`progress(session file name, frames rendered, frames of that session)`."""
 
 
 def _columns() -> list[str]:
@@ -135,6 +203,105 @@ def _segments(data: dict[str, np.ndarray], mode: str) -> list[tuple[int, int, st
     return [(a, b, by_row[a]) for a, b in zip(rows, rows[1:]) if b > a]
 
 
+def frame_rows(t_s: np.ndarray, first: int, end: int, fps: int) -> np.ndarray:
+    """The rows of the episode `first`..`end - 1` on its frame grid: frame i is at `i / fps` after
+    row `first`, and takes the last row recorded at or before that time (`GRID_TOL_S` allowed)."""
+    t = np.asarray(t_s[first:end], dtype=np.float64) - float(t_s[first])
+    n = int(np.floor((t[-1] + GRID_TOL_S) * fps)) + 1
+    grid = np.arange(n, dtype=np.float64) / fps
+    return first + np.searchsorted(t, grid + GRID_TOL_S, side="right") - 1
+
+
+def default_fps(rate_hz: int, videos: bool) -> int:
+    """The loop rate, or with videos its largest divisor not above DEFAULT_VIDEO_FPS."""
+    if not videos:
+        return rate_hz
+    return max(d for d in range(1, min(rate_hz, DEFAULT_VIDEO_FPS) + 1) if rate_hz % d == 0)
+
+
+def image_sample_indices(n_frames: int) -> np.ndarray:
+    """lerobot's `sample_indices`: the frames of an episode its image statistics look at."""
+    num = max(min(100, n_frames), min(int(n_frames ** 0.75), 10_000))
+    return np.round(np.linspace(0, n_frames - 1, num)).astype(int)
+
+
+def _downsample(img: np.ndarray) -> np.ndarray:
+    """lerobot's `auto_downsample_height_width` on an (height, width, 3) picture."""
+    height, width = img.shape[:2]
+    if max(width, height) < 300:
+        return img
+    k = int(width / 150) if width > height else int(height / 150)
+    return img[::k, ::k]
+
+
+def image_stats(samples: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-channel statistics of (n, height, width, 3) uint8 pictures, in 0..1, each of shape (3, 1, 1)."""
+    px = samples.reshape(-1, 3).astype(np.float64) / 255.0
+    out = {"min": px.min(0), "max": px.max(0), "mean": px.mean(0), "std": px.std(0)}
+    for q in QUANTILES:
+        out[f"q{int(round(q * 100)):02d}"] = np.quantile(px, q, axis=0)
+    out = {k: v.reshape(3, 1, 1) for k, v in out.items()}
+    out["count"] = np.array([len(samples)])
+    return out
+
+
+def aggregate_stats(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """lerobot's `aggregate_feature_stats`: count-weighted mean, pooled variance, min and max over the
+    parts; quantiles count-weighted."""
+    counts = np.array([float(p["count"][0]) for p in parts])
+    w = (counts / counts.sum()).reshape(-1, *([1] * parts[0]["mean"].ndim))
+    means = np.stack([p["mean"] for p in parts])
+    mean = (w * means).sum(0)
+    var = (w * (np.stack([p["std"] for p in parts]) ** 2 + (means - mean) ** 2)).sum(0)
+    out = {"min": np.min([p["min"] for p in parts], axis=0), "max": np.max([p["max"] for p in parts], axis=0),
+           "mean": mean, "std": np.sqrt(var), "count": np.array([int(counts.sum())])}
+    for k in parts[0]:
+        if k.startswith("q"):
+            out[k] = (w * np.stack([p[k] for p in parts])).sum(0)
+    return out
+
+
+def _listed(stats: dict[str, np.ndarray]) -> dict[str, list]:
+    return {k: np.asarray(v).tolist() for k, v in stats.items()}
+
+
+class _VideoFile:
+    """One camera's mp4: every episode's pictures one after the other, frame k at k / fps."""
+
+    def __init__(self, av, path: Path, fps: int, width: int, height: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._av = av
+        self._time_base = Fraction(1, fps)
+        self._out = av.open(str(path), "w")
+        self._stream = self._out.add_stream(VIDEO_CODEC, rate=fps, options=dict(VIDEO_OPTIONS))
+        self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, VIDEO_PIX_FMT
+        self.frames = 0
+
+    def add(self, rgb: np.ndarray) -> None:
+        frame = self._av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        frame.pts, frame.time_base = self.frames, self._time_base
+        for packet in self._stream.encode(frame):
+            self._out.mux(packet)
+        self.frames += 1
+
+    def close(self) -> None:
+        try:
+            for packet in self._stream.encode():
+                self._out.mux(packet)
+        finally:
+            self._out.close()
+
+
+def video_info(av, path: Path) -> dict:
+    """The feature's `info`, read back from the file as lerobot's `get_video_info` does."""
+    with av.open(str(path)) as f:
+        v = f.streams.video[0]
+        return {"video.height": v.height, "video.width": v.width, "video.codec": v.codec.canonical_name,
+                "video.pix_fmt": v.pix_fmt, "video.is_depth_map": False, "video.fps": int(v.base_rate),
+                "video.channels": 3, "has_audio": len(f.streams.audio) > 0}
+
+
 def _f32(data, names: list[str], rows: np.ndarray) -> np.ndarray:
     return np.stack([data[c][rows] for c in names], axis=1).astype(np.float32)
 
@@ -184,12 +351,15 @@ def _tasks_table(pa, tasks: list[str]):
 
 
 def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = LeRobotOptions(), *,
-                   overwrite: bool = False) -> LeRobotExport:
+                   overwrite: bool = False, frames: FrameSource | None = None,
+                   progress: Progress | None = None) -> LeRobotExport:
     """Write the sessions at `csv_paths` as one dataset in the folder `root`; what was written.
 
-    Raises ExportUnavailableError without pyarrow, FileExistsError when `root` exists (and is not
-    empty) without `overwrite`, SessionFormatError for a bad file, ValueError when the sessions do
-    not share a rate, the fps does not divide it, or no episode is found.
+    `frames`: add one `observation.images.<name>` video per camera it names, drawn for every frame;
+    `progress` hears of each picture drawn. Raises ExportUnavailableError without pyarrow (or PyAV
+    for videos), FileExistsError when `root` exists (and is not empty) without `overwrite`,
+    SessionFormatError for a bad file, ValueError when the sessions do not share a rate, the fps
+    does not divide it, or no episode is found; and whatever `frames` raises.
     """
     try:
         import pyarrow as pa
@@ -197,6 +367,15 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
     except ImportError as exc:
         raise ExportUnavailableError(f"pyarrow is not installed ({exc}); install it with: "
                                      "pip install -e \".[export]\"") from None
+    av = None
+    if frames is not None:
+        try:
+            import av
+        except ImportError as exc:
+            raise ExportUnavailableError(f"PyAV is not installed ({exc}), needed for the videos; install it with: "
+                                         "pip install -e \".[export]\" (or export without videos)") from None
+        # SVT-AV1 prints its whole configuration on stderr unless told otherwise (read when an encoder starts).
+        os.environ.setdefault("SVT_LOG", "1")
     started = time.perf_counter()
     root = Path(root)
     if root.exists() and any(root.iterdir()):
@@ -206,60 +385,115 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
 
     notes: list[str] = []
     tasks: list[str] = []
-    frames: dict[str, list] = {k: [] for k in ("observation.state", "action", "observation.tcp_target",
-                                               "timestamp", "frame_index", "episode_index", "index", "task_index")}
+    cols_out: dict[str, list] = {k: [] for k in ("observation.state", "action", "observation.tcp_target",
+                                                 "timestamp", "frame_index", "episode_index", "index", "task_index")}
     episodes: list[dict] = []
+    video_keys = tuple(IMAGE_KEY_PREFIX + name for name in frames.names) if frames is not None else ()
+    videos: dict[str, _VideoFile] = {}
+    ep_image_stats: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in video_keys}
+    rendering: list = []
     rate = fps = None
-    for path in csv_paths:
-        data, sidecar, n_rows = _read(Path(path))
-        r = _loop_rate_hz(sidecar)
-        if rate is None:
-            rate = r
-            fps = options.fps or r
-            if rate % fps:
-                raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {fps}")
-        elif r != rate:
-            raise ValueError(f"{path}: recorded at {r} Hz, the first session at {rate} Hz; one dataset has one rate")
-        step = rate // fps
-        segs = _segments(data, options.episodes)
-        if not segs:
-            notes.append(f"{Path(path).name}: no {'engaged stretch' if options.episodes == 'engaged' else 'marked segment'}"
-                         f"; no episode")
-        for a, b, label in segs:
-            rows = np.arange(a, b, step)
-            task = options.task or label or DEFAULT_TASK
-            if task not in tasks:
-                tasks.append(task)
-            ep = len(episodes)
-            start = sum(e["length"] for e in episodes)
-            n = len(rows)
-            t = data["t_s"][rows]
-            if np.any(np.diff(t) > 1.5 * step / rate):
-                notes.append(f"{Path(path).name} episode {ep}: skipped deadlines, frames not evenly spaced")
-            state, action = _state(data, rows), _action(data, rows)
-            frames["observation.state"].append(state)
-            frames["action"].append(action)
-            if options.tcp_targets:
-                frames["observation.tcp_target"].append(_f32(data, TARGET_NAMES, rows))
-            frames["timestamp"].append((t - t[0]).astype(np.float32))
-            frames["frame_index"].append(np.arange(n, dtype=np.int64))
-            frames["episode_index"].append(np.full(n, ep, dtype=np.int64))
-            frames["index"].append(np.arange(start, start + n, dtype=np.int64))
-            frames["task_index"].append(np.full(n, tasks.index(task), dtype=np.int64))
-            episodes.append({"episode_index": ep, "tasks": [task], "length": n, "dataset_from_index": start,
-                             "dataset_to_index": start + n, "source": f"{Path(path).name} rows {a}..{b - 1}"})
-    if not episodes:
-        raise ValueError("no episode in the given sessions (" + "; ".join(notes) + ")")
+    try:
+        for path in csv_paths:
+            path = Path(path)
+            data, sidecar, n_rows = _read(path)
+            r = _loop_rate_hz(sidecar)
+            if rate is None:
+                rate = r
+                fps = options.fps or default_fps(rate, frames is not None)
+                if rate % fps:
+                    raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {fps}")
+                for key in video_keys:
+                    videos[key] = _VideoFile(av, root / VIDEO_PATH.format(video_key=key, chunk_index=0, file_index=0),
+                                             fps, frames.width, frames.height)
+            elif r != rate:
+                raise ValueError(f"{path}: recorded at {r} Hz, the first session at {rate} Hz; one dataset has one rate")
+            segs = _segments(data, options.episodes)
+            if not segs:
+                notes.append(f"{path.name}: no {'engaged stretch' if options.episodes == 'engaged' else 'marked segment'}"
+                             f"; no episode")
+            ep_rows = [frame_rows(data["t_s"], a, b, fps) for a, b, _ in segs]
+            pictures = None
+            if frames is not None and ep_rows:
+                all_rows = np.concatenate(ep_rows)
+                pictures = frames.render(path, all_rows)
+                rendering.append(pictures)
+                drawn, total = 0, len(all_rows)
+            for (a, b, label), rows in zip(segs, ep_rows):
+                task = options.task or label or DEFAULT_TASK
+                if task not in tasks:
+                    tasks.append(task)
+                ep = len(episodes)
+                start = sum(e["length"] for e in episodes)
+                n = len(rows)
+                held_s = np.arange(n) / fps - (data["t_s"][rows] - data["t_s"][a])
+                if held_s.max() > 1.5 / rate:
+                    notes.append(f"{path.name} episode {ep}: skipped deadlines, frames hold the previous row "
+                                 f"for up to {1e3 * held_s.max():.0f} ms")
+                cols_out["observation.state"].append(_state(data, rows))
+                cols_out["action"].append(_action(data, rows))
+                if options.tcp_targets:
+                    cols_out["observation.tcp_target"].append(_f32(data, TARGET_NAMES, rows))
+                cols_out["timestamp"].append((np.arange(n) / fps).astype(np.float32))
+                cols_out["frame_index"].append(np.arange(n, dtype=np.int64))
+                cols_out["episode_index"].append(np.full(n, ep, dtype=np.int64))
+                cols_out["index"].append(np.arange(start, start + n, dtype=np.int64))
+                cols_out["task_index"].append(np.full(n, tasks.index(task), dtype=np.int64))
+                episode = {"episode_index": ep, "tasks": [task], "length": n, "dataset_from_index": start,
+                           "dataset_to_index": start + n}
+                if pictures is not None:
+                    sampled = set(image_sample_indices(n).tolist())
+                    samples: dict[str, list[np.ndarray]] = {k: [] for k in video_keys}
+                    first_frame = {k: videos[k].frames for k in video_keys}
+                    for i in range(n):
+                        shot = next(pictures)
+                        for name, key in zip(frames.names, video_keys):
+                            img = shot[name]
+                            videos[key].add(img)
+                            if i in sampled:
+                                samples[key].append(_downsample(img))
+                        drawn += 1
+                        if progress is not None:
+                            progress(path.name, drawn, total)
+                    for key in video_keys:
+                        episode[f"videos/{key}/chunk_index"] = 0
+                        episode[f"videos/{key}/file_index"] = 0
+                        episode[f"videos/{key}/from_timestamp"] = first_frame[key] / fps
+                        episode[f"videos/{key}/to_timestamp"] = videos[key].frames / fps
+                        ep_image_stats[key].append(image_stats(np.stack(samples[key])))
+                episodes.append(episode)
+            if frames is not None:
+                notes.extend(frames.notes)
+                frames.notes.clear()
+        if not episodes:
+            raise ValueError("no episode in the given sessions (" + "; ".join(notes) + ")")
+    except BaseException:
+        for v in videos.values():
+            try:
+                v.close()
+            except Exception:  # the error that brought us here is the one to report
+                pass
+        shutil.rmtree(root, ignore_errors=True)  # a dataset with half its videos is no dataset
+        raise
+    finally:
+        for pictures in rendering:
+            pictures.close()
+    for v in videos.values():
+        v.close()
 
-    cols = {k: np.concatenate(v) for k, v in frames.items() if v}
+    cols = {k: np.concatenate(v) for k, v in cols_out.items() if v}
     n_total = len(cols["index"])
     features = {"observation.state": _feature("float32", (16,), STATE_NAMES),
                 "action": _feature("float32", (16,), ACTION_NAMES)}
     if options.tcp_targets:
         features["observation.tcp_target"] = _feature("float32", (14,), TARGET_NAMES)
+    for key in video_keys:
+        features[key] = {**_feature("video", (frames.height, frames.width, 3), ["height", "width", "channels"]),
+                         "info": video_info(av, videos[key].path)}
     for k, dt in (("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"),
                   ("index", "int64"), ("task_index", "int64")):
         features[k] = _feature(dt, (1,), None)
+    data_features = [k for k in features if k not in video_keys]
 
     def arrow(k: str):
         v = cols[k]
@@ -269,34 +503,43 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
 
     data_file = root / DATA_PATH.format(chunk_index=0, file_index=0)
     data_file.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({k: arrow(k) for k in features}), data_file)
+    pq.write_table(pa.table({k: arrow(k) for k in data_features}), data_file)
 
-    stats = {k: _stats(cols[k]) for k in features}
-    ep_rows: dict[str, list] = {k: [] for k in ("episode_index", "tasks", "length", "data/chunk_index",
-                                                "data/file_index", "dataset_from_index", "dataset_to_index",
-                                                "meta/episodes/chunk_index", "meta/episodes/file_index")}
+    stats = {k: _stats(cols[k]) for k in data_features}
+    for key in video_keys:
+        stats[key] = _listed(aggregate_stats(ep_image_stats[key]))
+    ep_cols: dict[str, list] = {k: [] for k in ("episode_index", "tasks", "length", "data/chunk_index",
+                                                "data/file_index", "dataset_from_index", "dataset_to_index")}
+    for key in video_keys:
+        for k in ("chunk_index", "file_index", "from_timestamp", "to_timestamp"):
+            ep_cols[f"videos/{key}/{k}"] = []
+    ep_cols.update({"meta/episodes/chunk_index": [], "meta/episodes/file_index": []})
     ep_stats: dict[str, list] = {}
     for e in episodes:
-        for k in ("episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index"):
-            ep_rows[k].append(e[k])
-        for k in ("data/chunk_index", "data/file_index", "meta/episodes/chunk_index", "meta/episodes/file_index"):
-            ep_rows[k].append(0)
+        for k in ep_cols:
+            ep_cols[k].append(0 if k.startswith(("data/", "meta/")) else e[k])
         sl = slice(e["dataset_from_index"], e["dataset_to_index"])
         for feat in features:
-            for stat, value in _stats(cols[feat][sl]).items():
+            if feat in video_keys:
+                values = _listed(ep_image_stats[feat][e["episode_index"]])
+            else:
+                values = _stats(cols[feat][sl])
+            for stat, value in values.items():
                 ep_stats.setdefault(f"stats/{feat}/{stat}", []).append(value)
     ep_file = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
     ep_file.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({**ep_rows, **ep_stats}), ep_file)
+    pq.write_table(pa.table({**ep_cols, **ep_stats}), ep_file)
     pq.write_table(_tasks_table(pa, tasks), root / "meta" / "tasks.parquet")
 
     info = {
         "codebase_version": CODEBASE_VERSION, "robot_type": options.robot_type,
         "total_episodes": len(episodes), "total_frames": n_total, "total_tasks": len(tasks),
         "chunks_size": CHUNKS_SIZE, "data_files_size_in_mb": 100, "video_files_size_in_mb": 500,
-        "fps": fps, "splits": {"train": f"0:{len(episodes)}"}, "data_path": DATA_PATH, "video_path": None,
-        "features": features,
+        "fps": fps, "splits": {"train": f"0:{len(episodes)}"}, "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH if video_keys else None, "features": features,
     }
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=4) + "\n")
     (root / "meta" / "stats.json").write_text(json.dumps(stats, indent=4) + "\n")
-    return LeRobotExport(root, len(episodes), n_total, fps, tuple(tasks), time.perf_counter() - started, tuple(notes))
+    size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    return LeRobotExport(root, len(episodes), n_total, fps, tuple(tasks), time.perf_counter() - started, tuple(notes),
+                         video_keys, size)
