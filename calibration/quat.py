@@ -168,6 +168,12 @@ def multiply(a, b) -> np.ndarray:
     return np.array(_mul(_seq(a), _seq(b)))
 
 
+def conj_multiply(a, b) -> np.ndarray:
+    """``conj(a) * b``: for unit quaternions, the rotation from ``a`` to ``b`` expressed in ``a``'s frame
+    (``b == a * conj_multiply(a, b)``). Exact identity for ``a == b`` (vector part exactly zero)."""
+    return np.array(_conj_mul(_seq(a), _seq(b)))
+
+
 def conjugate(q) -> np.ndarray:
     """``(w, -x, -y, -z)``; the inverse rotation when ``q`` is unit."""
     w, x, y, z = _seq(q)

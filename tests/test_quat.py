@@ -203,3 +203,14 @@ def test_shared_kernels_match_the_public_functions():
         # The pairing of terms makes q * conj(q) exactly (|q|^2, 0, 0, 0).
         assert quat._mul_conj(ta, ta)[1:] == (0.0, 0.0, 0.0)
         assert quat._conj_mul(ta, ta)[1:] == (0.0, 0.0, 0.0)
+
+
+def test_conj_multiply_is_the_relative_rotation_and_exact_for_equal_inputs():
+    Q = quat
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        a, b = (Q.normalize(rng.normal(size=4)) for _ in range(2))
+        np.testing.assert_allclose(Q.conj_multiply(a, b), Q.multiply(Q.conjugate(a), b), atol=1e-15)
+        np.testing.assert_allclose(Q.multiply(a, Q.conj_multiply(a, b)), b, atol=1e-12)
+        r = Q.conj_multiply(a, a)
+        assert np.all(r[1:] == 0.0)  # exactly: a calibration pose maps to the reference with no residue

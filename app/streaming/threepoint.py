@@ -244,8 +244,7 @@ class ThreePointMapper:
             if dev.pos_op is None:
                 continue
             pos[row] = ref.pos_m[row] + s * (dev.pos_op - cal.pos_op_0[row])
-            delta = Q._conj_mul(Q._seq(cal.quat_op_0[row]), Q._seq(dev.quat_op))
-            quat[row] = Q.normalize(Q._mul(Q._seq(ref.quat_wxyz[row]), delta))
+            quat[row] = Q.normalize(Q.multiply(ref.quat_wxyz[row], Q.conj_multiply(cal.quat_op_0[row], dev.quat_op)))
         head = self._devices["head"]
         if head.pos_op is not None:
             raw = ref.pos_m[2] + s * (head.pos_op - cal.pos_op_0[2])
