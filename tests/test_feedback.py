@@ -273,4 +273,20 @@ def test_snapshot_describes_its_state_and_counts_for_the_panel_and_the_summary()
     waiting = FeedbackSnapshot(FeedbackState.NO_DATA, None, None, 0, 0, 0, 0, "")
     assert waiting.describe().startswith("waiting") and waiting.live_joint_pos_mujoco_rad is None
     assert stale.as_dict() == {"state": "stale", "age_s": 2.5, "received": 40, "bad_messages": 2, "restarts": 1,
-                               "stale_episodes": 4, "last_error": "index went back"}
+                               "stale_episodes": 4, "reconnects": 0, "last_error": "index went back"}
+
+
+def test_an_oversized_message_does_not_leave_the_subscriber_deaf(pub):
+    """libzmq drops the connection of a message over MAXMSGSIZE and never reconnects it: the subscriber
+    reopens its socket, counts it, and the next sample is LIVE again (this failed before: STALE for good)."""
+    from app.streaming.feedback import MAX_FEEDBACK_BYTES
+    sock, endpoint = pub
+    with FeedbackSubscriber(endpoint, stale_after_s=0.3, poll_interval_s=0.02) as sub:
+        p = Publisher(sock)
+        assert p.until(lambda: sub.state is FeedbackState.LIVE, np.full(29, 0.1))
+        sock.send(b"g1_debug" + b"x" * (MAX_FEEDBACK_BYTES + 10))
+        assert wait_for(lambda: sub.snapshot().reconnects >= 1)
+        assert p.until(lambda: sub.state is FeedbackState.LIVE and sub.latest().joint_pos_mujoco_rad[0] == -0.4,
+                       np.full(29, -0.4))
+        snap = sub.snapshot()
+        assert "reconnected" in snap.last_error and "1 reconnect(s)" in snap.describe()

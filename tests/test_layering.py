@@ -39,6 +39,7 @@ RULES = [
     ("app/pipeline.py", ("app.gui", "app.core", "app.cli"), "one Qt-free session for every front end"),
     ("app/replay_render.py", ("app.gui", "app.core", "app.cli"),
      "re-simulated pictures of a session (a Pipeline and an offscreen renderer) for the CLI's export"),
+    ("app/reopening_sub.py", ("app",), "a socket helper below everything that subscribes"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",
                       "app.control.engine", "app.control.loop", "app.control.ik"),
      "sessions are data, read by the front ends; they know the snapshot type, and read joint ranges from the model "

@@ -291,3 +291,38 @@ def test_state_receiver_rejects_garbage_and_backwards_sequences_and_accepts_a_re
         rx.close()
         pub.close()
         ctx.term()
+
+
+def test_state_receiver_reconnects_after_an_oversized_message(fp):
+    """A state over MAX_STATE_BYTES ends the connection for good in libzmq; the receiver reopens its
+    socket (counted) and takes the next states (before: deaf, the client DISCONNECTED for good)."""
+    from app.remote.state_receiver import MAX_STATE_BYTES
+    port = free_port_pair()
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.linger = 0
+    pub.bind(f"tcp://127.0.0.1:{port}")
+    rx = StateReceiver(ctx, f"tcp://127.0.0.1:{port}")
+    rx.start()
+    try:
+        def publish_until(cond, seq0):
+            deadline, seq = time.monotonic() + 5.0, seq0
+            while not cond():
+                assert time.monotonic() < deadline, "receiver never got the state"
+                pub.send(encode_state(state_msg(fp, seq, 0.01 * seq)))
+                seq += 1
+                time.sleep(0.02)
+            return seq
+
+        seq = publish_until(lambda: rx.latest() is not None, 1)
+        pub.send(b"\x00" * (MAX_STATE_BYTES + 1))
+        deadline = time.monotonic() + 5.0
+        while rx.reconnects < 1:
+            assert time.monotonic() < deadline, "the receiver did not reopen its socket"
+            time.sleep(0.01)
+        before = rx.received
+        publish_until(lambda: rx.received > before + 3, seq + 100)
+    finally:
+        rx.close()
+        pub.close()
+        ctx.term()

@@ -19,11 +19,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from app.remote import keys
 from app.remote.config import is_ipv6_endpoint
 from app.remote.messages import MessageError, State, decode_state
+from app.reopening_sub import ReopeningSub
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,8 @@ MONITOR_TEXT = {
     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "security handshake failed (wrong server public key, or the server does not "
                                           "use the same CurveZMQ setting)",
 }
+MAX_STATE_BYTES = 1 << 20
+"""Larger state messages end the connection (ZMQ_MAXMSGSIZE); the receiver then reopens its socket."""
 STICKY_EVENTS = (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 """Security failures: they explain the disconnections that follow, so they are not overwritten by them."""
 
@@ -67,6 +69,8 @@ class StateReceiver:
         self.gaps = 0
         """States missed (sequence jumps within an instance); PUB drops when a reader falls behind."""
         self.instance_changes = 0
+        self.reconnects = 0
+        """State sockets reopened after a lost connection (`ReopeningSub`)."""
         self.last_error = ""
         self._sticky = False
         self.last_reject_reason = ""
@@ -96,57 +100,49 @@ class StateReceiver:
         if self._thread is not None:
             self._thread.join(timeout_s)
 
-    def _open(self) -> tuple[zmq.Socket, zmq.Socket]:
+    def _make_socket(self) -> zmq.Socket:
         sub = self._ctx.socket(zmq.SUB)
         sub.linger = 0
         sub.ipv6 = is_ipv6_endpoint(self.endpoint)
         sub.rcvhwm = 1000
         sub.reconnect_ivl = 100
         sub.reconnect_ivl_max = 1000
-        sub.maxmsgsize = 1 << 20
+        sub.maxmsgsize = MAX_STATE_BYTES
         if self._curve is not None:
             keys.make_curve_client(sub, *self._curve)
         sub.setsockopt(zmq.SUBSCRIBE, b"")
-        mon = sub.get_monitor_socket()
-        sub.connect(self.endpoint)
-        return sub, mon
+        return sub
 
     def _run(self) -> None:
         try:
-            sub, mon = self._open()
+            sub = ReopeningSub(self._make_socket, self.endpoint)
         except BaseException as exc:  # a bad key file, a malformed endpoint: reported to start()
             self._start_error = exc
             self._ready.set()
             return
         self._ready.set()
         poller = zmq.Poller()
-        poller.register(sub, zmq.POLLIN)
-        poller.register(mon, zmq.POLLIN)
+        sub.register(poller)
         try:
             while not self._stop.is_set():
                 events = dict(poller.poll(50))
-                if mon in events:
-                    self._drain_monitor(mon)
-                if sub in events:
-                    self._drain(sub)
+                if sub.sock in events:
+                    self._drain(sub.sock)
+                if sub.mon in events:
+                    self._monitor(sub.monitor_events())
+                if sub.lost:
+                    self._drain(sub.sock)  # what arrived before the loss still counts
+                    if sub.reopen_if_due():  # an oversized message leaves a SUB deaf for good otherwise
+                        self.reconnects = sub.reopens
         except zmq.ZMQError as exc:
             if exc.errno != zmq.ETERM:
                 self.last_error = f"state socket failed: {exc}"
                 log.exception("state receiver failed")
         finally:
-            try:
-                sub.disable_monitor()
-            except zmq.ZMQError:
-                pass
-            mon.close(linger=0)
-            sub.close(linger=0)
+            sub.close()
 
-    def _drain_monitor(self, mon: zmq.Socket) -> None:
-        while True:
-            try:
-                ev = recv_monitor_message(mon, zmq.NOBLOCK)
-            except zmq.Again:
-                return
+    def _monitor(self, events: list[dict]) -> None:
+        for ev in events:
             kind = ev["event"]
             if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.last_error = ""

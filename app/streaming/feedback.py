@@ -29,6 +29,8 @@ import msgpack
 import numpy as np
 import zmq
 
+from app.reopening_sub import ReopeningSub
+
 from app.streaming.g1_joints import NUM_G1_JOINTS, mujoco_to_isaaclab
 
 logger = logging.getLogger(__name__)
@@ -155,6 +157,8 @@ class FeedbackSnapshot:
     restarts: int
     stale_episodes: int
     last_error: str
+    reconnects: int = 0
+    """Sockets reopened after a lost connection (an oversized message ends one for good otherwise)."""
 
 
     @property
@@ -171,14 +175,14 @@ class FeedbackSnapshot:
         else:
             head = f"STALE for {self.age_s or 0.0:.1f} s (the last pose kept)"
         text = (f"{head}: {self.received} received, {self.bad_messages} bad, {self.stale_episodes} stale episode(s), "
-                f"{self.restarts} restart(s)")
+                f"{self.restarts} restart(s)" + (f", {self.reconnects} reconnect(s)" if self.reconnects else ""))
         return f"{text}; last error: {self.last_error}" if self.last_error else text
 
     def as_dict(self) -> dict:
         """The counters and state (no sample), for the run summary's JSON."""
         return {"state": self.state.value, "age_s": self.age_s, "received": self.received,
                 "bad_messages": self.bad_messages, "restarts": self.restarts,
-                "stale_episodes": self.stale_episodes, "last_error": self.last_error}
+                "stale_episodes": self.stale_episodes, "reconnects": self.reconnects, "last_error": self.last_error}
 
 
 class FeedbackSubscriber:
@@ -212,6 +216,7 @@ class FeedbackSubscriber:
         self._bad = 0
         self._restarts = 0
         self._stale_episodes = 0
+        self._reconnects = 0
         self._was_stale = False
         self._last_error = ""
 
@@ -224,21 +229,25 @@ class FeedbackSubscriber:
         if self._lifecycle is not SubscriberLifecycle.CREATED:
             raise IllegalSubscriberState("start", self._lifecycle, SubscriberLifecycle.CREATED)
         self._ctx = zmq.Context()
-        sock = self._ctx.socket(zmq.SUB)
-        try:
+        ctx, topic = self._ctx, self.topic.encode("ascii")
+
+        def make_socket() -> zmq.Socket:
+            sock = ctx.socket(zmq.SUB)
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.RCVHWM, 100)
             sock.setsockopt(zmq.MAXMSGSIZE, MAX_FEEDBACK_BYTES)
-            sock.setsockopt(zmq.SUBSCRIBE, self.topic.encode("ascii"))
-            sock.connect(self.endpoint)
-        except zmq.ZMQError as exc:
-            sock.close(0)
+            sock.setsockopt(zmq.SUBSCRIBE, topic)
+            return sock
+
+        try:
+            sub = ReopeningSub(make_socket, self.endpoint)
+        except (ValueError, zmq.ZMQError) as exc:
             self._ctx.term()
             self._ctx = None
             raise ValueError(f"cannot connect the feedback subscriber to {self.endpoint!r}: {exc}") from None
         self._lifecycle = SubscriberLifecycle.RUNNING
         # The socket is handed to the thread and used only there from now on.
-        self._thread = threading.Thread(target=self._run, args=(sock,), name="g1-feedback", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(sub,), name="g1-feedback", daemon=True)
         self._thread.start()
 
     def close(self, timeout_s: float = 2.0) -> None:
@@ -292,16 +301,18 @@ class FeedbackSubscriber:
                 state=self._state_locked(now), sample=self._sample,
                 age_s=None if self._rx_time is None else max(0.0, now - self._rx_time),
                 received=self._received, bad_messages=self._bad, restarts=self._restarts,
-                stale_episodes=self._stale_episodes, last_error=self._last_error)
+                stale_episodes=self._stale_episodes, last_error=self._last_error, reconnects=self._reconnects)
 
     # -- the thread -------------------------------------------------------------------------
-    def _run(self, sock: zmq.Socket) -> None:
+    def _run(self, sub: ReopeningSub) -> None:
         poller = zmq.Poller()
-        poller.register(sock, zmq.POLLIN)
+        sub.register(poller)
         timeout_ms = max(1, int(self.poll_interval_s * 1e3))
         try:
             while not self._stop.is_set():
-                if poller.poll(timeout_ms):
+                events = dict(poller.poll(timeout_ms))
+                if sub.sock in events:
+                    sock = sub.sock
                     for _ in range(1000):  # drain what is queued, bounded so `close` stays responsive
                         try:
                             frame = sock.recv(zmq.NOBLOCK)
@@ -312,12 +323,19 @@ class FeedbackSubscriber:
                             sock.recv(zmq.NOBLOCK)
                             extra += 1
                         self._handle(frame, extra)
+                if sub.mon in events:
+                    sub.monitor_events()
+                if sub.reopen_if_due():  # an oversized message leaves a SUB deaf for good otherwise
+                    with self._lock:
+                        self._reconnects = sub.reopens
+                        self._last_error = (f"connection to {self.endpoint} lost (a message over "
+                                            f"{MAX_FEEDBACK_BYTES} bytes, or the deploy went away): reconnected")
                 self._track_staleness()
         except zmq.ZMQError as exc:  # context terminated or socket broken: record and stop
             with self._lock:
                 self._last_error = f"socket error: {exc}"
         finally:
-            sock.close(0)
+            sub.close()
 
     def _handle(self, frame: bytes, extra_parts: int) -> None:
         now = self._clock()

@@ -33,8 +33,8 @@ from typing import TextIO
 
 import numpy as np
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
+from app.reopening_sub import ReopeningSub
 from app.streaming.protocol import TOPIC_COMMAND, TOPIC_POSE, DecodeError, Message, decode
 from app.streaming.validation import (
     EventKind,
@@ -344,27 +344,17 @@ def _size(n: int) -> str:
     return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
-def _open_sub(ctx: zmq.Context, endpoint: str, max_message_bytes: int) -> tuple[zmq.Socket, zmq.Socket]:
-    """A SUB on `endpoint` (everything subscribed) and a monitor socket that reports its disconnections."""
-    sock = ctx.socket(zmq.SUB)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RCVHWM, 256)
-    sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
-    sock.setsockopt(zmq.IPV6, int(endpoint.startswith("tcp://[")))
-    sock.setsockopt(zmq.SUBSCRIBE, b"")
-    mon = sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-    try:
-        sock.connect(endpoint)
-    except zmq.ZMQError as exc:
-        _close_sub(sock, mon)
-        raise ValueError(f"cannot connect to {endpoint!r}: {exc}") from None
-    return sock, mon
-
-
-def _close_sub(sock: zmq.Socket, mon: zmq.Socket) -> None:
-    sock.disable_monitor()
-    mon.close(0)
-    sock.close(0)
+def _sub_factory(ctx: zmq.Context, endpoint: str, max_message_bytes: int):
+    """Makes SUBs for `endpoint`: everything subscribed, messages over `max_message_bytes` refused."""
+    def make() -> zmq.Socket:
+        sock = ctx.socket(zmq.SUB)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVHWM, 256)
+        sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
+        sock.setsockopt(zmq.IPV6, int(endpoint.startswith("tcp://[")))
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        return sock
+    return make
 
 
 def _drain(sock: zmq.Socket, core: StreamInspector, max_messages: int | None) -> None:
@@ -374,15 +364,6 @@ def _drain(sock: zmq.Socket, core: StreamInspector, max_messages: int | None) ->
         except zmq.Again:
             return
         core.process(parts, time.monotonic())
-
-
-def _disconnected(mon: zmq.Socket) -> bool:
-    lost = False
-    while True:
-        try:
-            lost |= recv_monitor_message(mon, zmq.NOBLOCK)["event"] == zmq.EVENT_DISCONNECTED
-        except zmq.Again:
-            return lost
 
 
 def inspect(endpoint: str, seconds: float | None, *, out: TextIO | None = None, max_messages: int | None = None,
@@ -397,35 +378,34 @@ def inspect(endpoint: str, seconds: float | None, *, out: TextIO | None = None, 
     if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"seconds must be a positive number or None, got {seconds!r}")
     ctx = context or zmq.Context.instance()
-    sock, mon = _open_sub(ctx, endpoint, max_message_bytes)
+    sub = ReopeningSub(_sub_factory(ctx, endpoint, max_message_bytes), endpoint, min_reopen_interval_s=0.0)
     core = StreamInspector(out, pose_topic=pose_topic, max_printed_per_code=max_printed_per_code)
     span = f"{seconds:g} s" if seconds is not None else "until Ctrl-C"
     print(f"inspect {endpoint}: all topics, {span}" + (f", at most {max_messages} messages" if max_messages else ""),
           file=out)
     deadline = None if seconds is None else time.monotonic() + seconds
+    poller = zmq.Poller()
+    sub.register(poller)
     try:
         while max_messages is None or core.messages < max_messages:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 break
             wait_ms = 100 if deadline is None else max(1, min(100, int((deadline - now) * 1e3)))
-            poller = zmq.Poller()
-            poller.register(sock, zmq.POLLIN)
-            poller.register(mon, zmq.POLLIN)
             events = dict(poller.poll(wait_ms))
-            if sock in events:
-                _drain(sock, core, max_messages)
-            if mon in events and _disconnected(mon):
-                # libzmq ends a connection on a message over MAXMSGSIZE as a protocol error and,
-                # unlike after a network error, never reconnects it: the SUB would stay deaf.
-                _drain(sock, core, max_messages)  # what arrived before the loss still counts
+            if sub.sock in events:
+                _drain(sub.sock, core, max_messages)
+            if sub.mon in events:
+                sub.monitor_events()
+            if sub.lost:
+                # an oversized message (libzmq never reconnects then) or the publisher went away
+                _drain(sub.sock, core, max_messages)  # what arrived before the loss still counts
                 core.connection_lost(max_message_bytes)
-                _close_sub(sock, mon)
-                sock, mon = _open_sub(ctx, endpoint, max_message_bytes)
+                sub.reopen_if_due()
     except KeyboardInterrupt:
         print("(interrupted)", file=out)
     finally:
-        _close_sub(sock, mon)
+        sub.close()
     summary = core.summary()
     if summary:
         print(summary, file=out)
