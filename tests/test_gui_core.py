@@ -56,8 +56,10 @@ def _wait_for(pred, timeout_s: float = 5.0) -> bool:
 
 
 def test_the_window_runs_its_loop_in_a_core_process(window, qtbot):
+    from app.gui.backend import SessionBackend, missing_members
     runner = window.runner
     assert isinstance(runner, CoreClient) and runner.process.pid != __import__("os").getpid()
+    assert missing_members(runner) == [] and isinstance(runner, SessionBackend)
     qtbot.waitUntil(lambda: runner.latest() is not None and runner.buffers.count > 50, timeout=10000)
     assert runner.core_problem() == ""
     assert runner.core_status.priority  # what the OS granted is reported, and shown

@@ -64,6 +64,14 @@ def _engaged_both(window) -> bool:
     return s is not None and s.left.engaged and s.right.engaged
 
 
+def test_the_in_process_backend_provides_the_whole_interface(window):
+    from app.gui.backend import SessionBackend, missing_members
+    from app.gui.teleop_runner import TeleopRunner
+    assert isinstance(window.runner, TeleopRunner)
+    assert missing_members(window.runner) == [] and isinstance(window.runner, SessionBackend)
+    assert "start" in dir(SessionBackend) and "cfg" in SessionBackend.__annotations__  # the check sees both kinds
+
+
 def test_demo_runs_visibly_with_a_banner_saying_so(window, qtbot):
     assert window.runner.source_kind == "demo"  # no SteamVR for the tests (tests/conftest.py)
     assert not window.banner.isHidden() and "demo operator" in window.banner.text()

@@ -30,6 +30,7 @@ from app.config import Config, ConfigError, load_config
 from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
 from app.control.engine import Command, CommandKind
 from app.gui import theme
+from app.gui.backend import SessionBackend
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.help import about, shortcuts_dialog
 from app.gui.icon import app_icon
@@ -179,7 +180,7 @@ class Banner(QLabel):
 class MainWindow(QMainWindow):
     def __init__(self, base_cfg: Config, store: SettingsStore, *, source: str = "auto", replay_path: str | None = None,
                  sessions_dir: Path | None = None, threaded_render: bool | None = None,
-                 remote: "ClientConfig | None" = None, runner_factory: Callable[[Config], Any] | None = None,
+                 remote: "ClientConfig | None" = None, runner_factory: Callable[[Config], SessionBackend] | None = None,
                  record_path: Path | None = None) -> None:
         """`base_cfg`: defaults + --config; the operator's saved settings are laid over it.
         `remote`: drive a simulation server instead of simulating locally (`pico-teleop --connect`).
@@ -205,7 +206,7 @@ class MainWindow(QMainWindow):
             settings_note = f"Your saved settings were not used: {exc}"
             log.error("%s", settings_note)
         self.runner_factory = runner_factory or (lambda c: TeleopRunner(c, remote=remote))
-        self.runner = self.runner_factory(cfg)
+        self.runner: SessionBackend = self.runner_factory(cfg)
         self._opened_s = time.perf_counter()
 
         self._build_central(threaded_render)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
 
 from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigError, StreamConfig
 from app.gui import theme
+from app.gui.backend import SessionBackend
 from app.gui.humanoid_preview import PreviewThread
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
 from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
@@ -66,8 +67,8 @@ def feedback_text(snap: FeedbackSnapshot | None) -> tuple[str, str]:
 
 
 class StreamPanel(QWidget):
-    def __init__(self, runner, parent: QWidget | None = None, *, preview: bool = True) -> None:
-        """`runner`: the window's `TeleopRunner` (its `cfg.stream` gives the defaults; it owns the publisher)."""
+    def __init__(self, runner: SessionBackend, parent: QWidget | None = None, *, preview: bool = True) -> None:
+        """`runner`: the window's session backend (its `cfg.stream` gives the defaults; it owns the publisher)."""
         super().__init__(parent)
         self.runner = runner
         self.confirm: Callable[[str], bool] = self._ask

@@ -1,7 +1,8 @@
 """The in-process session behind the window: a `Pipeline` that also fills the plot history.
 
 Used by the window's tests and by `pico-teleop --in-process`; the desktop application runs its
-pipeline in the core process instead (`app.gui.core_client.CoreClient`, the same interface).
+pipeline in the core process instead (`app.gui.core_client.CoreClient`; both provide
+`app.gui.backend.SessionBackend`).
 
 `--in-process` is a debugging mode, and it blocks: `start` runs on the Qt thread here, so choosing
 OpenVR or 'auto' waits for the SteamVR probe (`steamvr_available`, quick without SteamVR, up to
