@@ -247,7 +247,7 @@ def test_lifecycle_and_clean_close(pub):
     sub.start()
     thread = sub._thread
     assert thread.is_alive()
-    with pytest.raises(IllegalSubscriberState, match="running, must be created"):
+    with pytest.raises(IllegalSubscriberState, match="feedback subscriber: cannot start while running; only from created"):
         sub.start()
     sub.close()
     assert not thread.is_alive() and sub.lifecycle is SubscriberLifecycle.CLOSED

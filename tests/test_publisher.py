@@ -217,7 +217,7 @@ def test_start_refusals_and_state_errors(g1):
         _ready(pub)
         with pytest.raises(StartRefused, match="not calibrated"):
             pub.start_streaming()
-        with pytest.raises(StreamStateError, match="is idle, must be streaming"):
+        with pytest.raises(StreamStateError, match="while idle; only from streaming"):
             pub.stop_streaming()
         pub.calibrate()
         # the operator's left hand drifts 20 cm forward after calibrating
@@ -230,7 +230,7 @@ def test_start_refusals_and_state_errors(g1):
             pub.start_streaming()
         pub.start_streaming(confirm_large=True)
         assert pub.status().state is StreamState.STREAMING
-        with pytest.raises(StreamStateError, match="is streaming, must be idle or stopped"):
+        with pytest.raises(StreamStateError, match="while streaming; only from idle or stopped"):
             pub.start_streaming()
         pub.estop()
         assert pub.status().state is StreamState.STOPPED

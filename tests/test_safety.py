@@ -122,3 +122,24 @@ def test_huge_coordinates_are_counted_and_never_taken_as_a_reacquisition():
     r = g.check(pose(), 0.5)  # a good sample recovers on its own
     assert r.accepted and r.reacquired
     assert g.check(pose(x=0.11), 0.505).accepted
+
+
+def test_every_lifecycle_error_is_one_illegal_transition_with_one_message_form():
+    from app.lifecycle import IllegalTransition as Base
+    from app.remote.connection import IllegalConnectionTransition, LinkState
+    from app.sessions.foxglove_live import FoxgloveLiveState, FoxgloveLiveStateError
+    from app.sessions.recorder import RecorderState, RecorderStateError
+    from app.streaming.feedback import IllegalSubscriberState, SubscriberLifecycle
+    from app.streaming.publisher import StreamState, StreamStateError
+    from app.tracking.source import ConnectionState, IllegalSourceState
+    assert IllegalTransition is Base
+    errors = [StreamStateError("stop streaming", StreamState.IDLE, "streaming"),
+              IllegalSubscriberState("start", SubscriberLifecycle.RUNNING, SubscriberLifecycle.CREATED),
+              FoxgloveLiveStateError("open", FoxgloveLiveState.SERVING, FoxgloveLiveState.IDLE),
+              RecorderStateError("stop", RecorderState.IDLE, (RecorderState.RECORDING, RecorderState.FAILED)),
+              IllegalConnectionTransition("finish resync", LinkState.CONNECTING, (LinkState.RESYNCING,)),
+              IllegalSourceState("read", ConnectionState.CLOSED, "connected")]
+    for e in errors:
+        assert isinstance(e, Base) and isinstance(e, RuntimeError)
+        assert str(e) == f"{e.what}: cannot {e.action} while {e.current.value}; only from " + \
+            " or ".join(getattr(s, "value", s) for s in e.allowed)

@@ -685,7 +685,7 @@ def test_replay_lifecycle_and_empty_session(tmp_path):
     _, rows = input_rows(3)
     path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
     src = ReplaySource(path)
-    with pytest.raises(IllegalSourceState, match="cannot read: source is closed, must be connected"):
+    with pytest.raises(IllegalSourceState, match="source: cannot read while closed; only from connected"):
         src.read(0.0)
     src.start()
     assert src.is_connected()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from app.lifecycle import IllegalTransition
+
 
 class ArmState(Enum):
     IDLE = "idle"
@@ -19,17 +21,12 @@ class ArmState(Enum):
     """Clutch held but tracking lost: the arm holds until tracking returns (then re-latches)."""
 
 
+__all__ = ["ArmState", "ArmStateMachine", "IllegalTransition", "TeleopState", "TeleopStateMachine"]
+
+
 class TeleopState(Enum):
     RUNNING = "running"
     ESTOPPED = "estopped"
-
-
-class IllegalTransition(RuntimeError):
-    def __init__(self, what: str, action: str, current: Enum, allowed: tuple[Enum, ...]) -> None:
-        names = " or ".join(s.value for s in allowed)
-        super().__init__(f"{what}: cannot {action} while {current.value}; only from {names}")
-        self.current = current
-        self.allowed = allowed
 
 
 class ArmStateMachine:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from app.lifecycle import IllegalTransition
+
 
 class LinkState(Enum):
     """The client's link to a simulation server (a tracking source's `ConnectionState` is another thing)."""
@@ -38,12 +40,9 @@ class LinkState(Enum):
     CLOSED = "closed"
 
 
-class IllegalConnectionTransition(RuntimeError):
+class IllegalConnectionTransition(IllegalTransition):
     def __init__(self, action: str, current: LinkState, allowed: tuple[LinkState, ...]) -> None:
-        names = " or ".join(s.value for s in allowed)
-        super().__init__(f"connection: cannot {action} while {current.value}; only from {names}")
-        self.current = current
-        self.allowed = allowed
+        super().__init__("connection", action, current, allowed)
 
 
 _OPEN = (LinkState.CONNECTING, LinkState.RESYNCING, LinkState.CONNECTED, LinkState.STALE,

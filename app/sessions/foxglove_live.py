@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from app.control.snapshot import Snapshot
+from app.lifecycle import IllegalTransition
 from app.sessions.foxglove_channels import FoxgloveChannels, import_foxglove
 from app.sim.scene import Scene
 
@@ -58,9 +59,9 @@ class FoxgloveLiveState(Enum):
     CLOSED = "closed"
 
 
-class FoxgloveLiveStateError(RuntimeError):
+class FoxgloveLiveStateError(IllegalTransition):
     def __init__(self, action: str, current: FoxgloveLiveState, required: FoxgloveLiveState) -> None:
-        super().__init__(f"cannot {action} the live Foxglove server: it is {current.value}, it must be {required.value}")
+        super().__init__("live Foxglove server", action, current, required)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.lifecycle import IllegalTransition
 from app.sessions.schema import COLUMNS, FORMAT_VERSION, sidecar_path, snapshot_to_row
 
 if TYPE_CHECKING:
@@ -58,13 +59,10 @@ class RecorderState(Enum):
     FAILED = "failed"
 
 
-class RecorderStateError(RuntimeError):
+class RecorderStateError(IllegalTransition):
     def __init__(self, action: str, current: RecorderState, allowed: tuple[RecorderState, ...],
                  note: str = "") -> None:
-        names = " or ".join(s.value for s in allowed)
-        super().__init__(f"recorder: cannot {action} while {current.value}; only from {names}{note}")
-        self.current = current
-        self.allowed = allowed
+        super().__init__("recorder", action, current, allowed, note)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import msgpack
 import numpy as np
 import zmq
 
+from app.lifecycle import IllegalTransition
 from app.reopening_sub import ReopeningSub
 
 from app.streaming.g1_joints import NUM_G1_JOINTS, mujoco_to_isaaclab
@@ -140,9 +141,9 @@ class SubscriberLifecycle(Enum):
     CLOSED = "closed"
 
 
-class IllegalSubscriberState(RuntimeError):
+class IllegalSubscriberState(IllegalTransition):
     def __init__(self, action: str, current: SubscriberLifecycle, required: SubscriberLifecycle) -> None:
-        super().__init__(f"cannot {action}: feedback subscriber is {current.value}, must be {required.value}")
+        super().__init__("feedback subscriber", action, current, required)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ from app.config import (LOCOMOTION_AUTO, MODE_PLANNER_VR3PT, MODES, POSE_MODES, 
                         StreamConfig, is_loopback_endpoint)
 from app.control.snapshot import Snapshot
 from app.events import EventKind
+from app.lifecycle import IllegalTransition
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, dex3_hand_q, load_g1
 from app.streaming.manager_commands import INTO_PLANNER, INTO_POSE, STOP, is_planner_mode, manager_stream_mode, switch_command
@@ -176,12 +177,11 @@ class StreamState(Enum):
     STOPPED = "stopped"
 
 
-class StreamStateError(RuntimeError):
+class StreamStateError(IllegalTransition):
     """A transition was asked for in a state that does not allow it."""
 
     def __init__(self, action: str, current: StreamState, required: str) -> None:
-        super().__init__(f"cannot {action}: the stream is {current.value}, must be {required}")
-        self.current = current
+        super().__init__("stream", action, current, required)
 
 
 class StartRefused(RuntimeError):

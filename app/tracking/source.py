@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 from app.events import Event
+from app.lifecycle import IllegalTransition
 from app.tracking.sample import TrackingSample
 
 
@@ -26,9 +27,9 @@ class TrackingSourceError(RuntimeError):
     """A tracking source could not start; the message is meant for the operator."""
 
 
-class IllegalSourceState(RuntimeError):
+class IllegalSourceState(IllegalTransition):
     def __init__(self, action: str, current: ConnectionState, required: str) -> None:
-        super().__init__(f"cannot {action}: source is {current.value}, must be {required}")
+        super().__init__("source", action, current, required)
 
 
 @runtime_checkable
