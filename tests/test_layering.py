@@ -41,6 +41,7 @@ RULES = [
      "re-simulated pictures of a session (a Pipeline and an offscreen renderer) for the CLI's export"),
     ("app/reopening_sub.py", ("app",), "a socket helper below everything that subscribes"),
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
+    ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",
                       "app.control.engine", "app.control.loop", "app.control.ik"),
      "sessions are data, read by the front ends; they know the snapshot type, and read joint ranges from the model "

@@ -22,6 +22,7 @@ import sys
 from app import __version__
 from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Parser, UsageError
 from app.cli.run import cmd_run
+from app.log_queue import nonblocking
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,8 +78,21 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, config_
     return cmd_run(args, config_path)
 
 
+def _setup_console_logging() -> None:
+    """Warnings (or $PICO_TELEOP_LOG) on stderr, written by a thread of their own (`app.log_queue`):
+    a stalled terminal or pipe never blocks the control loop. Like `logging.basicConfig`, nothing is
+    done when the root logger has handlers already."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.setLevel(os.environ.get("PICO_TELEOP_LOG", "WARNING"))
+    root.addHandler(nonblocking(console))
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("PICO_TELEOP_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    _setup_console_logging()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

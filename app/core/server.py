@@ -36,6 +36,7 @@ from app.control.engine import Command, CommandKind
 from app.control.snapshot import Snapshot
 from app.core import wire
 from app.core.priority import make_thread_realtime, raise_process_priority
+from app.log_queue import nonblocking
 from app.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
@@ -339,7 +340,9 @@ def _setup_core_logging(state_dir: Path | None) -> None:
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setLevel(logging.WARNING)
     stderr.setFormatter(logging.Formatter("pico-teleop core: %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(stderr)
+    # Both written by threads of their own: the window's stderr may be a pipe nobody reads any more,
+    # the disk may stall; neither may block the loop thread when it logs.
+    root.addHandler(nonblocking(stderr))
     if state_dir is None:
         return
     try:
@@ -349,7 +352,7 @@ def _setup_core_logging(state_dir: Path | None) -> None:
     except OSError:
         return
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
+    root.addHandler(nonblocking(handler))
 
 
 def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:

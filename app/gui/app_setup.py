@@ -12,6 +12,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
+from app.log_queue import nonblocking
+
 log = logging.getLogger(__name__)
 
 
@@ -25,6 +27,7 @@ def setup_logging(folder: Path) -> Path | None:
         return None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
+    handler = nonblocking(handler)  # written by its own thread: a slow disk never blocks a logging thread
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:
         root.setLevel(logging.INFO)
