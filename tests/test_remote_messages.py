@@ -256,7 +256,9 @@ def test_connection_state_machine_transitions():
 # ---- state receiver against a scripted publisher -------------------------------------------------
 
 
-def test_state_receiver_rejects_garbage_and_backwards_sequences_and_accepts_a_restart(fp, caplog):
+@pytest.fixture
+def state_link():
+    """A scripted state PUB and a started `StateReceiver` connected to it."""
     port = free_port_pair()
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)
@@ -265,64 +267,60 @@ def test_state_receiver_rejects_garbage_and_backwards_sequences_and_accepts_a_re
     rx = StateReceiver(ctx, f"tcp://127.0.0.1:{port}")
     rx.start()
     try:
-        def wait_for(cond, what):
-            deadline = time.monotonic() + 5.0
-            while not cond():
-                assert time.monotonic() < deadline, what
-                time.sleep(0.01)
-
-        # slow joiner: publish until the subscription is live
-        deadline = time.monotonic() + 5.0
-        while rx.latest() is None:
-            assert time.monotonic() < deadline, "receiver never got a state"
-            pub.send(encode_state(state_msg(fp, 10, 1.0)))
-            time.sleep(0.02)
-        base = rx.received
-        pub.send(b"\x00\xffgarbage")
-        pub.send(msgpack.packb({"type": "state", "v": 1}))
-        pub.send(encode_state(state_msg(fp, 5, 0.5)))  # backwards within the same instance
-        wait_for(lambda: rx.rejected["sequence"] == 1, "backwards sequence not rejected")
-        assert rx.rejected["malformed"] == 2
-        pub.send(encode_state(state_msg(fp, 0, 0.0, instance="b" * 32)))  # a restarted server starts again at 0
-        wait_for(lambda: rx.latest().state.instance == "b" * 32, "restart not accepted")
-        assert rx.instance_changes == 1 and rx.received == base + 1
-        assert "server restarted" in caplog.text
+        yield pub, rx
     finally:
         rx.close()
         pub.close()
         ctx.term()
 
 
-def test_state_receiver_reconnects_after_an_oversized_message(fp):
+def test_state_receiver_rejects_garbage_and_backwards_sequences_and_accepts_a_restart(fp, caplog, state_link):
+    pub, rx = state_link
+
+    def wait_for(cond, what):
+        deadline = time.monotonic() + 5.0
+        while not cond():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.01)
+
+    # slow joiner: publish until the subscription is live
+    deadline = time.monotonic() + 5.0
+    while rx.latest() is None:
+        assert time.monotonic() < deadline, "receiver never got a state"
+        pub.send(encode_state(state_msg(fp, 10, 1.0)))
+        time.sleep(0.02)
+    base = rx.received
+    pub.send(b"\x00\xffgarbage")
+    pub.send(msgpack.packb({"type": "state", "v": 1}))
+    pub.send(encode_state(state_msg(fp, 5, 0.5)))  # backwards within the same instance
+    wait_for(lambda: rx.rejected["sequence"] == 1, "backwards sequence not rejected")
+    assert rx.rejected["malformed"] == 2
+    pub.send(encode_state(state_msg(fp, 0, 0.0, instance="b" * 32)))  # a restarted server starts again at 0
+    wait_for(lambda: rx.latest().state.instance == "b" * 32, "restart not accepted")
+    assert rx.instance_changes == 1 and rx.received == base + 1
+    assert "server restarted" in caplog.text
+
+
+def test_state_receiver_reconnects_after_an_oversized_message(fp, state_link):
     """A state over MAX_STATE_BYTES ends the connection for good in libzmq; the receiver reopens its
     socket (counted) and takes the next states (before: deaf, the client DISCONNECTED for good)."""
     from app.remote.state_receiver import MAX_STATE_BYTES
-    port = free_port_pair()
-    ctx = zmq.Context()
-    pub = ctx.socket(zmq.PUB)
-    pub.linger = 0
-    pub.bind(f"tcp://127.0.0.1:{port}")
-    rx = StateReceiver(ctx, f"tcp://127.0.0.1:{port}")
-    rx.start()
-    try:
-        def publish_until(cond, seq0):
-            deadline, seq = time.monotonic() + 5.0, seq0
-            while not cond():
-                assert time.monotonic() < deadline, "receiver never got the state"
-                pub.send(encode_state(state_msg(fp, seq, 0.01 * seq)))
-                seq += 1
-                time.sleep(0.02)
-            return seq
+    pub, rx = state_link
 
-        seq = publish_until(lambda: rx.latest() is not None, 1)
-        pub.send(b"\x00" * (MAX_STATE_BYTES + 1))
-        deadline = time.monotonic() + 5.0
-        while rx.reconnects < 1:
-            assert time.monotonic() < deadline, "the receiver did not reopen its socket"
-            time.sleep(0.01)
-        before = rx.received
-        publish_until(lambda: rx.received > before + 3, seq + 100)
-    finally:
-        rx.close()
-        pub.close()
-        ctx.term()
+    def publish_until(cond, seq0):
+        deadline, seq = time.monotonic() + 5.0, seq0
+        while not cond():
+            assert time.monotonic() < deadline, "receiver never got the state"
+            pub.send(encode_state(state_msg(fp, seq, 0.01 * seq)))
+            seq += 1
+            time.sleep(0.02)
+        return seq
+
+    seq = publish_until(lambda: rx.latest() is not None, 1)
+    pub.send(b"\x00" * (MAX_STATE_BYTES + 1))
+    deadline = time.monotonic() + 5.0
+    while rx.reconnects < 1:
+        assert time.monotonic() < deadline, "the receiver did not reopen its socket"
+        time.sleep(0.01)
+    before = rx.received
+    publish_until(lambda: rx.received > before + 3, seq + 100)
