@@ -2,7 +2,6 @@
 published schema (lerobot itself pulls torch, so it is not installed to load the result):
 info.json features, shapes and fps; the parquet columns; episode boundaries; values from the CSV."""
 
-import csv
 import json
 
 import numpy as np
@@ -13,6 +12,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from app.cli import EXIT_USAGE, main  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
+from tests.lerobot_helpers import engaged_stretches, record_demo, write_marked_copy  # noqa: E402
 
 DEFAULT_FEATURES = {"timestamp": "float32", "frame_index": "int64", "episode_index": "int64", "index": "int64",
                     "task_index": "int64"}
@@ -20,16 +20,7 @@ DEFAULT_FEATURES = {"timestamp": "float32", "frame_index": "int64", "episode_ind
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    d = tmp_path_factory.mktemp("lerobot")
-    path = d / "demo.csv"
-    assert main(["run", "--source", "demo", "--seconds", "12", "--fast", "--quiet", "--record", str(path)]) == 0
-    return path
-
-
-def _engaged_stretches(s):
-    on = (s.data["left_engaged"] > 0.5) | (s.data["right_engaged"] > 0.5)
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], on.astype(int), [0]))))
-    return list(zip(edges[::2], edges[1::2]))
+    return record_demo(tmp_path_factory.mktemp("lerobot") / "demo.csv")
 
 
 def test_dataset_layout_schema_and_values(session, tmp_path):
@@ -37,7 +28,7 @@ def test_dataset_layout_schema_and_values(session, tmp_path):
     assert main(["export", str(session), str(session), "--format", "lerobot", "--out", str(out),
                  "--task", "pick the cube", "--no-videos"]) == 0
     s = read_session(session)
-    stretches = _engaged_stretches(s)
+    stretches = engaged_stretches(s)
     assert len(stretches) >= 1
     info = json.loads((out / "meta/info.json").read_text())
     assert info["codebase_version"] == "v3.0" and info["fps"] == 200
@@ -85,13 +76,7 @@ def test_dataset_layout_schema_and_values(session, tmp_path):
 
 
 def test_marked_segments_take_their_labels_as_tasks(session, tmp_path, capsys):
-    marked = tmp_path / "marked.csv"
-    with open(session, newline="") as f:
-        rows = list(csv.reader(f))
-    k = rows[0].index("events")
-    rows[101][k], rows[501][k], rows[901][k] = "cmd:mark:reach;mark:left", "mark:right", "cmd:mark:place"
-    with open(marked, "w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows(rows)
+    marked = write_marked_copy(session, tmp_path / "marked.csv")
     out = tmp_path / "ds"
     assert main(["export", str(marked), "--format", "lerobot", "--out", str(out), "--episodes", "marks",
                  "--fps", "50", "--no-targets", "--no-videos"]) == 0

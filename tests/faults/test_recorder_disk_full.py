@@ -16,13 +16,13 @@ import threading
 import time
 
 import pytest
-from test_sessions import make_snapshots
 
 import app.sessions.recorder as recorder_module
 from app.cli import EXIT_FAILURE, EXIT_USAGE, main
 from app.sessions.reader import read_session
 from app.sessions.recorder import Recorder, RecorderState
 from app.sessions.schema import sidecar_path
+from tests.test_sessions import make_snapshots
 
 
 class _DiskFile(io.RawIOBase):
