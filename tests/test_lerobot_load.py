@@ -63,7 +63,7 @@ def test_lerobot_loads_the_export_with_the_csvs_episodes_and_values(session, tmp
     out = tmp_path / "ds"
     # The same session twice: two sessions in one dataset, so the second one's frames are offset.
     assert main(["export", str(session), str(session), "--format", "lerobot", "--out", str(out),
-                 "--task", "pick the cube"]) == 0
+                 "--task", "pick the cube", "--no-videos"]) == 0
     s = read_session(session)
     stretches = engaged_stretches(s)
     lengths = [b - a for a, b in stretches] * 2
@@ -121,7 +121,7 @@ def test_lerobot_loads_marked_segments_at_a_lower_fps_with_their_tasks(session, 
     marked = write_marked_copy(session, tmp_path / "marked.csv")
     out = tmp_path / "ds"
     assert main(["export", str(marked), "--format", "lerobot", "--out", str(out), "--episodes", "marks",
-                 "--fps", "50", "--no-targets"]) == 0
+                 "--fps", "50", "--no-targets", "--no-videos"]) == 0
     s = read_session(marked)
 
     ds = _load(out)
@@ -139,3 +139,23 @@ def test_lerobot_loads_marked_segments_at_a_lower_fps_with_their_tasks(session, 
     np.testing.assert_array_equal(frame["observation.state"].numpy(), _csv_state(s, row))
     np.testing.assert_array_equal(frame["action"].numpy(), _csv_action(s, row))
     assert float(frame["timestamp"]) == pytest.approx(s.data["t_s"][row] - s.data["t_s"][500], abs=1e-6)
+
+
+def test_lerobot_decodes_the_exported_videos_on_the_frames_timestamps(session, tmp_path):
+    """With the camera videos (the default): lerobot finds each frame's picture by its timestamp
+    (within its 1e-4 s tolerance) in every camera's video, at the dataset's fps."""
+    out = tmp_path / "ds"
+    assert main(["export", str(session), "--format", "lerobot", "--out", str(out), "--video-size", "64x48"]) == 0
+    ds = _load(out)
+    cams = [k for k in ds.meta.features if k.startswith("observation.images.")]
+    assert sorted(cams) == ["observation.images.front", "observation.images.left_wrist",
+                            "observation.images.right_wrist"]
+    assert ds.fps == 25 and sorted(ds.meta.video_keys) == sorted(cams)
+    starts, ends = list(ds.meta.episodes["dataset_from_index"]), list(ds.meta.episodes["dataset_to_index"])
+    for i in sorted({1, *starts, *(e - 1 for e in ends)}):  # both ends of every episode
+        frame = ds[i]
+        for cam in cams:
+            img = frame[cam]
+            assert tuple(img.shape) == (3, 48, 64)
+            assert 0.0 <= float(img.min()) and float(img.max()) <= 1.0 and float(img.std()) > 0.01
+        assert float(frame["timestamp"]) == pytest.approx(int(frame["frame_index"]) / 25, abs=1e-6)
