@@ -12,9 +12,10 @@ The package is found with `importlib.util.find_spec`, which does not run its `__
 imports dm_control and other heavy dependencies a `--no-deps` install does not have); nothing
 of it is ever imported.
 
-The meshes are decimated when loaded (vertex clustering on a grid of `cell_m`, in numpy) so a
-software rasterizer draws the dual-Panda scene at 3D-view rates, and their one texture (a
-six-colour atlas) is baked into plain materials: each link becomes one mesh per colour.
+Their one texture (a six-colour atlas) is baked into plain materials: each link becomes one mesh
+per colour. Each colour's mesh is decimated when loaded (vertex clustering on a grid of `cell_m`,
+in numpy) so a software rasterizer draws the dual-Panda scene at 3D-view rates: on the default
+8 mm grid the two arms have ~49k triangles instead of ~270k (bench/render_geometry.py).
 
 The mesh geoms do not collide (contype = conaffinity = 0), weigh nothing (density 0; every
 body has an explicit <inertial> anyway) and are in the visual group 2. The primitive visual
@@ -47,6 +48,10 @@ LINK_MESHES: dict[str, str] = {
     "left_finger": "finger", "right_finger": "finger",
 }
 """Our body name (after the arm prefix) -> dm-robotics-panda mesh file stem (.obj)."""
+
+KEEP_WHOLE_BELOW_FACES = 2000
+"""Meshes with fewer triangles (the fingers: 624) are not decimated: they cost little to draw and
+their rubber pads are smaller than the grid."""
 
 UNTEXTURED_WHITE: frozenset[str] = frozenset({"link1", "link2"})
 """Meshes dm-robotics-panda draws plain white rather than through its texture (its panda.xml)."""
@@ -261,13 +266,15 @@ def load_link_meshes(folder: Path, cell_m: float) -> dict[str, tuple[ColouredMes
             colours = np.full((len(face), 4), 255, np.uint8)
         else:
             colours = face_colours(tex, face_tex, pixels)
-        vert, face, kept = decimate(vert, face, cell_m)
-        colours = colours[kept]
         keys, which = np.unique(colours, axis=0, return_inverse=True)
         which = which.ravel()
         parts = []
         for k, rgba in enumerate(keys):
+            # Each colour on its own: a thin dark cap over the white shell must not share averaged
+            # vertices with the shell, or the shell shows through the cap.
             v, f = _compact(vert, face[which == k])
+            v, f, _ = decimate(v, f, cell_m if len(face) >= KEEP_WHOLE_BELOW_FACES else 0.0)
+            v, f = _compact(v, f) if len(f) else (v[:0], f)
             if len(v) < 4:  # a speck left by the decimation; MuJoCo refuses meshes this small
                 continue
             parts.append(ColouredMesh(tuple(float(c) / 255.0 for c in rgba), v, f))
