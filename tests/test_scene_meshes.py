@@ -221,3 +221,15 @@ def test_a_frame_with_meshes_differs_from_primitives(scenes):
     changed = np.abs(images[0] - images[1]).sum(axis=2) > 30
     assert changed.mean() > 0.02  # the arms look different; the table and the floor do not
     assert changed.mean() < 0.5
+
+
+def test_a_replay_keeps_the_replaying_machines_geometry():
+    """A session recorded with 'meshes' replays where the package is missing (the look is not physics)."""
+    from types import SimpleNamespace
+
+    from app.pipeline import recorded_config
+    recorded = _cfg("meshes", mesh_cell_m=0.004).to_dict()
+    recorded["mapping"]["scale"] = 0.5
+    cfg = recorded_config(SimpleNamespace(sidecar={"config": recorded}), _cfg("primitives"))
+    assert (cfg.scene.geometry, cfg.scene.mesh_cell_m) == ("primitives", Config().scene.mesh_cell_m)
+    assert cfg.mapping.scale == 0.5  # everything else is the recording's
