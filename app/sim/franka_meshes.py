@@ -30,6 +30,7 @@ import importlib.metadata
 import importlib.util
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -289,10 +290,11 @@ def mesh_bodies(prefix: str) -> list[str]:
     return [prefix + b for b in LINK_MESHES]
 
 
-def add_franka_meshes(spec: mujoco.MjSpec, prefixes, source: MeshSource, cell_m: float) -> None:
+def add_franka_meshes(spec: mujoco.MjSpec, prefixes: Iterable[str], source: MeshSource, cell_m: float) -> None:
     """Add the meshes to every arm of `spec` (bodies `prefix + link0`, ...) and hide the primitive
     visual geoms (non-colliding geoms of those bodies) in `HIDDEN_PRIMITIVE_GROUP`.
     MeshError names the missing bodies; nothing else of the spec changes."""
+    prefixes = list(prefixes)
     bodies = {p: [spec.body(name) for name in mesh_bodies(p)] for p in prefixes}
     missing = [name for p in prefixes for name, b in zip(mesh_bodies(p), bodies[p]) if b is None]
     if missing:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,7 +224,7 @@ MESHES_HOW_TO = f"pip install --no-deps {PACKAGE}==0.4.8"
 
 
 def load_scene_model(path: str | os.PathLike[str], scene_cfg: SceneConfig,
-                     prefixes) -> tuple[mujoco.MjModel, SceneGeometry]:
+                     prefixes: Iterable[str]) -> tuple[mujoco.MjModel, SceneGeometry]:
     """Compile the scene at `path` with the visual geometry `scene_cfg.geometry` asks for on the
     arms named by `prefixes`. 'auto' falls back to the primitives (and says why in the result) when
     the package is missing or its meshes cannot be used; 'meshes' raises SceneError then."""
