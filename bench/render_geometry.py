@@ -23,6 +23,8 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import mujoco  # noqa: E402
+
 from app.config import Config  # noqa: E402
 from app.render.scene import SceneRenderer  # noqa: E402
 from app.sim.franka_meshes import find_mesh_source  # noqa: E402
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         r.set_qpos(scene.home_qpos)
         r.render(width, height)
         n_tri = sum(int(scene.model.mesh_facenum[int(scene.model.geom_dataid[g])]) for g in range(scene.model.ngeom)
-                    if scene.model.geom_type[g] == 7 and scene.model.geom_group[g] < 3)
+                    if scene.model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and scene.model.geom_group[g] < 3)
         renderers[(geometry, cell)] = (r, scene.geometry.describe(), load_s, n_tri)
     print(f"{width}x{height} on {next(iter(renderers.values()))[0].gl_renderer}", flush=True)
     times: dict = {k: [] for k in renderers}
