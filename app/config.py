@@ -102,9 +102,9 @@ class SceneConfig:
     geometry: str = "auto"
     """What the arms look like (one of `SCENE_GEOMETRIES`); visual only: collision shapes, masses and
     kinematics are the same either way."""
-    mesh_cell_m: float = 0.008
+    mesh_cell_m: float = 0.01
     """Grid edge (m) the meshes are decimated on when loaded (vertex clustering); 0 keeps all of their
-    ~270k triangles (both arms; ~49k at 8 mm). Coarser draws faster on a software renderer and looks rougher."""
+    ~270k triangles (both arms; ~36k at 10 mm). Coarser draws faster on a software renderer and looks rougher."""
 
     def __post_init__(self) -> None:
         _require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)

@@ -15,7 +15,7 @@ of it is ever imported.
 Their one texture (a six-colour atlas) is baked into plain materials: each link becomes one mesh
 per colour. Each colour's mesh is decimated when loaded (vertex clustering on a grid of `cell_m`,
 in numpy) so a software rasterizer draws the dual-Panda scene at 3D-view rates: on the default
-8 mm grid the two arms have ~49k triangles instead of ~270k (bench/render_geometry.py).
+10 mm grid the two arms have ~36k triangles instead of ~270k (bench/render_geometry.py).
 
 The mesh geoms do not collide (contype = conaffinity = 0), weigh nothing (density 0; every
 body has an explicit <inertial> anyway) and are in the visual group 2. The primitive visual
