@@ -39,7 +39,7 @@ HARD_WORKSPACE_MAX_M: tuple[float, float, float] = (1.5, 1.5, 1.3)
 """Highest corner any workspace box may have: a box beyond the arms' reach clamps nothing."""
 
 SAFETY_KEYS: tuple[str, ...] = (
-    "scene", "safety", "limits", "arms", "ik.joint_limit_margin_rad", "mapping.scale", "mapping.precision_factor",
+    "scene.file", "scene.home_qpos_rad", "safety", "limits", "arms", "ik.joint_limit_margin_rad", "mapping.scale", "mapping.precision_factor",
     "stream.allow_remote", "stream.endpoint", "stream.max_start_keypoint_m", "stream.max_start_joint_rad",
     "stream.threepoint.max_jump_m", "stream.threepoint.reacquire_after_s", "stream.threepoint.rotation_tol",
 )
@@ -88,15 +88,28 @@ class LoopConfig:
         return 1.0 / self.rate_hz
 
 
+SCENE_GEOMETRIES: tuple[str, ...] = ("auto", "meshes", "primitives")
+"""`scene.geometry`: 'auto' draws the arms with Franka's meshes when the `dm-robotics-panda` package is
+installed and with our primitive shapes otherwise; 'meshes' requires the package; 'primitives' never uses it."""
+
+
 @dataclass(frozen=True)
 class SceneConfig:
     file: str = "scenes/dual_panda.xml"
     """MJCF scene, absolute or relative to the assets folder."""
     home_qpos_rad: tuple[float, ...] = PANDA_READY_QPOS_RAD
     """Arm joint positions (7) at start and for the IK's null-space posture bias, both arms."""
+    geometry: str = "auto"
+    """What the arms look like (one of `SCENE_GEOMETRIES`); visual only: collision shapes, masses and
+    kinematics are the same either way."""
+    mesh_cell_m: float = 0.01
+    """Grid edge (m) the meshes are decimated on when loaded (vertex clustering); 0 keeps all of their
+    ~270k triangles (both arms; ~36k at 10 mm). Coarser draws faster on a software renderer and looks rougher."""
 
     def __post_init__(self) -> None:
         _require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)
+        _require(self.geometry in SCENE_GEOMETRIES, "scene.geometry", f"one of {SCENE_GEOMETRIES}", self.geometry)
+        _require(_finite(self.mesh_cell_m) and 0.0 <= self.mesh_cell_m <= 0.05, "scene.mesh_cell_m", "a number in 0..0.05", self.mesh_cell_m)
         _require(len(self.home_qpos_rad) == 7 and all(_finite(v) for v in self.home_qpos_rad), "scene.home_qpos_rad", "7 finite numbers", self.home_qpos_rad)
 
 

@@ -14,6 +14,7 @@ front end asked for it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from dataclasses import dataclass
@@ -62,12 +63,17 @@ def generated_session_name(now: datetime | None = None) -> str:
 
 def recorded_config(session: "Session", fallback: Config) -> Config:
     """The configuration a session was recorded with (its sidecar), or `fallback` for a file
-    without one. `ConfigError` when the sidecar's configuration is not usable."""
+    without one. `ConfigError` when the sidecar's configuration is not usable.
+
+    How the arms look (`scene.geometry`, `scene.mesh_cell_m`) is taken from `fallback`: it is visual
+    only, and a session recorded with Franka's meshes must replay where they are not installed."""
     from app.config import config_from_dict
     recorded = (session.sidecar or {}).get("config")
     if not isinstance(recorded, dict):
         return fallback
-    return config_from_dict(recorded)
+    cfg = config_from_dict(recorded)
+    scene = dataclasses.replace(cfg.scene, geometry=fallback.scene.geometry, mesh_cell_m=fallback.scene.mesh_cell_m)
+    return dataclasses.replace(cfg, scene=scene)
 
 
 @dataclass(frozen=True)

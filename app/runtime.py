@@ -88,6 +88,8 @@ def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopE
         "source": source_name,
         "scene_file": str(scene.path),
         "model_sha256": dict(model_file_digests(scene.path)),
+        # Visual only, so not in model_sha256: a recording replays the same with either geometry.
+        "scene_geometry": scene.geometry.to_dict(),
         "config": cfg.to_dict(),
         "calibration": {"heading_rad": engine.heading_rad, "scale": cfg.mapping.scale,
                         "precision_factor": cfg.mapping.precision_factor},

@@ -1,6 +1,7 @@
 """`pico-teleop --self-check`: does this installation (or bundle) work? Headless, a few seconds.
 
-Loads the configuration and the scene, runs the teleop pipeline with the demo operator for 2 s
+Loads the configuration and the scene (and says whether the arms are drawn with Franka's meshes or
+with primitives), runs the teleop pipeline with the demo operator for 2 s
 of loop time (unpaced), renders one frame offscreen, checks that the GUI libraries load, and
 prints each step. Exit code 0 when every step passed, 1 with the failing step's message.
 """
@@ -61,6 +62,13 @@ def run_self_check(config_path: str | None = None, out: TextIO = sys.stdout) -> 
         from app.sim.scene import load_scene
         state["scene"] = s = load_scene(state["cfg"])
         return f"{s.path.name}: {s.model.nbody} bodies, nq {s.model.nq}, {s.model.nu} actuators, arms {', '.join(s.arms)}"
+
+    def geometry() -> str:
+        g = state["scene"].geometry
+        if g.kind == "primitives" and state["cfg"].scene.geometry == "auto":
+            from app.sim.scene import MESHES_HOW_TO
+            return f"{g.describe()}; for Franka's meshes: {MESHES_HOW_TO}"
+        return g.describe()
 
     def simulate() -> str:
         import math
@@ -129,6 +137,7 @@ def run_self_check(config_path: str | None = None, out: TextIO = sys.stdout) -> 
 
     try:
         for name, fn in (("installation", versions), ("configuration", config), ("scene", scene),
+                         ("arm geometry", geometry),
                          ("simulation", simulate), ("offscreen render", render), ("GUI libraries", gui_libraries),
                          ("OpenVR", openvr_library)):
             _step(out, name, fn)

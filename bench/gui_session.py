@@ -1,7 +1,7 @@
 """The real application under Xvfb, measured from its own recording: the acceptance check of the
 real-time core. Prints figures; asserts nothing.
 
-    python bench/gui_session.py --seconds 60
+    python bench/gui_session.py --seconds 60 [--geometry auto|meshes|primitives]
 
 1. A headless `pico-teleop run --seconds N --record A.csv` (the loop alone), right before:
 2. the real window (`pico-teleop --record B.csv --stream pose-v1`) on an Xvfb screen with the demo
@@ -9,7 +9,8 @@ real-time core. Prints figures; asserts nothing.
    completes the recording);
 3. a second headless run (A/B/A: these shared machines are noisy).
 Lateness comes from each recording's `lateness_ms` column; the 3D view's frame rate from the
-window's log line at close. Needs `Xvfb` (Debian package xvfb).
+window's log line at close. Needs `Xvfb` (Debian package xvfb). `--geometry` sets `scene.geometry`
+for all three runs (Franka's meshes or primitives; default: the configuration's, 'auto').
 """
 
 from __future__ import annotations
@@ -43,17 +44,17 @@ def figures(csv: Path) -> dict:
             "complete": bool((s.sidecar or {}).get("complete"))}
 
 
-def headless(tmp: Path, name: str, seconds: float, env: dict) -> dict:
+def headless(tmp: Path, name: str, seconds: float, env: dict, config: list[str]) -> dict:
     out = tmp / f"{name}.csv"
-    subprocess.run([sys.executable, "-m", "app.cli", "run", "--source", "demo", "--seconds", str(seconds), "--quiet",
+    subprocess.run([sys.executable, "-m", "app.cli", *config, "run", "--source", "demo", "--seconds", str(seconds), "--quiet",
                     "--record", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
     return figures(out)
 
 
-def gui(tmp: Path, seconds: float, env: dict, display: str) -> dict:
+def gui(tmp: Path, seconds: float, env: dict, display: str, config: list[str]) -> dict:
     out = tmp / "gui.csv"
     genv = dict(env, DISPLAY=display, QT_QPA_PLATFORM="xcb", XDG_CONFIG_HOME=str(tmp / "cfg"), HOME=str(tmp))
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "--record", str(out), "--stream", "pose-v1",
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", *config, "--record", str(out), "--stream", "pose-v1",
                              "--stream-endpoint", "tcp://127.0.0.1:5599"], env=genv,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(seconds)
@@ -75,6 +76,8 @@ def gui(tmp: Path, seconds: float, env: dict, display: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--geometry", choices=("auto", "meshes", "primitives"), default=None,
+                    help="scene.geometry for every run (default: the configuration's)")
     args = ap.parse_args()
     if shutil.which("Xvfb") is None:
         print("Xvfb is not installed (apt-get install xvfb)", file=sys.stderr)
@@ -87,12 +90,17 @@ def main() -> int:
         time.sleep(1.0)
         with tempfile.TemporaryDirectory(prefix="pico-teleop-gui-session-") as d:
             tmp = Path(d)
-            rows = [("headless run (before)", headless(tmp, "before", args.seconds, env)),
-                    ("GUI + core (Xvfb, 3D view, plots, pose-v1 stream)", gui(tmp, args.seconds, env, display)),
-                    ("headless run (after)", headless(tmp, "after", args.seconds, env))]
+            config: list[str] = []
+            if args.geometry:
+                (tmp / "geometry.toml").write_text(f'[scene]\ngeometry = "{args.geometry}"\n', encoding="utf-8")
+                config = ["--config", str(tmp / "geometry.toml")]
+            rows = [("headless run (before)", headless(tmp, "before", args.seconds, env, config)),
+                    ("GUI + core (Xvfb, 3D view, plots, pose-v1 stream)", gui(tmp, args.seconds, env, display, config)),
+                    ("headless run (after)", headless(tmp, "after", args.seconds, env, config))]
     finally:
         xvfb.terminate()
-    print(f"Recorded loop lateness, {args.seconds:g} s each, load average {os.getloadavg()[0]:.2f}:")
+    print(f"Recorded loop lateness, {args.seconds:g} s each, scene.geometry {args.geometry or 'as configured'}, "
+          f"load average {os.getloadavg()[0]:.2f}:")
     for label, r in rows:
         extra = f", 3D view {r['fps']:.1f} fps" if "fps" in r else ""
         print(f"  {label:52s} {r['ticks']} ticks: p50 {r['p50']:.3f} / p99 {r['p99']:.3f} / max {r['max']:.2f} ms, "

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Build the one-folder bundle dist/pico-teleop/ with PyInstaller, then run its self-check headless.
+# With dm-robotics-panda installed for $PYTHON (pip install --no-deps dm-robotics-panda==0.4.8), the
+# bundle carries Franka's meshes and draws the arms with them.
 #
 #   packaging/build.sh                  # uses $PYTHON (default: python3) with pyinstaller installed
 #   DIST_DIR=/tmp/d WORK_DIR=/tmp/w packaging/build.sh

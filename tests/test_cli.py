@@ -34,6 +34,10 @@ def test_demo_run_records_every_tick_with_sidecar(recorded):
     assert s.sidecar["config"]["mapping"]["scale"] == 0.7
     # The files the scene pulls in, named as the remote fingerprint names them (g1.xml is not one).
     assert set(s.sidecar["model_sha256"]) == {"scenes/dual_panda.xml", "robots/panda.xml"}
+    # The arms' visual geometry is recorded beside the digests, not in them (Franka's meshes are visual only).
+    from app.sim.franka_meshes import find_mesh_source
+    expected = "primitives" if find_mesh_source() is None else "meshes"
+    assert s.sidecar["scene_geometry"]["kind"] == expected
     assert s.data["left_engaged"].sum() > 0
     for arm in ("left", "right"):
         for c in ("target_x_m", "tcp_qz", "q7_rad"):

@@ -42,6 +42,14 @@ def test_bundle_builds_and_passes_its_self_check(tmp_path):
     assert "(bundle)" in check.stdout and "self-check passed" in check.stdout
     assert "ok      offscreen render:" in check.stdout
     assert str(bundle) in check.stdout  # the assets came from the bundle, not the repository
+    # Franka's meshes travel with the bundle when the package was there at build time.
+    from app.sim.franka_meshes import find_mesh_source
+    source = find_mesh_source()
+    if source is not None:
+        assert f"ok      arm geometry: meshes from dm-robotics-panda {source.version}" in check.stdout
+        assert list(bundle.rglob("dm_robotics/panda/assets/panda/NOTICE"))
+    else:
+        assert "ok      arm geometry: primitives" in check.stdout
 
     version = subprocess.run([str(exe), "--version"], env=run_env, capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("pico-teleop ")

@@ -163,9 +163,24 @@ def test_self_check_passes_and_says_what_it_did():
     out = io.StringIO()
     assert run_self_check(None, out) == 0
     text = out.getvalue()
-    for step in ("scene", "simulation", "offscreen render", "GUI libraries"):
+    for step in ("scene", "arm geometry", "simulation", "offscreen render", "GUI libraries"):
         assert f"ok      {step}:" in text
     assert text.rstrip().endswith("self-check passed")
+    from app.sim.franka_meshes import find_mesh_source
+    source = find_mesh_source()
+    if source is None:
+        assert "ok      arm geometry: primitives (dm-robotics-panda not installed); for Franka's meshes: pip install" in text
+    else:
+        assert f"ok      arm geometry: meshes from dm-robotics-panda {source.version}" in text
+
+
+def test_self_check_names_primitives_when_the_package_is_missing(monkeypatch):
+    from app.selfcheck import run_self_check
+    from app.sim import franka_meshes
+    monkeypatch.setattr(franka_meshes, "find_mesh_source", lambda: None)
+    out = io.StringIO()
+    assert run_self_check(None, out) == 0
+    assert "ok      arm geometry: primitives (dm-robotics-panda not installed)" in out.getvalue()
 
 
 def test_self_check_fails_with_a_message_on_a_bad_config(tmp_path):

@@ -1,4 +1,7 @@
-"""The dual-Panda scene: names, Franka's published kinematics, the home pose, physics, a grasp."""
+"""The dual-Panda scene: names, Franka's published kinematics, the home pose, physics, a grasp.
+
+Every test of the `model` fixture runs twice: with our primitive shapes and with Franka's meshes
+(when dm-robotics-panda is installed), which must change nothing of this."""
 
 from __future__ import annotations
 
@@ -6,8 +9,10 @@ import mujoco
 import numpy as np
 import pytest
 
+from app.config import SceneConfig
 from app.paths import ASSETS_ENV_VAR, assets_dir, resolve_asset
-from app.sim.scene import ArmHandles, SceneError, home_qpos, load_model, resolve_arm
+from app.sim.franka_meshes import find_mesh_source
+from app.sim.scene import ArmHandles, SceneError, home_qpos, load_model, load_scene_model, resolve_arm
 
 SCENE = "scenes/dual_panda.xml"
 ARMS = {"left": "left/", "right": "right/"}
@@ -64,9 +69,13 @@ def rot_angle_rad(R_a: np.ndarray, R_b: np.ndarray) -> float:
     return 2.0 * np.arctan2(np.linalg.norm(quat[1:]), abs(quat[0]))
 
 
-@pytest.fixture(scope="module")
-def model() -> mujoco.MjModel:
-    return load_model(resolve_asset(SCENE))
+@pytest.fixture(scope="module", params=["primitives", "meshes"])
+def model(request) -> mujoco.MjModel:
+    if request.param == "meshes" and find_mesh_source() is None:
+        pytest.skip("dm-robotics-panda is not installed (pip install --no-deps dm-robotics-panda==0.4.8)")
+    model, geometry = load_scene_model(resolve_asset(SCENE), SceneConfig(geometry=request.param), ARMS.values())
+    assert geometry.kind == request.param
+    return model
 
 
 @pytest.fixture(scope="module")

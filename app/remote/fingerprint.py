@@ -3,7 +3,8 @@
 MuJoCo version, SHA-256 of the scene file and of every file it pulls in
 (`app.sim.model_files.model_file_digests`), and the model sizes nq, nv, nu. A joint target means
 nothing on a different model, so any difference refuses the connection; `differences` says which
-item differs.
+item differs. The arms' visual geometry (Franka's meshes or primitives, `scene.geometry`) is not
+part of it: it changes no physics, so a server with the meshes and a client without them connect.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ import importlib
 
 _EXPORTS = {
     "ArmHandles": "app.sim.scene", "Scene": "app.sim.scene", "SceneError": "app.sim.scene",
+    "SceneGeometry": "app.sim.franka_meshes", "find_mesh_source": "app.sim.franka_meshes",
     "load_model": "app.sim.scene", "load_scene": "app.sim.scene", "resolve_arm": "app.sim.scene",
     "ArmReading": "app.sim.output", "ArmsOutput": "app.sim.output", "CommandLimits": "app.sim.output",
     "CommandRejected": "app.sim.output", "clip_command": "app.sim.output",

@@ -7,7 +7,10 @@ are relative to the assets folder (the scene's grandparent, e.g. `scenes/dual_pa
 so a checkout with Windows line endings gives the same digests as a Linux one.
 
 Used by the remote fingerprint (server and client must share the model) and by the session
-sidecar (which model a recording was made with).
+sidecar (which model a recording was made with). Franka's meshes (`app.sim.franka_meshes`) are
+added to the compiled model, not referenced from these files, so they are not among the digests:
+they are visual only, and a server drawing meshes serves a client drawing primitives. The
+sidecar records the geometry in use separately (`scene_geometry`).
 """
 
 from __future__ import annotations

@@ -7,20 +7,30 @@ An arm is found by name prefix (`left/`, `right/`): joints `joint1`..`joint7`, f
 `finger_joint1`/`finger_joint2`, position actuators `actuator1`..`actuator7`, gripper `actuator8`,
 and the sites `tcp` and `flange` (see assets/robots/panda.xml). Everything that is missing or
 miswired is reported in one `SceneError`, with similar names that do exist.
+
+What the arms look like is `scene.geometry`: Franka's meshes from the `dm-robotics-panda` package
+when it is installed (`app.sim.franka_meshes`, added to the compiled model, never to the MJCF
+files), our primitive shapes otherwise. `Scene.geometry` says which one a scene has.
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from app.config import ARMS, Config
+from app.config import ARMS, Config, SceneConfig
 from app.paths import resolve_asset
+from app.sim import franka_meshes
+from app.sim.franka_meshes import PACKAGE, PRIMITIVES, MeshError, SceneGeometry, add_franka_meshes
+
+log = logging.getLogger(__name__)
 
 ARM_JOINTS: tuple[str, ...] = tuple(f"joint{i}" for i in range(1, 8))
 ARM_ACTUATORS: tuple[str, ...] = tuple(f"actuator{i}" for i in range(1, 8))
@@ -171,6 +181,8 @@ class Scene:
     """(nq,) the whole model's qpos at home (arms, fingers, objects)."""
     home_ctrl: np.ndarray
     """(nu,) the actuator controls at home: arm servos at the home joints, grippers open."""
+    geometry: SceneGeometry = PRIMITIVES
+    """The arms' visual geometry (Franka's meshes or our primitives); physics is the same either way."""
 
 
 def home_state(model: mujoco.MjModel, arms: dict[str, ArmHandles], arm_qpos_rad) -> tuple[np.ndarray, np.ndarray]:
@@ -208,11 +220,47 @@ def check_home_pose(arms: dict[str, ArmHandles], home_qpos_rad, margin_rad: floa
                          f"ik.joint_limit_margin_rad ({margin_rad:g} rad), found " + "; ".join(problems))
 
 
+MESHES_HOW_TO = f"pip install --no-deps {PACKAGE}==0.4.8"
+
+
+def load_scene_model(path: str | os.PathLike[str], scene_cfg: SceneConfig,
+                     prefixes: Iterable[str]) -> tuple[mujoco.MjModel, SceneGeometry]:
+    """Compile the scene at `path` with the visual geometry `scene_cfg.geometry` asks for on the
+    arms named by `prefixes`. 'auto' falls back to the primitives (and says why in the result) when
+    the package is missing or its meshes cannot be used; 'meshes' raises SceneError then."""
+    choice = scene_cfg.geometry
+    if choice == "primitives":
+        return load_model(path), PRIMITIVES
+    source = franka_meshes.find_mesh_source()  # through the module: tests replace it
+    if source is None:
+        if choice == "meshes":
+            raise SceneError(f"config key 'scene.geometry' is 'meshes', but the {PACKAGE} package is not installed "
+                             f"({MESHES_HOW_TO}), or set scene.geometry to 'auto' or 'primitives'")
+        return load_model(path), SceneGeometry("primitives", reason=f"{PACKAGE} not installed")
+    p = Path(path)
+    if not p.is_file():
+        raise SceneError(f"scene file not found: {p}")
+    try:
+        spec = mujoco.MjSpec.from_file(str(p))
+    except ValueError as exc:
+        raise SceneError(f"cannot load scene {p}: {exc}") from exc
+    try:
+        add_franka_meshes(spec, prefixes, source, scene_cfg.mesh_cell_m)
+        model = spec.compile()
+    except (MeshError, ValueError) as exc:
+        if choice == "meshes":
+            raise SceneError(f"cannot use the meshes of {source.label} ({source.folder}): {exc}") from exc
+        log.warning("drawing the arms with primitives: the meshes of %s cannot be used: %s", source.label, exc)
+        return load_model(path), SceneGeometry("primitives", reason=f"meshes of {source.label} unusable: {exc}")
+    return model, SceneGeometry("meshes", source.label, float(scene_cfg.mesh_cell_m))
+
+
 def load_scene(cfg: Config) -> Scene:
-    """The configured scene (`scene.file`), both arms resolved and the home pose checked."""
+    """The configured scene (`scene.file`, `scene.geometry`), both arms resolved and the home pose checked."""
     path = resolve_asset(cfg.scene.file)
-    model = load_model(path)
+    prefixes = [cfg.arms.arm(name).prefix for name in ARMS]
+    model, geometry = load_scene_model(path, cfg.scene, prefixes)
     arms = {name: resolve_arm(model, name, cfg.arms.arm(name).prefix) for name in ARMS}
     check_home_pose(arms, cfg.scene.home_qpos_rad, cfg.ik.joint_limit_margin_rad)
     qpos, ctrl = home_state(model, arms, cfg.scene.home_qpos_rad)
-    return Scene(path, model, arms, qpos, ctrl)
+    return Scene(path, model, arms, qpos, ctrl, geometry)
