@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cli import main
+from tests import recording
 
 MARKED_ROWS = {100: "cmd:mark:reach;mark:left", 500: "mark:right", 900: "cmd:mark:place"}
 """Data row (0-based) -> events cell of `write_marked_copy`: three marks, so two segments of 400
@@ -17,9 +17,8 @@ unlabelled."""
 
 
 def record_demo(path: Path) -> Path:
-    """Record 12 s of the demo operator (200 Hz, both arms engaged for one stretch) at `path`."""
-    assert main(["run", "--source", "demo", "--seconds", "12", "--fast", "--quiet", "--record", str(path)]) == 0
-    return path
+    """12 s of the demo operator (200 Hz, both arms engaged for one stretch) at `path`."""
+    return recording.record_demo(path, 12)
 
 
 def engaged_stretches(s) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 av = pytest.importorskip("av", reason="the [export] extra (PyAV) is not installed")
 
 from app.cli import EXIT_OK, EXIT_USAGE, main  # noqa: E402
+from tests.recording import record_demo  # noqa: E402
 from app.sessions.export_lerobot import frame_rows  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
 from app.sessions.schema import sidecar_path  # noqa: E402
@@ -29,8 +30,7 @@ INFO_KEYS = {"video.height", "video.width", "video.codec", "video.pix_fmt", "vid
 def session(tmp_path_factory):
     """3 s of the demo operator: both arms engaged from 1 s on."""
     path = tmp_path_factory.mktemp("lerobot_videos") / "demo.csv"
-    assert main(["run", "--source", "demo", "--seconds", "3", "--fast", "--quiet", "--record", str(path)]) == 0
-    return path
+    return record_demo(path, 3)
 
 
 @pytest.fixture(scope="module")

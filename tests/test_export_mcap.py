@@ -8,6 +8,7 @@ pytest.importorskip("foxglove", reason="the [export] extra (foxglove-sdk) is not
 mcap_reader = pytest.importorskip("mcap.reader", reason="the [export] extra (mcap) is not installed")
 
 from app.cli import EXIT_USAGE, main  # noqa: E402
+from tests.recording import record_demo  # noqa: E402
 from app.sessions.foxglove_channels import TOPICS  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
 
@@ -18,7 +19,7 @@ PER_ROW = ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking")
 def exported(tmp_path_factory):
     d = tmp_path_factory.mktemp("mcap")
     csv = d / "demo.csv"
-    assert main(["run", "--source", "demo", "--seconds", "4", "--fast", "--quiet", "--record", str(csv)]) == 0
+    record_demo(csv, 4)
     out = d / "demo.mcap"
     assert main(["export", str(csv), "--format", "mcap", "--out", str(out)]) == 0
     return csv, out

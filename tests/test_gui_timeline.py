@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from app.cli import main  # noqa: E402
+from tests.recording import record_demo  # noqa: E402
 from app.config import Config  # noqa: E402
 from app.gui import theme  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
@@ -20,8 +20,7 @@ from app.sessions.reader import SessionFormatError, read_session  # noqa: E402
 @pytest.fixture(scope="module")
 def session_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("rec") / "s.csv"
-    assert main(["run", "--source", "demo", "--seconds", "3", "--fast", "--quiet", "--record", str(path)]) == 0
-    return path
+    return record_demo(path, 3)
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,7 @@ from app.streaming.smpl_skeleton import (
 from app.streaming.validation import PoseStreamValidator, check_bytes
 from calibration import frames
 from calibration import quat as Q
+from tests.recording import record_demo
 
 SHARED_SKELETON = Path(__file__).resolve().parents[2] / "shared" / "robots" / "smpl_neutral_skeleton.json"
 DT = 0.02
@@ -204,13 +205,11 @@ def test_the_elbow_never_flips_when_the_wrist_passes_through_the_preferred_elbow
 def demo_frames(tmp_path_factory):
     """A recorded demo session (two 20 s cycles: both plans, both turns) read back at 50 Hz,
     calibrated at 0.5 s as the operator presses A."""
-    from app.cli import main
     from app.sessions.replay import ReplaySource
     from app.tracking.demo_operator import CYCLE_S
 
     csv = tmp_path_factory.mktemp("smpl_demo") / "demo.csv"
-    assert main(["run", "--source", "demo", "--seconds", str(2 * CYCLE_S + 1), "--fast", "--quiet",
-                 "--record", str(csv)]) == 0
+    record_demo(csv, 2 * CYCLE_S + 1)
     replay = ReplaySource(csv, realtime=False)
     replay.start()
     t_cal = 0.5

@@ -14,6 +14,7 @@ import pytest
 from app.cli import EXIT_OK, EXIT_USAGE, main
 from app.sessions import chunks as chunks_module
 from app.cli.analyze import analyze_command
+from tests.recording import record_demo
 from app.sessions.chunks import SessionChunks
 from app.sessions.reader import MAX_COLUMNS, MAX_RECORD_CHARS, SessionFormatError, read_session
 from app.sessions.schema import INPUT_COLUMNS, REQUIRED_INPUT_COLUMNS, sidecar_path
@@ -29,7 +30,7 @@ def run(capsys, *argv):
 def recorded(tmp_path_factory):
     """A 1 s demo session recorded through the CLI (fast mode)."""
     path = tmp_path_factory.mktemp("rec") / "demo.csv"
-    assert main(["run", "--source", "demo", "--seconds", "1", "--fast", "--quiet", "--record", str(path)]) == 0
+    record_demo(path, 1)
     return path
 
 
