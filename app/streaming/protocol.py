@@ -584,15 +584,8 @@ def build_pose_v1(joint_pos: np.ndarray, joint_vel: np.ndarray, body_quat_w: np.
     n = jp.shape[0]
     jv = _as_float_array(joint_vel, "joint_vel", lambda s: s == (n, NUM_G1_JOINTS), f"({n}, {NUM_G1_JOINTS})")
     bq = _as_float_array(body_quat_w, "body_quat_w", lambda s: s == (n, 4), f"({n}, 4)")
-    fi = np.asarray(frame_index)
-    if fi.dtype.kind not in "iu":
-        raise TypeError(f"frame_index: expected integers, got dtype {fi.dtype}")
-    if fi.shape != (n,):
-        raise ValueError(f"frame_index: expected shape ({n},), got {fi.shape}")
-    if fi.size and (fi.min() < 0 or fi.max() > _INT32_MAX):
-        raise ValueError(f"frame_index: values must be in [0, {_INT32_MAX}] (the deploy's merger uses int)")
     fields: list[tuple[str, np.ndarray]] = [("joint_pos", jp), ("joint_vel", jv), ("body_quat_w", bq),
-                                            ("frame_index", fi.astype(np.int64))]
+                                            ("frame_index", _frame_index_array(frame_index, n))]
     fields += [(name, _pose_optional(name, value, n)) for name, value in optional.items()]
     return encode(topic, fields, 1)
 
