@@ -15,6 +15,7 @@ from app.config import MODE_POSE_V1, Config, StreamConfig
 from app.pipeline import Pipeline
 from app.streaming.feedback import FeedbackState, SubscriberLifecycle
 from tests.test_feedback import g1, wait_for
+from tests.test_feedback import pub as deploy  # noqa: F401 (the fixture: a PUB standing in for the deploy)
 from tests.test_publisher_helpers import operator_sample, snapshot
 
 
@@ -23,20 +24,6 @@ def pipeline():
     pipe = Pipeline(Config())
     yield pipe
     pipe.close()
-
-
-@pytest.fixture
-def deploy():
-    """A PUB standing in for the deploy's feedback port."""
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.PUB)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.bind("tcp://127.0.0.1:*")
-    try:
-        yield sock, sock.getsockopt_string(zmq.LAST_ENDPOINT)
-    finally:
-        sock.close(0)
-        ctx.term()
 
 
 def _stream_cfg(feedback_endpoint: str = "") -> StreamConfig:
