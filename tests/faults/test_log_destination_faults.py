@@ -1,4 +1,5 @@
-"""Log handlers that never block the logging thread (app/log_queue.py)."""
+"""A log destination that stops taking writes (a full pipe, a stalled disk) never blocks the thread
+that logs (app/log_queue.py, docs/safety.md)."""
 
 from __future__ import annotations
 
