@@ -1,0 +1,179 @@
+"""Distances of the collision pairs on the IK's kinematic MjData: a vectorised broad phase, MuJoCo's
+exact distance for the pairs that pass it, and the distance Jacobian rows of the pairs within influence.
+
+`CollisionDistances.update()` reads the geoms' world poses the last `mj_kinematics` left in the IK's
+own MjData (never the physics data) and finds the pairs closer than ``influence_m``:
+
+1. broad phase, numpy over all pairs at once: a lower bound of each pair's distance from bounding
+   spheres (``|c1 - c2| - r1 - r2``), from the point-to-box distance for a scene box (the table top:
+   its bounding sphere is a metre), or from the signed distance to a scene plane;
+2. narrow phase, only for the pairs whose bound is below ``influence_m``:
+   ``mujoco.mj_geomDistance(model, data, g1, g2, influence_m, fromto)``, the signed distance and the
+   witness points (``fromto``: the point on geom1, the point on geom2, world frame, m).
+
+`jacobians()` then gives, for each pair within influence, the row ``∂d/∂q`` over the arms' stacked
+joints (a Panda arm i's joints are columns 7i..7i+6): with ``n`` the unit normal from geom1's witness point to
+geom2's (reversed while the geoms overlap, so ``d`` grows along it either way) and ``J1``, ``J2`` the
+translation Jacobians (`mj_jac`) of the witness points on their bodies,
+
+    ∂d/∂q = nᵀ (J2 - J1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+from app.control.collision_pairs import CollisionPairs
+from app.sim.scene import ArmHandles
+
+
+class CollisionDistances:
+    """The pairs within influence at the IK data's current kinematics, their distances, witness
+    points and Jacobian rows. Buffers are reused: read the results before the next `update`."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, pairs: CollisionPairs,
+                 arms: Sequence[ArmHandles], influence_m: float) -> None:
+        """``arms[i].dof_adr`` are arm i's columns of the stacked joints (7 for a Panda)."""
+        self.model, self.data = model, data
+        self.pairs = pairs
+        self.influence_m = float(influence_m)
+        self.n_arms = len(arms)
+        self._cols = np.concatenate([np.asarray(a.dof_adr, dtype=np.intp) for a in arms])
+        g1, g2 = np.asarray(pairs.geom1), np.asarray(pairs.geom2)
+        rb = model.geom_rbound
+        scene2 = np.asarray(pairs.arm2) < 0
+        is_box = scene2 & (model.geom_type[g2] == mujoco.mjtGeom.mjGEOM_BOX) & (rb[g1] > 0)
+        is_plane = scene2 & (model.geom_type[g2] == mujoco.mjtGeom.mjGEOM_PLANE) & (rb[g1] > 0)
+        bounded = (rb[g1] > 0) & (rb[g2] > 0) & ~is_box & ~is_plane
+        keep = ~(bounded | is_box | is_plane)  # a geom without a bounding sphere is never culled
+        self._sph = np.flatnonzero(bounded)
+        self._sph_g1, self._sph_g2 = g1[self._sph], g2[self._sph]
+        self._sph_reach = rb[self._sph_g1] + rb[self._sph_g2] + self.influence_m
+        self._box = np.flatnonzero(is_box)
+        self._box_g, self._box_other = g2[self._box], g1[self._box]
+        self._box_half = model.geom_size[self._box_g].copy()
+        self._box_reach = rb[self._box_other] + self.influence_m
+        self._pln = np.flatnonzero(is_plane)
+        self._pln_g, self._pln_other = g2[self._pln], g1[self._pln]
+        self._pln_reach = rb[self._pln_other] + self.influence_m
+        self._keep = np.flatnonzero(keep)
+        self._body1 = model.geom_bodyid[g1].astype(np.intp)
+        self._body2 = model.geom_bodyid[g2].astype(np.intp)
+        n_pairs = len(pairs)
+        self.active = np.zeros(0, dtype=np.intp)
+        """Indices (into `pairs`) of the pairs within influence at the last `update`, in pair order."""
+        self.dist_m = np.zeros(n_pairs)
+        """Signed distance (m) of each active pair (first `len(active)` entries; negative: overlap)."""
+        self.fromto_m = np.zeros((n_pairs, 6))
+        """Witness points of each active pair: on geom1 (first 3), on geom2 (last 3), world frame, m."""
+        self.jac = np.zeros((n_pairs, self._cols.size))
+        """∂d/∂q rows of the active pairs over the arms' stacked joints (m/rad), after `jacobians`."""
+        self.candidates = 0
+        """Pairs the broad phase passed to the narrow phase at the last `update`."""
+        self._ft = np.zeros(6)
+        self._jac1 = np.zeros((3, model.nv))
+        self._jac2 = np.zeros((3, model.nv))
+        self._n = np.zeros(3)
+
+    def update(self) -> int:
+        """Broad and narrow phase at the data's current kinematics; returns the number of active pairs."""
+        model, data = self.model, self.data
+        xpos = data.geom_xpos
+        survivors = []
+        if self._sph.size:
+            diff = xpos[self._sph_g1] - xpos[self._sph_g2]
+            d2 = np.einsum("ij,ij->i", diff, diff)
+            survivors.append(self._sph[d2 < self._sph_reach * self._sph_reach])
+        if self._box.size:
+            rel = xpos[self._box_other] - xpos[self._box_g]
+            local = np.einsum("bji,bj->bi", data.geom_xmat[self._box_g].reshape(-1, 3, 3), rel)
+            out = np.maximum(np.abs(local) - self._box_half, 0.0)
+            survivors.append(self._box[np.einsum("ij,ij->i", out, out) < self._box_reach * self._box_reach])
+        if self._pln.size:
+            normal = data.geom_xmat[self._pln_g][:, 6:9]
+            rel = xpos[self._pln_other] - xpos[self._pln_g]
+            survivors.append(self._pln[np.einsum("ij,ij->i", normal, rel) < self._pln_reach])
+        if self._keep.size:
+            survivors.append(self._keep)
+        cand = np.sort(np.concatenate(survivors)) if len(survivors) > 1 else (survivors[0] if survivors else self._keep)
+        self.candidates = int(cand.size)
+        if cand.size == 0:
+            self.active = cand
+            return 0
+        g1s, g2s = self.pairs.geom1, self.pairs.geom2
+        dmax = self.influence_m
+        ft, dist, fromto = self._ft, self.dist_m, self.fromto_m
+        act = []
+        for p in cand.tolist():
+            d = mujoco.mj_geomDistance(model, data, int(g1s[p]), int(g2s[p]), dmax, ft)
+            if d < dmax:
+                k = len(act)
+                dist[k] = d
+                fromto[k] = ft
+                act.append(p)
+        self.active = np.asarray(act, dtype=np.intp)
+        return len(act)
+
+    def jacobians(self) -> np.ndarray:
+        """Fill and return the ``∂d/∂q`` rows of the active pairs (``jac[:len(active)]``).
+
+        Needs `mj_comPos` after the last `mj_kinematics` (the IK's task Jacobians need it too).
+        """
+        model, data = self.model, self.data
+        j1, j2, n, cols = self._jac1, self._jac2, self._n, self._cols
+        for k, p in enumerate(self.active.tolist()):
+            ft = self.fromto_m[k]
+            np.subtract(ft[3:], ft[:3], out=n)
+            length = math.sqrt(float(n @ n))
+            if length < 1e-9:  # touching: the witness points coincide, the centres give the direction
+                np.subtract(data.geom_xpos[self.pairs.geom2[p]], data.geom_xpos[self.pairs.geom1[p]], out=n)
+                length = max(math.sqrt(float(n @ n)), 1e-12)
+            elif self.dist_m[k] < 0:  # overlapping: from->to points into the overlap
+                length = -length
+            n /= length
+            mujoco.mj_jac(model, data, j1, None, ft[:3], int(self._body1[p]))
+            row = self.jac[k]
+            if self.pairs.arm2[p] >= 0:
+                mujoco.mj_jac(model, data, j2, None, ft[3:], int(self._body2[p]))
+                np.subtract(j2, j1, out=j2)
+                np.dot(n, j2[:, cols], out=row)
+            else:
+                np.dot(n, j1[:, cols], out=row)
+                row *= -1.0
+        return self.jac[:len(self.active)]
+
+
+@dataclass(frozen=True)
+class CollisionStatus:
+    """One arm's collision state after an IK solve (world frame, metres).
+
+    Distances are those at the start of the solve (the arm's previous command), where the IK
+    measured them; pairs beyond ``influence_m`` are only known to be at least that far.
+    """
+
+    distance_m: float
+    """Least distance over the arm's pairs: exact below ``influence_m``; equal to ``influence_m`` when
+    no pair of the arm is within it; ``math.inf`` when collision avoidance is off."""
+    pair: str = ""
+    """Name of the closest pair within influence (e.g. 'left/link5~right/hand'); '' when none."""
+    point_a_m: tuple[float, float, float] | None = None
+    """Witness point on the closest pair's first geom (world frame); None when no pair is within influence."""
+    point_b_m: tuple[float, float, float] | None = None
+    """Witness point on its second geom; the segment a-b is the pair's distance."""
+    held: bool = False
+    """A collision row limited this arm's motion this tick (its Lagrange multiplier at the QP's
+    solution was positive: without the row the step would have been different)."""
+    held_pair: str = ""
+    """The binding pair of least distance when `held`, '' otherwise."""
+    infeasible: bool = False
+    """The constrained problem had no solution this tick; the fallback (rows relaxed to 'no closer',
+    else hold the start command) ran."""
+
+
+COLLISION_OFF = CollisionStatus(distance_m=math.inf)
+"""The status of every arm while collision avoidance is off (`collision.enabled = false`)."""

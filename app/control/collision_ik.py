@@ -1,0 +1,113 @@
+"""A damped-least-squares robot kept out of collision: the fast path when no pair is near, the QP otherwise.
+
+`CollisionAwareDLS.solve` is what `app.control.ik.MultiArmIK` runs each tick when `[collision]` is on:
+
+1. kinematics at the start command, once (`PrimableTasks.prime`; the solver's first `update` reuses them);
+2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
+3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
+   for bit, as with collision avoidance off);
+4. otherwise: the pairs' Jacobian rows, one velocity damper each, and `ConstrainedDLS.solve`: all
+   arms as one QP when an arm-arm pair is within influence, else one QP per arm that has a pair.
+
+Each arm's `CollisionStatus` says how close it is, to what, and whether a collision row held it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import mujoco
+import numpy as np
+
+from app.config import CollisionConfig
+from app.control.collision import CollisionDistances, CollisionStatus
+from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
+from app.control.dls import DampedLeastSquares, Tasks
+from app.control.dls_qp import ConstrainedDLS
+from app.sim.scene import ArmHandles
+
+
+class PrimableTasks(Tasks, Protocol):
+    """`Tasks` on an MjData the collision distances read too."""
+
+    def prime(self, q: np.ndarray) -> None:
+        """Kinematics at ``q`` now; the next `update` is at this same ``q`` and reuses them."""
+
+    def com_ready(self) -> None:
+        """`mj_comPos` at the current kinematics (for `mj_jac`), if not done yet."""
+
+
+class CollisionAwareDLS:
+    """Solves `solver`'s tasks keeping `resolve_pairs(cfg, model, arms)` apart (see the module).
+
+    Group i of `solver` is arm i of `arms`; `data` is the tasks' own kinematic MjData.
+    """
+
+    def __init__(self, cfg: CollisionConfig, model: mujoco.MjModel, data: mujoco.MjData,
+                 arms: Sequence[ArmHandles], solver: DampedLeastSquares, tasks: PrimableTasks) -> None:
+        self.cfg = cfg
+        self.solver = solver
+        self.tasks = tasks
+        self.n = len(arms)
+        self.pairs: CollisionPairs = resolve_pairs(cfg, model, arms)
+        self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
+        self.constrained = ConstrainedDLS(solver, len(self.pairs))
+        self._row_groups = [tuple(a for a in (int(a1), int(a2)) if a >= 0)
+                            for a1, a2 in zip(self.pairs.arm1, self.pairs.arm2)]
+        self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
+        self.constrained_solves = 0
+        """Solves that took the QP path (some pair within influence)."""
+        self.infeasible_solves = 0
+        """Solves whose QP had no solution and fell back (see `app.control.dls_qp`)."""
+
+    def solve(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
+        """Joint answer (new array) from ``q_start`` and each arm's collision status."""
+        self.tasks.prime(q_start)
+        if self.distances.update() == 0:
+            return self.solver.solve(q_start, dt_s), self._clear
+        return self._solve_constrained(q_start, dt_s)
+
+    def damper_lower_m(self, dist_m: np.ndarray, dt_s: float | None) -> np.ndarray:
+        """Least change of each distance over the tick (m; negative: it may close by that much)."""
+        c = self.cfg
+        span = c.influence_m - c.minimum_m
+        if dt_s is None:  # no tick length: the linearised step may close the whole margin
+            return -(dist_m - c.minimum_m)
+        return -c.approach_speed_m_s * dt_s * (dist_m - c.minimum_m) / span
+
+    def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
+        dist, pairs, c = self.distances, self.pairs, self.cfg
+        self.constrained_solves += 1
+        self.tasks.com_ready()
+        jac = dist.jacobians()
+        act = dist.active
+        m = act.size
+        d = dist.dist_m[:m]
+        lower = self.damper_lower_m(d, dt_s)
+        row_groups = [self._row_groups[p] for p in act.tolist()]
+        if (pairs.kind[act] == PairClass.ARM_ARM).any():
+            problems = [tuple(range(self.n))]
+            row_problem = np.zeros(m, dtype=np.intp)
+        else:
+            arms_hit = sorted({rg[0] for rg in row_groups})
+            problems = [(a,) for a in arms_hit]
+            row_problem = np.array([arms_hit.index(rg[0]) for rg in row_groups], dtype=np.intp)
+        cs = self.constrained
+        q = cs.solve(q_start, dt_s, problems, jac, lower, d, row_problem, row_groups)
+        if any(cs.infeasible):
+            self.infeasible_solves += 1
+        a1, a2 = pairs.arm1[act], pairs.arm2[act]
+        status = []
+        for i in range(self.n):
+            mine = np.flatnonzero((a1 == i) | (a2 == i))
+            if mine.size == 0:
+                status.append(CollisionStatus(distance_m=c.influence_m, held=cs.held[i], infeasible=cs.infeasible[i]))
+                continue
+            k = int(mine[np.argmin(d[mine])])
+            ft = dist.fromto_m[k]
+            hr = cs.held_row[i]
+            status.append(CollisionStatus(
+                distance_m=float(d[k]), pair=pairs.names[act[k]],
+                point_a_m=(float(ft[0]), float(ft[1]), float(ft[2])), point_b_m=(float(ft[3]), float(ft[4]), float(ft[5])),
+                held=cs.held[i], held_pair=pairs.names[act[hr]] if hr >= 0 else "", infeasible=cs.infeasible[i]))
+        return q, status
