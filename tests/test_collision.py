@@ -31,12 +31,19 @@ def home_targets(ik):
     return np.array(p), np.array(r)
 
 
-def arm_arm_min_distance(q2: np.ndarray, pairs) -> float:
-    """Exact least distance over the arm-arm pairs at joint commands q2 (2, 7), on a fresh MjData."""
+def posed(q2: np.ndarray, fingers_m: float = 0.04) -> mujoco.MjData:
+    """A fresh MjData with the arms at q2 (2, 7) and the fingers open by `fingers_m` each."""
     data = mujoco.MjData(MODEL)
     for i, a in enumerate(ARMS):
         data.qpos[np.asarray(a.qpos_adr)] = q2[i]
+        data.qpos[np.asarray(a.finger_qpos_adr)] = fingers_m
     mujoco.mj_kinematics(MODEL, data)
+    return data
+
+
+def arm_arm_min_distance(q2: np.ndarray, pairs, fingers_m: float = 0.04) -> float:
+    """Exact least distance over the arm-arm pairs at joint commands q2 (2, 7), on a fresh MjData."""
+    data = posed(q2, fingers_m)
     ft = np.zeros(6)
     sel = np.flatnonzero(pairs.kind == PairClass.ARM_ARM)
     return min(mujoco.mj_geomDistance(MODEL, data, int(pairs.geom1[p]), int(pairs.geom2[p]), 1.0, ft) for p in sel)
@@ -117,26 +124,30 @@ def test_distance_jacobian_matches_finite_differences():
     c.tasks.prime(q2.reshape(14))
     assert c.distances.update() > 0
     c.tasks.com_ready()
-    jac = c.distances.jacobians().copy()
+    n_rows = c.distances.rows()
     act = c.distances.active.copy()
-    data = mujoco.MjData(MODEL)
+    row_pair = c.distances.row_pair[:n_rows].copy()
+    jac = c.distances.row_jac[:n_rows].copy()
+    row_d = c.distances.row_dist_m[:n_rows].copy()
+    # each pair's first row is its witness row (its exact distance); its vertex rows are never nearer
+    first = [int(np.flatnonzero(row_pair == k)[0]) for k in range(act.size)]
+    assert row_d[first] == pytest.approx(c.distances.dist_m[:act.size])
+    assert (row_d >= c.distances.dist_m[row_pair] - 1e-9).all()
     ft = np.zeros(6)
     rng = np.random.default_rng(3)
     h = 1e-6
     checked = 0
     for k, p in enumerate(act):
+        r = first[k]
         g1, g2 = int(c.pairs.geom1[p]), int(c.pairs.geom2[p])
         u = rng.normal(size=14)
         u /= np.linalg.norm(u)
         ds = []
         for sgn in (1, -1):
-            q = q2.reshape(14) + sgn * h * u
-            for i, a in enumerate(ARMS):
-                data.qpos[np.asarray(a.qpos_adr)] = q[7 * i:7 * i + 7]
-            mujoco.mj_kinematics(MODEL, data)
+            data = posed((q2.reshape(14) + sgn * h * u).reshape(2, 7))
             ds.append(mujoco.mj_geomDistance(MODEL, data, g1, g2, 1.0, ft))
         fd = (ds[0] - ds[1]) / (2 * h)
-        assert jac[k] @ u == pytest.approx(fd, abs=1e-5, rel=1e-3), c.pairs.names[p]
+        assert jac[r] @ u == pytest.approx(fd, abs=1e-5, rel=1e-3), c.pairs.names[p]
         checked += 1
     assert checked >= 1
 
@@ -177,7 +188,8 @@ def test_arms_driven_through_each_other_keep_the_minimum_and_never_jump():
         assert (np.abs(q_new - q2) <= VMAX * DT * (1 + 1e-9) + 1e-12).all(), t
         assert (q_new >= ik.q_lo - 1e-12).all() and (q_new <= ik.q_hi + 1e-12).all()
         q2 = q_new
-        worst = min(worst, arm_arm_min_distance(q2, pairs))
+        # the IK models the fingers open; closed, they are inside that outline and no closer
+        worst = min(worst, arm_arm_min_distance(q2, pairs), arm_arm_min_distance(q2, pairs, 0.0))
         held_ticks += res[0].collision.held
     assert worst >= MIN - 1e-3
     assert held_ticks > 50

@@ -11,7 +11,7 @@ own MjData (never the physics data) and finds the pairs closer than ``influence_
    ``mujoco.mj_geomDistance(model, data, g1, g2, influence_m, fromto)``, the signed distance and the
    witness points (``fromto``: the point on geom1, the point on geom2, world frame, m).
 
-`jacobians()` then gives, for each pair within influence, the row ``∂d/∂q`` over the arms' stacked
+`rows()` then gives, for each pair within influence, the row ``∂d/∂q`` over the arms' stacked
 joints (a Panda arm i's joints are columns 7i..7i+6): with ``n`` the unit normal from geom1's witness point to
 geom2's (reversed while the geoms overlap, so ``d`` grows along it either way) and ``J1``, ``J2`` the
 translation Jacobians (`mj_jac`) of the witness points on their bodies,
@@ -71,14 +71,19 @@ class CollisionDistances:
         """Signed distance (m) of each active pair (first `len(active)` entries; negative: overlap)."""
         self.fromto_m = np.zeros((n_pairs, 6))
         """Witness points of each active pair: on geom1 (first 3), on geom2 (last 3), world frame, m."""
-        self.jac = np.zeros((n_pairs, self._cols.size))
-        """∂d/∂q rows of the active pairs over the arms' stacked joints (m/rad), after `jacobians`."""
         self.candidates = 0
         """Pairs the broad phase passed to the narrow phase at the last `update`."""
+        self.row_jac = np.zeros((4 * n_pairs + 1, self._cols.size))
+        """Constraint rows of the active pairs, filled by `rows` (see there)."""
+        self.row_dist_m = np.zeros(4 * n_pairs + 1)
+        self.row_pair = np.zeros(4 * n_pairs + 1, dtype=np.intp)
         self._ft = np.zeros(6)
         self._jac1 = np.zeros((3, model.nv))
         self._jac2 = np.zeros((3, model.nv))
-        self._n = np.zeros(3)
+        self._normals = np.zeros((n_pairs, 3))
+        self._body_jp = np.zeros((model.nbody, 3, self._cols.size))
+        self._body_jr = np.zeros((model.nbody, 3, self._cols.size))
+        self._features = {g: f for g in set(g1.tolist()) | set(g2.tolist()) if (f := _features(model, g)) is not None}
 
     def update(self) -> int:
         """Broad and narrow phase at the data's current kinematics; returns the number of active pairs."""
@@ -119,33 +124,109 @@ class CollisionDistances:
         self.active = np.asarray(act, dtype=np.intp)
         return len(act)
 
-    def jacobians(self) -> np.ndarray:
-        """Fill and return the ``∂d/∂q`` rows of the active pairs (``jac[:len(active)]``).
+    def rows(self) -> int:
+        """Fill the constraint rows of the active pairs; returns their number ``R``.
+
+        Each row is one point pair whose distance the IK keeps from closing too fast:
+        `row_pair[:R]` (index into `active`), `row_dist_m[:R]` and `row_jac[:R]` (``∂d/∂q`` over the
+        stacked joints, m/rad). Each active pair gives its witness row, plus a row for each vertex
+        of its geoms (a box's corners, a capsule's end centres less the radius) that lies within
+        `FEATURE_BAND_M` of the witness distance, measured to the other geom's tangent plane at its
+        witness point: where two faces or a segment and a face lie parallel, the witness point is
+        one of many and a tilt lowers a vertex first, which the witness row alone does not see.
 
         Needs `mj_comPos` after the last `mj_kinematics` (the IK's task Jacobians need it too).
         """
         model, data = self.model, self.data
-        j1, j2, n, cols = self._jac1, self._jac2, self._n, self._cols
-        for k, p in enumerate(self.active.tolist()):
-            ft = self.fromto_m[k]
-            np.subtract(ft[3:], ft[:3], out=n)
-            length = math.sqrt(float(n @ n))
-            if length < 1e-9:  # touching: the witness points coincide, the centres give the direction
-                np.subtract(data.geom_xpos[self.pairs.geom2[p]], data.geom_xpos[self.pairs.geom1[p]], out=n)
-                length = max(math.sqrt(float(n @ n)), 1e-12)
-            elif self.dist_m[k] < 0:  # overlapping: from->to points into the overlap
-                length = -length
-            n /= length
-            mujoco.mj_jac(model, data, j1, None, ft[:3], int(self._body1[p]))
-            row = self.jac[k]
-            if self.pairs.arm2[p] >= 0:
-                mujoco.mj_jac(model, data, j2, None, ft[3:], int(self._body2[p]))
-                np.subtract(j2, j1, out=j2)
-                np.dot(n, j2[:, cols], out=row)
-            else:
-                np.dot(n, j1[:, cols], out=row)
-                row *= -1.0
-        return self.jac[:len(self.active)]
+        m = len(self.active)
+        if m == 0:
+            return 0
+        pairs = self.pairs
+        xpos, xmat = data.geom_xpos, data.geom_xmat
+        n_all = self._normals[:m]
+        ft = self.fromto_m[:m]
+        np.subtract(ft[:, 3:], ft[:, :3], out=n_all)
+        length = np.sqrt(np.einsum("ij,ij->i", n_all, n_all))
+        g1 = pairs.geom1[self.active]
+        g2 = pairs.geom2[self.active]
+        small = length < 1e-9
+        if small.any():  # touching: the witness points coincide, the centres give the direction
+            n_all[small] = xpos[g2[small]] - xpos[g1[small]]
+            length[small] = np.sqrt(np.einsum("ij,ij->i", n_all[small], n_all[small]))
+        # overlapping: from->to points into the overlap, so d grows against it
+        sign = np.where(self.dist_m[:m] < 0, -1.0, 1.0)
+        sign[small] = 1.0
+        n_all /= (np.maximum(length, 1e-12) * sign)[:, None]
+        # rows: pair k, point on geom1 (p1), point on geom2 (p2), distance
+        rp, rd, r1, r2 = [], [], [], []
+        band = FEATURE_BAND_M
+        for k in range(m):
+            n = n_all[k]
+            p1, p2, d = ft[k, :3], ft[k, 3:], float(self.dist_m[k])
+            rp.append(k), rd.append(d), r1.append(p1), r2.append(p2)
+            for g, moving, side in ((int(g1[k]), True, 1), (int(g2[k]), pairs.arm2[self.active[k]] >= 0, 2)):
+                feat = self._features.get(g)
+                if feat is None or not moving:
+                    continue
+                local, radius = feat
+                pts = xpos[g] + local @ xmat[g].reshape(3, 3).T
+                if side == 1:
+                    dv = (p2 - pts) @ n - radius
+                else:
+                    dv = (pts - p1) @ n - radius
+                for j in np.flatnonzero(dv < min(d + band, self.influence_m)).tolist():
+                    c = pts[j] + (n * radius if side == 1 else -n * radius)
+                    rp.append(k), rd.append(float(dv[j]))
+                    r1.append(c if side == 1 else p1)
+                    r2.append(p2 if side == 1 else c)
+        R = len(rp)
+        self._ensure_rows(R)
+        self.row_pair[:R] = rp
+        self.row_dist_m[:R] = rd
+        P1, P2 = np.array(r1), np.array(r2)
+        kk = self.row_pair[:R]
+        b1 = self._body1[self.active][kk]
+        b2 = self._body2[self.active][kk]
+        for b in np.unique(np.concatenate([b1, b2])).tolist():
+            if b == 0:
+                continue
+            mujoco.mj_jacBody(model, data, self._jac1, self._jac2, b)
+            self._body_jp[b] = self._jac1[:, self._cols]
+            self._body_jr[b] = self._jac2[:, self._cols]
+        n = n_all[kk]
+        bx = data.xpos
+        # n · J(p) = n · Jp_origin + ((p - origin) x n) · Jr  (origin: the body frame's)
+        jp, jr = self._body_jp, self._body_jr
+        row = np.einsum("ri,rij->rj", n, jp[b2]) + np.einsum("ri,rij->rj", np.cross(P2 - bx[b2], n), jr[b2])
+        row -= np.einsum("ri,rij->rj", n, jp[b1]) + np.einsum("ri,rij->rj", np.cross(P1 - bx[b1], n), jr[b1])
+        self.row_jac[:R] = row
+        return R
+
+    def _ensure_rows(self, count: int) -> None:
+        if count > self.row_jac.shape[0]:
+            size = max(count, 2 * self.row_jac.shape[0])
+            self.row_jac = np.zeros((size, self._cols.size))
+            self.row_dist_m = np.zeros(size)
+            self.row_pair = np.zeros(size, dtype=np.intp)
+
+
+FEATURE_BAND_M = 0.02
+"""A geom's vertex gets a row of its own when its distance (to the other geom's tangent plane) is
+within this of the pair's witness distance (m): the vertices that a tilt of a few degrees can bring
+to the front."""
+
+
+def _features(model: mujoco.MjModel, g: int) -> tuple[np.ndarray, float] | None:
+    """A geom's vertices in its own frame and the radius around them: a box's 8 corners (radius 0),
+    a capsule's 2 segment ends (its radius); None for shapes without vertices (a sphere)."""
+    t = model.geom_type[g]
+    size = model.geom_size[g]
+    if t == mujoco.mjtGeom.mjGEOM_BOX:
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+        return signs * size, 0.0
+    if t == mujoco.mjtGeom.mjGEOM_CAPSULE:
+        return np.array([[0.0, 0.0, -size[1]], [0.0, 0.0, size[1]]]), float(size[0])
+    return None
 
 
 @dataclass(frozen=True)

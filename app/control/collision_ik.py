@@ -6,7 +6,7 @@
 2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
 3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
    for bit, as with collision avoidance off);
-4. otherwise: the pairs' Jacobian rows, one velocity damper each, and `ConstrainedDLS.solve`: all
+4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each, and `ConstrainedDLS.solve`: all
    arms as one QP when an arm-arm pair is within influence, else one QP per arm that has a pair.
 
 Each arm's `CollisionStatus` says how close it is, to what, and whether a collision row held it.
@@ -79,21 +79,24 @@ class CollisionAwareDLS:
         dist, pairs, c = self.distances, self.pairs, self.cfg
         self.constrained_solves += 1
         self.tasks.com_ready()
-        jac = dist.jacobians()
+        R = dist.rows()
         act = dist.active
         m = act.size
         d = dist.dist_m[:m]
-        lower = self.damper_lower_m(d, dt_s)
-        row_groups = [self._row_groups[p] for p in act.tolist()]
+        jac = dist.row_jac[:R]
+        row_d = dist.row_dist_m[:R]
+        row_pair = act[dist.row_pair[:R]]
+        lower = self.damper_lower_m(row_d, dt_s)
+        row_groups = [self._row_groups[p] for p in row_pair.tolist()]
         if (pairs.kind[act] == PairClass.ARM_ARM).any():
             problems = [tuple(range(self.n))]
-            row_problem = np.zeros(m, dtype=np.intp)
+            row_problem = np.zeros(R, dtype=np.intp)
         else:
             arms_hit = sorted({rg[0] for rg in row_groups})
             problems = [(a,) for a in arms_hit]
             row_problem = np.array([arms_hit.index(rg[0]) for rg in row_groups], dtype=np.intp)
         cs = self.constrained
-        q = cs.solve(q_start, dt_s, problems, jac, lower, d, row_problem, row_groups)
+        q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, row_groups)
         if any(cs.infeasible):
             self.infeasible_solves += 1
         a1, a2 = pairs.arm1[act], pairs.arm2[act]
@@ -109,5 +112,5 @@ class CollisionAwareDLS:
             status.append(CollisionStatus(
                 distance_m=float(d[k]), pair=pairs.names[act[k]],
                 point_a_m=(float(ft[0]), float(ft[1]), float(ft[2])), point_b_m=(float(ft[3]), float(ft[4]), float(ft[5])),
-                held=cs.held[i], held_pair=pairs.names[act[hr]] if hr >= 0 else "", infeasible=cs.infeasible[i]))
+                held=cs.held[i], held_pair=pairs.names[row_pair[hr]] if hr >= 0 else "", infeasible=cs.infeasible[i]))
         return q, status

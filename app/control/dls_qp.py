@@ -192,6 +192,9 @@ class ConstrainedDLS:
         np.negative(f, out=f)
         cols = p.cols
         m = rows.size
+        if k + m > p.bu.size:
+            p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
+            p.sense = np.zeros(k + 2 * m, dtype=c_int)
         bu, bl, sense = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m]
         np.subtract(hi_tick[cols], step[cols], out=bu[:k])
         np.subtract(lo_tick[cols], step[cols], out=bl[:k])

@@ -120,6 +120,12 @@ class MultiArmIK:
         self.data = mujoco.MjData(model)
         mujoco.mj_resetData(model, self.data)
         self.arms = list(arms)
+        # The fingers stand fully open in the IK's data (they never move there): the widest the hand
+        # gets, so the collision distances to its fingers are never larger than the real ones from outside.
+        for a in self.arms:
+            for adr in np.asarray(a.finger_qpos_adr).tolist():
+                jnt = int(np.flatnonzero(model.jnt_qposadr == adr)[0])
+                self.data.qpos[adr] = model.jnt_range[jnt, 1]
         self.cfg = cfg
         self.n = len(self.arms)
         margin = cfg.joint_limit_margin_rad
