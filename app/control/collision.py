@@ -80,10 +80,13 @@ class CollisionDistances:
         self._ft = np.zeros(6)
         self._jac1 = np.zeros((3, model.nv))
         self._jac2 = np.zeros((3, model.nv))
-        self._normals = np.zeros((n_pairs, 3))
+        self._g1, self._g2 = g1.astype(np.intp), g2.astype(np.intp)
+        self._g1_list, self._g2_list = g1.tolist(), g2.tolist()
+        moving2 = np.asarray(pairs.arm2) >= 0
+        self._feat_local1, self._feat_r1, self._feat_mask1 = _feature_table(model, g1, np.ones(n_pairs, bool))
+        self._feat_local2, self._feat_r2, self._feat_mask2 = _feature_table(model, g2, moving2)
         self._body_jp = np.zeros((model.nbody, 3, self._cols.size))
         self._body_jr = np.zeros((model.nbody, 3, self._cols.size))
-        self._features = {g: f for g in set(g1.tolist()) | set(g2.tolist()) if (f := _features(model, g)) is not None}
 
     def update(self) -> int:
         """Broad and narrow phase at the data's current kinematics; returns the number of active pairs."""
@@ -110,18 +113,19 @@ class CollisionDistances:
         if cand.size == 0:
             self.active = cand
             return 0
-        g1s, g2s = self.pairs.geom1, self.pairs.geom2
+        g1s, g2s = self._g1_list, self._g2_list
         dmax = self.influence_m
         ft, dist, fromto = self._ft, self.dist_m, self.fromto_m
+        geom_distance = mujoco.mj_geomDistance
         act = []
         for p in cand.tolist():
-            d = mujoco.mj_geomDistance(model, data, int(g1s[p]), int(g2s[p]), dmax, ft)
+            d = geom_distance(model, data, g1s[p], g2s[p], dmax, ft)
             if d < dmax:
                 k = len(act)
                 dist[k] = d
                 fromto[k] = ft
                 act.append(p)
-        self.active = np.asarray(act, dtype=np.intp)
+        self.active = np.array(act, dtype=np.intp)
         return len(act)
 
     def rows(self) -> int:
@@ -129,11 +133,12 @@ class CollisionDistances:
 
         Each row is one point pair whose distance the IK keeps from closing too fast:
         `row_pair[:R]` (index into `active`), `row_dist_m[:R]` and `row_jac[:R]` (``∂d/∂q`` over the
-        stacked joints, m/rad). Each active pair gives its witness row, plus a row for each vertex
-        of its geoms (a box's corners, a capsule's end centres less the radius) that lies within
-        `FEATURE_BAND_M` of the witness distance, measured to the other geom's tangent plane at its
-        witness point: where two faces or a segment and a face lie parallel, the witness point is
-        one of many and a tilt lowers a vertex first, which the witness row alone does not see.
+        stacked joints, m/rad). The first `len(active)` rows are the pairs' witness rows, in order;
+        then a row for each vertex of a pair's geoms (a box's corners, a capsule's segment ends less
+        its radius) that lies within `FEATURE_BAND_M` of the pair's distance, measured to the other
+        geom's tangent plane at its witness point: where two faces, or a segment and a face, lie
+        parallel, the witness point is one of many and a tilt lowers a vertex first, which the
+        witness row alone does not see.
 
         Needs `mj_comPos` after the last `mj_kinematics` (the IK's task Jacobians need it too).
         """
@@ -141,64 +146,51 @@ class CollisionDistances:
         m = len(self.active)
         if m == 0:
             return 0
-        pairs = self.pairs
+        act = self.active
         xpos, xmat = data.geom_xpos, data.geom_xmat
-        n_all = self._normals[:m]
         ft = self.fromto_m[:m]
-        np.subtract(ft[:, 3:], ft[:, :3], out=n_all)
-        length = np.sqrt(np.einsum("ij,ij->i", n_all, n_all))
-        g1 = pairs.geom1[self.active]
-        g2 = pairs.geom2[self.active]
+        d = self.dist_m[:m]
+        p1, p2 = ft[:, :3], ft[:, 3:]
+        n = p2 - p1
+        length = np.sqrt(np.einsum("ij,ij->i", n, n))
+        g1, g2 = self._g1[act], self._g2[act]
         small = length < 1e-9
         if small.any():  # touching: the witness points coincide, the centres give the direction
-            n_all[small] = xpos[g2[small]] - xpos[g1[small]]
-            length[small] = np.sqrt(np.einsum("ij,ij->i", n_all[small], n_all[small]))
+            n[small] = xpos[g2[small]] - xpos[g1[small]]
+            length[small] = np.sqrt(np.einsum("ij,ij->i", n[small], n[small]))
         # overlapping: from->to points into the overlap, so d grows against it
-        sign = np.where(self.dist_m[:m] < 0, -1.0, 1.0)
-        sign[small] = 1.0
-        n_all /= (np.maximum(length, 1e-12) * sign)[:, None]
-        # rows: pair k, point on geom1 (p1), point on geom2 (p2), distance
-        rp, rd, r1, r2 = [], [], [], []
-        band = FEATURE_BAND_M
-        for k in range(m):
-            n = n_all[k]
-            p1, p2, d = ft[k, :3], ft[k, 3:], float(self.dist_m[k])
-            rp.append(k), rd.append(d), r1.append(p1), r2.append(p2)
-            for g, moving, side in ((int(g1[k]), True, 1), (int(g2[k]), pairs.arm2[self.active[k]] >= 0, 2)):
-                feat = self._features.get(g)
-                if feat is None or not moving:
-                    continue
-                local, radius = feat
-                pts = xpos[g] + local @ xmat[g].reshape(3, 3).T
-                if side == 1:
-                    dv = (p2 - pts) @ n - radius
-                else:
-                    dv = (pts - p1) @ n - radius
-                for j in np.flatnonzero(dv < min(d + band, self.influence_m)).tolist():
-                    c = pts[j] + (n * radius if side == 1 else -n * radius)
-                    rp.append(k), rd.append(float(dv[j]))
-                    r1.append(c if side == 1 else p1)
-                    r2.append(p2 if side == 1 else c)
-        R = len(rp)
+        scale = np.where((d < 0) & ~small, -1.0, 1.0) / np.maximum(length, 1e-12)
+        n *= scale[:, None]
+        limit = np.minimum(d + FEATURE_BAND_M, self.influence_m)[:, None]
+        # vertices of geom1 against geom2's tangent plane at p2, and of geom2 against geom1's at p1
+        w1 = xpos[g1][:, None, :] + np.einsum("mij,mfj->mfi", xmat[g1].reshape(m, 3, 3), self._feat_local1[act])
+        r1 = self._feat_r1[act]
+        dv1 = np.einsum("mfi,mi->mf", p2[:, None, :] - w1, n) - r1[:, None]
+        k1, f1 = np.nonzero(self._feat_mask1[act] & (dv1 < limit))
+        w2 = xpos[g2][:, None, :] + np.einsum("mij,mfj->mfi", xmat[g2].reshape(m, 3, 3), self._feat_local2[act])
+        r2 = self._feat_r2[act]
+        dv2 = np.einsum("mfi,mi->mf", w2 - p1[:, None, :], n) - r2[:, None]
+        k2, f2 = np.nonzero(self._feat_mask2[act] & (dv2 < limit))
+        kk = np.concatenate([np.arange(m), k1, k2])
+        R = kk.size
         self._ensure_rows(R)
-        self.row_pair[:R] = rp
-        self.row_dist_m[:R] = rd
-        P1, P2 = np.array(r1), np.array(r2)
-        kk = self.row_pair[:R]
-        b1 = self._body1[self.active][kk]
-        b2 = self._body2[self.active][kk]
-        for b in np.unique(np.concatenate([b1, b2])).tolist():
-            if b == 0:
-                continue
-            mujoco.mj_jacBody(model, data, self._jac1, self._jac2, b)
-            self._body_jp[b] = self._jac1[:, self._cols]
-            self._body_jr[b] = self._jac2[:, self._cols]
-        n = n_all[kk]
+        self.row_pair[:R] = kk
+        self.row_dist_m[:R] = np.concatenate([d, dv1[k1, f1], dv2[k2, f2]])
+        P1 = np.concatenate([p1, w1[k1, f1] + n[k1] * r1[k1, None], p1[k2]])
+        P2 = np.concatenate([p2, p2[k1], w2[k2, f2] - n[k2] * r2[k2, None]])
+        b1 = self._body1[act][kk]
+        b2 = self._body2[act][kk]
+        jp, jr, cols = self._body_jp, self._body_jr, self._cols
+        for b in set(b1.tolist()) | set(b2.tolist()):
+            if b:  # the world (0) does not move: its rows stay zero
+                mujoco.mj_jacBody(model, data, self._jac1, self._jac2, b)
+                jp[b] = self._jac1[:, cols]
+                jr[b] = self._jac2[:, cols]
+        nk = n[kk]
         bx = data.xpos
-        # n · J(p) = n · Jp_origin + ((p - origin) x n) · Jr  (origin: the body frame's)
-        jp, jr = self._body_jp, self._body_jr
-        row = np.einsum("ri,rij->rj", n, jp[b2]) + np.einsum("ri,rij->rj", np.cross(P2 - bx[b2], n), jr[b2])
-        row -= np.einsum("ri,rij->rj", n, jp[b1]) + np.einsum("ri,rij->rj", np.cross(P1 - bx[b1], n), jr[b1])
+        # n · J(p) = n · Jp(origin) + ((p - origin) x n) · Jr, origin the body frame's
+        row = np.einsum("ri,rij->rj", nk, jp[b2]) + np.einsum("ri,rij->rj", np.cross(P2 - bx[b2], nk), jr[b2])
+        row -= np.einsum("ri,rij->rj", nk, jp[b1]) + np.einsum("ri,rij->rj", np.cross(P1 - bx[b1], nk), jr[b1])
         self.row_jac[:R] = row
         return R
 
@@ -210,10 +202,23 @@ class CollisionDistances:
             self.row_pair = np.zeros(size, dtype=np.intp)
 
 
-FEATURE_BAND_M = 0.02
+FEATURE_BAND_M = 0.01
 """A geom's vertex gets a row of its own when its distance (to the other geom's tangent plane) is
 within this of the pair's witness distance (m): the vertices that a tilt of a few degrees can bring
 to the front."""
+
+
+def _feature_table(model: mujoco.MjModel, geoms: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair: its geom's vertices (P, 8, 3) in the geom frame, their radius (P,) and which are real (P, 8)."""
+    local = np.zeros((geoms.size, 8, 3))
+    radius = np.zeros(geoms.size)
+    mask = np.zeros((geoms.size, 8), dtype=bool)
+    for i, g in enumerate(geoms.tolist()):
+        f = _features(model, g) if use[i] else None
+        if f is not None:
+            local[i, :len(f[0])], radius[i] = f
+            mask[i, :len(f[0])] = True
+    return local, radius, mask
 
 
 def _features(model: mujoco.MjModel, g: int) -> tuple[np.ndarray, float] | None:

@@ -27,6 +27,9 @@ from app.control.dls_qp import ConstrainedDLS
 from app.sim.scene import ArmHandles
 
 
+_ARM_ARM = int(PairClass.ARM_ARM)
+
+
 class PrimableTasks(Tasks, Protocol):
     """`Tasks` on an MjData the collision distances read too."""
 
@@ -52,8 +55,6 @@ class CollisionAwareDLS:
         self.pairs: CollisionPairs = resolve_pairs(cfg, model, arms)
         self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
         self.constrained = ConstrainedDLS(solver, len(self.pairs))
-        self._row_groups = [tuple(a for a in (int(a1), int(a2)) if a >= 0)
-                            for a1, a2 in zip(self.pairs.arm1, self.pairs.arm2)]
         self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
         self.constrained_solves = 0
         """Solves that took the QP path (some pair within influence)."""
@@ -87,16 +88,16 @@ class CollisionAwareDLS:
         row_d = dist.row_dist_m[:R]
         row_pair = act[dist.row_pair[:R]]
         lower = self.damper_lower_m(row_d, dt_s)
-        row_groups = [self._row_groups[p] for p in row_pair.tolist()]
-        if (pairs.kind[act] == PairClass.ARM_ARM).any():
+        rg1, rg2 = pairs.arm1[row_pair], pairs.arm2[row_pair]
+        if (pairs.kind[act] == _ARM_ARM).any():
             problems = [tuple(range(self.n))]
             row_problem = np.zeros(R, dtype=np.intp)
         else:
-            arms_hit = sorted({rg[0] for rg in row_groups})
-            problems = [(a,) for a in arms_hit]
-            row_problem = np.array([arms_hit.index(rg[0]) for rg in row_groups], dtype=np.intp)
+            arms_hit = np.unique(rg1)
+            problems = [(int(a),) for a in arms_hit]
+            row_problem = np.searchsorted(arms_hit, rg1)
         cs = self.constrained
-        q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, row_groups)
+        q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, rg1, rg2)
         if any(cs.infeasible):
             self.infeasible_solves += 1
         a1, a2 = pairs.arm1[act], pairs.arm2[act]

@@ -87,14 +87,14 @@ class ConstrainedDLS:
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, problems: Sequence[tuple[int, ...]],
               row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray,
-              row_problem: np.ndarray, row_groups: Sequence[tuple[int, ...]],
+              row_problem: np.ndarray, row_group1: np.ndarray, row_group2: np.ndarray,
               max_iterations: int | None = None) -> np.ndarray:
         """Joint answer (new array) from ``q_start``.
 
         ``problems``: tuples of group indices solved as one QP each (groups in none run the plain
         step). Row r: ``row_jac[r] · Δq_tick >= row_lower[r]`` (over all of ``q``), belongs to
-        ``problems[row_problem[r]]``, involves the groups ``row_groups[r]`` and has distance
-        ``row_dist_m[r]`` (only used to name the closest binding row).
+        ``problems[row_problem[r]]``, involves the groups ``row_group1[r]`` and ``row_group2[r]``
+        (-1: none) and has distance ``row_dist_m[r]`` (only used to name the closest binding row).
         """
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
@@ -137,7 +137,7 @@ class ConstrainedDLS:
             step = q - q_start
             for pi in run:
                 self._solve_one(probs[pi], q, step, lo_tick, hi_tick, row_jac, row_lower, row_dist_m,
-                                rows_of[pi], row_groups)
+                                rows_of[pi], row_group1, row_group2)
             fresh = False
         if dt_s is not None:
             step = q - q_start
@@ -164,7 +164,7 @@ class ConstrainedDLS:
 
     def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, lo_tick: np.ndarray, hi_tick: np.ndarray,
                    row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray, rows: np.ndarray,
-                   row_groups: Sequence[tuple[int, ...]]) -> None:
+                   row_group1: np.ndarray, row_group2: np.ndarray) -> None:
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
         H, f, k = p.H, p.f, p.k
@@ -198,8 +198,9 @@ class ConstrainedDLS:
         bu, bl, sense = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m]
         np.subtract(hi_tick[cols], step[cols], out=bu[:k])
         np.subtract(lo_tick[cols], step[cols], out=bl[:k])
-        A = row_jac[rows][:, cols]
-        moved = row_jac[rows] @ step
+        Arows = row_jac[rows]
+        A = Arows[:, cols] if k != Arows.shape[1] else Arows
+        moved = Arows @ step
         bu[k:] = _FREE
         np.subtract(row_lower[rows], moved, out=bl[k:])
         sense.fill(0)
@@ -215,15 +216,16 @@ class ConstrainedDLS:
             q[cols] -= step[cols]  # hold the tick's start command
         else:
             q[cols] += x
-            lam = info["lam"][k:k + m]
-            for j, r in enumerate(rows.tolist()):
-                if abs(lam[j]) > HELD_MULTIPLIER:
-                    for i in row_groups[r]:
-                        if i in p.groups:
-                            self.held[i] = True
-                            hr = self.held_row[i]
-                            if hr < 0 or row_dist_m[r] < row_dist_m[hr]:
-                                self.held_row[i] = r
+            binding = rows[np.abs(info["lam"][k:k + m]) > HELD_MULTIPLIER]
+            if binding.size:
+                for i in p.groups:
+                    mine = binding[(row_group1[binding] == i) | (row_group2[binding] == i)]
+                    if mine.size:
+                        r = int(mine[np.argmin(row_dist_m[mine])])
+                        hr = self.held_row[i]
+                        self.held[i] = True
+                        if hr < 0 or row_dist_m[r] < row_dist_m[hr]:
+                            self.held_row[i] = r
         if infeasible:
             for i in p.groups:
                 self.infeasible[i] = True
