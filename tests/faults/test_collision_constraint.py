@@ -1,4 +1,5 @@
-"""The collision constraint through the engine: both real arms driven into each other and into the table."""
+"""The collision constraint through the engine (docs/safety.md, "Motion"): both real arms driven into
+each other and a hand into the table; a pair name the scene lacks."""
 
 import dataclasses
 
@@ -100,3 +101,14 @@ def test_pressing_a_hand_into_the_table_stops_above_it():
                 for s in d.snaps)
     assert worst >= MIN - 1e-3
     assert d.snaps[-1].left.collision_held and d.snaps[-1].left.collision_pair.endswith("~table")
+
+
+def test_run_with_unknown_pair_names_is_one_line_and_exit_2(tmp_path, capsys):
+    from app.cli import EXIT_USAGE, main
+    p = tmp_path / "c.toml"
+    p.write_text('[[collision.pairs]]\nkind = "arm_scene"\na = ["hand"]\nb = ["tabel"]\n')
+    code = main(["run", "--config", str(p), "--seconds", "0.1", "--fast", "--quiet"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_USAGE
+    assert len(lines) == 1 and str(p) in lines[0] and "collision.pairs[0].b" in lines[0] and "'tabel'" in lines[0]
+    assert "known names:" in lines[0] and "table" in lines[0]
