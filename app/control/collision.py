@@ -53,15 +53,18 @@ class CollisionDistances:
         keep = ~(bounded | is_box | is_plane)  # a geom without a bounding sphere is never culled
         self._sph = np.flatnonzero(bounded)
         self._sph_g1, self._sph_g2 = g1[self._sph], g2[self._sph]
-        self._sph_reach = rb[self._sph_g1] + rb[self._sph_g2] + self.influence_m
+        self._sph_flat = np.concatenate([self._sph_g1, self._sph_g2])
+        self._sph_reach2 = (rb[self._sph_g1] + rb[self._sph_g2] + self.influence_m) ** 2
         self._box = np.flatnonzero(is_box)
         self._box_g, self._box_other = g2[self._box], g1[self._box]
         self._box_half = model.geom_size[self._box_g].copy()
-        self._box_reach = rb[self._box_other] + self.influence_m
+        self._box_reach2 = (rb[self._box_other] + self.influence_m) ** 2
+        self._box_groups = [(int(g), np.flatnonzero(self._box_g == g)) for g in np.unique(self._box_g)]
         self._pln = np.flatnonzero(is_plane)
         self._pln_g, self._pln_other = g2[self._pln], g1[self._pln]
         self._pln_reach = rb[self._pln_other] + self.influence_m
         self._keep = np.flatnonzero(keep)
+        self._none = np.zeros(0, dtype=np.intp)
         self._body1 = model.geom_bodyid[g1].astype(np.intp)
         self._body2 = model.geom_bodyid[g2].astype(np.intp)
         n_pairs = len(pairs)
@@ -83,31 +86,54 @@ class CollisionDistances:
         self._g1, self._g2 = g1.astype(np.intp), g2.astype(np.intp)
         self._g1_list, self._g2_list = g1.tolist(), g2.tolist()
         moving2 = np.asarray(pairs.arm2) >= 0
-        self._feat_local1, self._feat_r1, self._feat_mask1 = _feature_table(model, g1, np.ones(n_pairs, bool))
-        self._feat_local2, self._feat_r2, self._feat_mask2 = _feature_table(model, g2, moving2)
-        self._blocks = np.zeros((6 * model.nbody, self._cols.size))
+        self._n_pairs = n_pairs
+        l1, r1, m1 = _feature_table(model, g1, np.ones(n_pairs, bool))
+        l2, r2, m2 = _feature_table(model, g2, moving2)
+        # vertex tables of geom1 (rows 0..P-1) then geom2 (P..2P-1) of each pair
+        self._feat_geom = np.concatenate([g1, g2]).astype(np.intp)
+        self._feat_local, self._feat_r, self._feat_mask = np.concatenate([l1, l2]), np.concatenate([r1, r2]), np.concatenate([m1, m2])
+        self._blocks = np.zeros((model.nbody, 6, self._cols.size))
+        self._slot = np.zeros(model.nbody, dtype=np.intp)
 
     def update(self) -> int:
         """Broad and narrow phase at the data's current kinematics; returns the number of active pairs."""
         model, data = self.model, self.data
         xpos = data.geom_xpos
-        survivors = []
+        # The common case, nothing near, costs a few array operations and no sort or gather.
+        near_sph = near_box = near_pln = None
         if self._sph.size:
-            diff = xpos[self._sph_g1] - xpos[self._sph_g2]
-            d2 = np.einsum("ij,ij->i", diff, diff)
-            survivors.append(self._sph[d2 < self._sph_reach * self._sph_reach])
+            x = xpos.take(self._sph_flat, axis=0)
+            diff = x[:self._sph.size] - x[self._sph.size:]
+            diff *= diff
+            near_sph = diff @ _ONES3 < self._sph_reach2
         if self._box.size:
-            rel = xpos[self._box_other] - xpos[self._box_g]
-            local = np.einsum("bji,bj->bi", data.geom_xmat[self._box_g].reshape(-1, 3, 3), rel)
-            out = np.maximum(np.abs(local) - self._box_half, 0.0)
-            survivors.append(self._box[np.einsum("ij,ij->i", out, out) < self._box_reach * self._box_reach])
+            # scene geoms never move in the IK's data (only arm joints are set there): one pose per box
+            local = xpos.take(self._box_other, axis=0)
+            if len(self._box_groups) == 1:  # one box (the table top): no gather
+                g = self._box_groups[0][0]
+                local -= xpos[g]
+                local = local @ data.geom_xmat[g].reshape(3, 3)
+            else:
+                for g, sel in self._box_groups:
+                    local[sel] = (local[sel] - xpos[g]) @ data.geom_xmat[g].reshape(3, 3)
+            np.abs(local, out=local)
+            local -= self._box_half
+            out = np.maximum(local, 0.0, out=local)
+            out *= out
+            near_box = out @ _ONES3 < self._box_reach2
         if self._pln.size:
             normal = data.geom_xmat[self._pln_g][:, 6:9]
             rel = xpos[self._pln_other] - xpos[self._pln_g]
-            survivors.append(self._pln[np.einsum("ij,ij->i", normal, rel) < self._pln_reach])
+            near_pln = np.einsum("ij,ij->i", normal, rel) < self._pln_reach
+        survivors = [idx[near] for idx, near in ((self._sph, near_sph), (self._box, near_box), (self._pln, near_pln))
+                     if near is not None and near.any()]
         if self._keep.size:
             survivors.append(self._keep)
-        cand = np.sort(np.concatenate(survivors)) if len(survivors) > 1 else (survivors[0] if survivors else self._keep)
+        if not survivors:
+            self.candidates = 0
+            self.active = self._none
+            return 0
+        cand = np.sort(np.concatenate(survivors)) if len(survivors) > 1 else survivors[0]
         self.candidates = int(cand.size)
         if cand.size == 0:
             self.active = cand
@@ -146,59 +172,69 @@ class CollisionDistances:
         if m == 0:
             return 0
         act = self.active
-        xpos, xmat = data.geom_xpos, data.geom_xmat
+        xpos = data.geom_xpos
         ft = self.fromto_m[:m]
         d = self.dist_m[:m]
         p1, p2 = ft[:, :3], ft[:, 3:]
         n = p2 - p1
-        length = np.sqrt(np.einsum("ij,ij->i", n, n))
-        g1, g2 = self._g1[act], self._g2[act]
+        length = np.sqrt((n * n) @ _ONES3)
         small = length < 1e-9
         if small.any():  # touching: the witness points coincide, the centres give the direction
+            g1, g2 = self._g1.take(act), self._g2.take(act)
             n[small] = xpos[g2[small]] - xpos[g1[small]]
-            length[small] = np.sqrt(np.einsum("ij,ij->i", n[small], n[small]))
-        # overlapping: from->to points into the overlap, so d grows against it
-        scale = np.where((d < 0) & ~small, -1.0, 1.0) / np.maximum(length, 1e-12)
-        n *= scale[:, None]
-        limit = np.minimum(d + FEATURE_BAND_M, self.influence_m)[:, None]
-        # vertices of geom1 against geom2's tangent plane at p2, and of geom2 against geom1's at p1
-        w1 = xpos[g1][:, None, :] + np.einsum("mij,mfj->mfi", xmat[g1].reshape(m, 3, 3), self._feat_local1[act])
-        r1 = self._feat_r1[act]
-        dv1 = np.einsum("mfi,mi->mf", p2[:, None, :] - w1, n) - r1[:, None]
-        k1, f1 = np.nonzero(self._feat_mask1[act] & (dv1 < limit))
-        w2 = xpos[g2][:, None, :] + np.einsum("mij,mfj->mfi", xmat[g2].reshape(m, 3, 3), self._feat_local2[act])
-        r2 = self._feat_r2[act]
-        dv2 = np.einsum("mfi,mi->mf", w2 - p1[:, None, :], n) - r2[:, None]
-        k2, f2 = np.nonzero(self._feat_mask2[act] & (dv2 < limit))
-        kk = np.concatenate([np.arange(m), k1, k2])
+            length[small] = np.sqrt((n[small] * n[small]) @ _ONES3)
+            length[~small & (d < 0)] *= -1.0
+        else:
+            length[d < 0] *= -1.0  # overlapping: from->to points into the overlap, d grows against it
+        n /= length[:, None]
+        # Vertices of both geoms of every pair at once: rows 0..m-1 are geom1's (measured to geom2's
+        # tangent plane at p2), rows m..2m-1 geom2's (to geom1's plane at p1).
+        both = np.concatenate([act, act + self._n_pairs])
+        geoms = self._feat_geom.take(both)
+        rot = data.geom_xmat.take(geoms, axis=0).reshape(2 * m, 3, 3)
+        w = self._feat_local.take(both, axis=0) @ rot.transpose(0, 2, 1)
+        w += xpos.take(geoms, axis=0)[:, None, :]
+        n2 = np.concatenate([n, n])
+        base = np.concatenate([p2, p1])
+        radius = self._feat_r.take(both)
+        dv = ((w - base[:, None, :]) @ n2[:, :, None])[:, :, 0]
+        dv[:m] *= -1.0
+        dv -= radius[:, None]
+        limit = np.minimum(d + FEATURE_BAND_M, self.influence_m)
+        s, f = np.nonzero(self._feat_mask.take(both, axis=0) & (dv < np.concatenate([limit, limit])[:, None]))
+        k = s % m
+        side1 = s < m
+        c = w[s, f] + (np.where(side1, 1.0, -1.0) * radius[s])[:, None] * n2[s]
+        kk = np.concatenate([np.arange(m), k])
         R = kk.size
         self._ensure_rows(R)
         self.row_pair[:R] = kk
-        self.row_dist_m[:R] = np.concatenate([d, dv1[k1, f1], dv2[k2, f2]])
-        P1 = np.concatenate([p1, w1[k1, f1] + n[k1] * r1[k1, None], p1[k2]])
-        P2 = np.concatenate([p2, p2[k1], w2[k2, f2] - n[k2] * r2[k2, None]])
-        b1 = self._body1[act][kk]
-        b2 = self._body2[act][kk]
-        # n · J(p) = [n, (p - o) x n] · [Jp(o); Jr(o)] with o the body frame's origin: one 6 x 14 block
-        # per body involved (`mj_jacBody`), the rows one product of the stacked blocks.
-        bodies = np.unique(np.concatenate([b1, b2]))
-        blocks = self._blocks[:6 * bodies.size]
+        self.row_dist_m[:m] = d
+        self.row_dist_m[m:R] = dv[s, f]
+        P1 = np.concatenate([p1, np.where(side1[:, None], c, p1[k])])
+        P2 = np.concatenate([p2, np.where(side1[:, None], p2[k], c)])
+        b1 = self._body1.take(act).take(kk)
+        b2 = self._body2.take(act).take(kk)
+        # n · J(p) = [n, (p - o) x n] · [Jp(o); Jr(o)] with o the body frame's origin: one 6 x 14
+        # block per body involved (`mj_jacBody`), then one small product per row.
+        bodies = sorted(set(b1.tolist()) | set(b2.tolist()))
+        slot = self._slot
+        blocks = self._blocks
         cols = self._cols
-        for i, b in enumerate(bodies.tolist()):
+        for i, b in enumerate(bodies):
+            slot[b] = i
             if b:
                 mujoco.mj_jacBody(model, data, self._jac1, self._jac2, b)
-                blocks[6 * i:6 * i + 3] = self._jac1[:, cols]
-                blocks[6 * i + 3:6 * i + 6] = self._jac2[:, cols]
+                np.take(self._jac1, cols, axis=1, out=blocks[i, :3])
+                np.take(self._jac2, cols, axis=1, out=blocks[i, 3:])
             else:  # the world does not move
-                blocks[6 * i:6 * i + 6] = 0.0
-        nk = n[kk]
+                blocks[i] = 0.0
+        nk = n.take(kk, axis=0)
         bx = data.xpos
-        coef = np.zeros((R, 6 * bodies.size))
-        span = np.arange(6)
-        at = np.arange(R)[:, None]
-        coef[at, 6 * np.searchsorted(bodies, b2)[:, None] + span] = np.concatenate([nk, _cross(P2 - bx[b2], nk)], axis=1)
-        coef[at, 6 * np.searchsorted(bodies, b1)[:, None] + span] = -np.concatenate([nk, _cross(P1 - bx[b1], nk)], axis=1)
-        row = coef @ blocks
+        v2 = np.concatenate([nk, _cross(P2 - bx.take(b2, axis=0), nk)], axis=1)
+        v1 = np.concatenate([nk, _cross(P1 - bx.take(b1, axis=0), nk)], axis=1)
+        row = (v2[:, None, :] @ blocks.take(slot.take(b2), axis=0))[:, 0]
+        row -= (v1[:, None, :] @ blocks.take(slot.take(b1), axis=0))[:, 0]
         self.row_jac[:R] = row
         return R
 
@@ -212,9 +248,10 @@ class CollisionDistances:
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross product of (R, 3) arrays (np.cross costs several times more at these sizes)."""
-    return a[:, _YZX] * b[:, _ZXY] - a[:, _ZXY] * b[:, _YZX]
+    return a.take(_YZX, axis=1) * b.take(_ZXY, axis=1) - a.take(_ZXY, axis=1) * b.take(_YZX, axis=1)
 
 
+_ONES3 = np.ones(3)
 _YZX = np.array([1, 2, 0])
 _ZXY = np.array([2, 0, 1])
 
