@@ -187,6 +187,7 @@ def test_the_qp_minimises_the_plain_step_cost():
     # Within influence but moving away, slowly: no row and no bound binds, so the QP's answer is the
     # plain damped-least-squares step (the same cost's unconstrained minimiser).
     solver, tasks, _ = make(["left"], (CollisionPairGroup("arm_scene", ("cap",), ("wall",)),))
+    solver.plain_first = False  # the QP itself, not the plain step that would stand here
     q = np.array([0.3 - WALL_HALF - R - 0.05, 0.0, 0.0])
     tasks.target[0] = centre("left", q) + [-0.001, 0.0008, 0.0005]
     q_qp, status = solver.solve(q, DT)
@@ -194,3 +195,14 @@ def test_the_qp_minimises_the_plain_step_cost():
     q_plain = solver.solver.solve(q, DT)
     assert np.abs(q_qp - q_plain).max() <= 1e-9
     assert np.abs(q_qp - q).max() > 1e-4
+
+
+def test_a_near_pair_that_does_not_limit_the_step_keeps_the_plain_step():
+    solver, tasks, _ = make(["left"], (CollisionPairGroup("arm_scene", ("cap",), ("wall",)),))
+    q = np.array([0.3 - WALL_HALF - R - 0.05, 0.0, 0.0])
+    tasks.target[0] = centre("left", q) + [-0.01, 0.02, 0.0]  # moving away along the wall
+    q_new, status = solver.solve(q, DT)
+    assert solver.near_solves == 1 and solver.constrained_solves == 0
+    assert not status[0].held and status[0].pair == "left/cap~wall"
+    assert status[0].distance_m == pytest.approx(0.05, abs=1e-9)
+    assert np.array_equal(q_new, solver.solver.solve(q, DT))

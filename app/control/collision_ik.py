@@ -6,8 +6,11 @@
 2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
 3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
    for bit, as with collision avoidance off);
-4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each, and `ConstrainedDLS.solve`: all
-   arms as one QP when an arm-arm pair is within influence, else one QP per arm that has a pair.
+4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each.
+   The plain step first: when it satisfies every row, the constraint does not limit it and it
+   stands (most ticks with something near: a hand working above the table). Else
+   `ConstrainedDLS.solve`, from the start command again: all arms as one QP when an arm-arm pair
+   is within influence, else one QP per arm that has a pair.
 
 Each arm's `CollisionStatus` says how close it is, to what, and whether a collision row held it.
 """
@@ -28,6 +31,8 @@ from app.sim.scene import ArmHandles
 
 
 _ARM_ARM = int(PairClass.ARM_ARM)
+ROW_TOL_M = 1e-12
+"""Slack (m) allowed on a damper row when checking the plain step against it (rounding)."""
 
 
 class PrimableTasks(Tasks, Protocol):
@@ -56,8 +61,12 @@ class CollisionAwareDLS:
         self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
         self.constrained = ConstrainedDLS(solver, len(self.pairs))
         self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
+        self.near_solves = 0
+        """Solves with some pair within influence (the rows were built)."""
         self.constrained_solves = 0
-        """Solves that took the QP path (some pair within influence)."""
+        """Solves that ran the QP: the plain step would have closed some pair faster than its damper allows."""
+        self.plain_first = True
+        """Try the plain step first on ticks with a pair near, and keep it when it satisfies every row."""
         self.infeasible_solves = 0
         """Solves whose QP had no solution and fell back (see `app.control.dls_qp`)."""
 
@@ -78,7 +87,7 @@ class CollisionAwareDLS:
 
     def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         dist, pairs, c = self.distances, self.pairs, self.cfg
-        self.constrained_solves += 1
+        self.near_solves += 1
         self.tasks.com_ready()
         R = dist.rows()
         act = dist.active
@@ -88,6 +97,12 @@ class CollisionAwareDLS:
         row_d = dist.row_dist_m[:R]
         row_pair = act[dist.row_pair[:R]]
         lower = self.damper_lower_m(row_d, dt_s)
+        if self.plain_first:
+            # Most ticks with a pair near do not press against it: the plain step keeps every row.
+            q = self.solver.solve(q_start, dt_s)
+            if (jac @ (q - q_start) >= lower - ROW_TOL_M).all():
+                return q, self._statuses(act, d, None, None)
+        self.constrained_solves += 1
         rg1, rg2 = pairs.arm1[row_pair], pairs.arm2[row_pair]
         if (pairs.kind[act] == _ARM_ARM).any():
             problems = [tuple(range(self.n))]
@@ -100,18 +115,27 @@ class CollisionAwareDLS:
         q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, rg1, rg2)
         if any(cs.infeasible):
             self.infeasible_solves += 1
+        return q, self._statuses(act, d, cs, row_pair)
+
+    def _statuses(self, act: np.ndarray, d: np.ndarray, cs: ConstrainedDLS | None,
+                  row_pair: np.ndarray | None) -> list[CollisionStatus]:
+        """Each arm's status from the active pairs (and the QP's held rows, when it ran)."""
+        dist, pairs, c = self.distances, self.pairs, self.cfg
         a1, a2 = pairs.arm1[act], pairs.arm2[act]
         status = []
         for i in range(self.n):
+            held = bool(cs is not None and cs.held[i])
+            infeasible = bool(cs is not None and cs.infeasible[i])
             mine = np.flatnonzero((a1 == i) | (a2 == i))
             if mine.size == 0:
-                status.append(CollisionStatus(distance_m=c.influence_m, held=cs.held[i], infeasible=cs.infeasible[i]))
+                status.append(CollisionStatus(distance_m=c.influence_m, held=held, infeasible=infeasible))
                 continue
             k = int(mine[np.argmin(d[mine])])
             ft = dist.fromto_m[k]
-            hr = cs.held_row[i]
+            hr = cs.held_row[i] if cs is not None else -1
             status.append(CollisionStatus(
                 distance_m=float(d[k]), pair=pairs.names[act[k]],
                 point_a_m=(float(ft[0]), float(ft[1]), float(ft[2])), point_b_m=(float(ft[3]), float(ft[4]), float(ft[5])),
-                held=cs.held[i], held_pair=pairs.names[row_pair[hr]] if hr >= 0 else "", infeasible=cs.infeasible[i]))
-        return q, status
+                held=held, held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
+                infeasible=infeasible))
+        return status
