@@ -81,6 +81,7 @@ class CollisionDistances:
         self.row_dist_m = np.zeros(4 * n_pairs + 1)
         self.row_pair = np.zeros(4 * n_pairs + 1, dtype=np.intp)
         self._ft = np.zeros(6)
+        self._recheck = np.zeros(n_pairs)
         self._jac1 = np.zeros((3, model.nv))
         self._jac2 = np.zeros((3, model.nv))
         self._g1, self._g2 = g1.astype(np.intp), g2.astype(np.intp)
@@ -152,6 +153,16 @@ class CollisionDistances:
                 act.append(p)
         self.active = np.array(act, dtype=np.intp)
         return len(act)
+
+    def recheck(self) -> np.ndarray:
+        """Exact distances (m) of the active pairs at the data's current kinematics (e.g. after a
+        step), in `active` order; the results of the last `update` are left as they were."""
+        model, data = self.model, self.data
+        ft, out = self._ft, self._recheck[:len(self.active)]
+        g1s, g2s, dmax = self._g1_list, self._g2_list, 2.0 * self.influence_m
+        for k, p in enumerate(self.active.tolist()):
+            out[k] = mujoco.mj_geomDistance(model, data, g1s[p], g2s[p], dmax, ft)
+        return out
 
     def rows(self) -> int:
         """Fill the constraint rows of the active pairs; returns their number ``R``.

@@ -6,9 +6,11 @@
 2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
 3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
    for bit, as with collision avoidance off);
-4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each.
-   The plain step first: when it satisfies every row, the constraint does not limit it and it
-   stands (most ticks with something near: a hand working above the table). Else
+4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each,
+   built only when needed.
+   The plain step first: when the exact distances after it (`CollisionDistances.recheck`) close no
+   faster than the dampers allow, the constraint does not limit it and it stands (most ticks with
+   something near: a hand working above the table). Else
    `ConstrainedDLS.solve`, from the start command again: all arms as one QP when an arm-arm pair
    is within influence, else one QP per arm that has a pair.
 
@@ -66,7 +68,8 @@ class CollisionAwareDLS:
         self.constrained_solves = 0
         """Solves that ran the QP: the plain step would have closed some pair faster than its damper allows."""
         self.plain_first = True
-        """Try the plain step first on ticks with a pair near, and keep it when it satisfies every row."""
+        """Try the plain step first on ticks with a pair near, and keep it when the pairs' exact distances
+        after it respect every damper (False: always the QP, for tests of the QP itself)."""
         self.infeasible_solves = 0
         """Solves whose QP had no solution and fell back (see `app.control.dls_qp`)."""
 
@@ -88,20 +91,23 @@ class CollisionAwareDLS:
     def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         dist, pairs, c = self.distances, self.pairs, self.cfg
         self.near_solves += 1
-        self.tasks.com_ready()
-        R = dist.rows()
         act = dist.active
         m = act.size
         d = dist.dist_m[:m]
+        if self.plain_first:
+            # Most ticks with a pair near do not press against it (a hand working above the table):
+            # the plain step stands when, measured exactly after it, no pair closed faster than its
+            # damper allows.
+            q = self.solver.solve(q_start, dt_s)
+            if (dist.recheck() - d >= self.damper_lower_m(d, dt_s) - ROW_TOL_M).all():
+                return q, self._statuses(act, d, None, None)
+            self.tasks.prime(q_start)
+        self.tasks.com_ready()
+        R = dist.rows()
         jac = dist.row_jac[:R]
         row_d = dist.row_dist_m[:R]
         row_pair = act[dist.row_pair[:R]]
         lower = self.damper_lower_m(row_d, dt_s)
-        if self.plain_first:
-            # Most ticks with a pair near do not press against it: the plain step keeps every row.
-            q = self.solver.solve(q_start, dt_s)
-            if (jac @ (q - q_start) >= lower - ROW_TOL_M).all():
-                return q, self._statuses(act, d, None, None)
         self.constrained_solves += 1
         rg1, rg2 = pairs.arm1[row_pair], pairs.arm2[row_pair]
         if (pairs.kind[act] == _ARM_ARM).any():
