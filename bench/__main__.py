@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline.tick_cost(report, 1000 if q else 8000)
     ik_vs_mink.ik_vs_mink(report, 1.0 if q else 4.0)
     ik_collision.ik_collision(report, 2.0 if q else 4.0)
+    ik_collision.demo_ik_on_off(report, 1000 if q else 4000)
     loop_s = args.loop_seconds or (5.0 if q else 600.0)
     pipeline.loop_timing(report, loop_s, with_recorder=False)
     pipeline.loop_timing(report, loop_s, with_recorder=True)

@@ -8,6 +8,8 @@ the least distance kept over every pair (exact, `mj_geomDistance` on the answer)
 arm-arm distance, and the mean TCP position error against the target. The fast path's cost is our
 solve with `[collision]` on against off on the trajectory where nothing comes near.
 
+Also the demo's own IK calls solved with `[collision]` on and off, interleaved call by call.
+
 Run alone: ``python -m bench.ik_collision [seconds]``.
 """
 
@@ -196,10 +198,45 @@ def ik_collision(report: Report, seconds: float) -> None:
                        "equal or better", ok_quality)
 
 
+def demo_ik_on_off(report: Report, ticks: int) -> None:
+    """The demo's own IK calls (its pick-and-place: the hands work above the table, within the
+    influence distance much of the time), solved with `[collision]` on and off, interleaved call by
+    call so both see the same machine load."""
+    from bench.pipeline import _engine_and_demo
+    cfg = Config()
+    scene, eng, demo = _engine_and_demo(cfg)
+    calls = []
+    solve = eng.ik.solve_all
+
+    def spy(q, pos, quat, dt):
+        calls.append((np.array(q), np.array(pos), np.array(quat), dt))
+        return solve(q, pos, quat, dt)
+
+    eng.ik.solve_all = spy
+    for k in range(ticks):
+        t = k * cfg.loop.period_s
+        eng.tick(demo.read(t), t)
+    arms = [scene.arms[a] for a in ARMS]
+    home_q = np.array(cfg.scene.home_qpos_rad)
+    on = MultiArmIK(scene.model, arms, cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q, cfg.collision)
+    off = MultiArmIK(scene.model, arms, cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
+    t_on, t_off = [], []
+    for q, pos, quat, dt in calls:
+        for ik, out in ((on, t_on), (off, t_off)):
+            t0 = time.perf_counter()
+            ik.solve_all(q, pos, quat, dt)
+            out.append(time.perf_counter() - t0)
+    a, b = p50_p99_max(t_on), p50_p99_max(t_off)
+    near = on.collision.near_solves / len(calls)
+    report.add(SECTION, f"demo's IK calls ({len(calls)}, {near * 100:.0f}% with a pair near), p50/p99, [collision] on; off",
+               f"{a[0] * 1e6:.0f}/{a[1] * 1e6:.0f}; {b[0] * 1e6:.0f}/{b[1] * 1e6:.0f} us ({a[0] / b[0]:.2f}x)")
+
+
 def main(argv: list[str]) -> int:
     seconds = float(argv[0]) if argv else 4.0
     report = Report()
     ik_collision(report, seconds)
+    demo_ik_on_off(report, int(seconds * 500))
     print(report.markdown())
     return 0
 

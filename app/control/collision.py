@@ -12,11 +12,15 @@ own MjData (never the physics data) and finds the pairs closer than ``influence_
    witness points (``fromto``: the point on geom1, the point on geom2, world frame, m).
 
 `rows()` then gives, for each pair within influence, the row ``∂d/∂q`` over the arms' stacked
-joints (a Panda arm i's joints are columns 7i..7i+6): with ``n`` the unit normal from geom1's witness point to
-geom2's (reversed while the geoms overlap, so ``d`` grows along it either way) and ``J1``, ``J2`` the
-translation Jacobians (`mj_jac`) of the witness points on their bodies,
+joints (a Panda arm i's joints are columns 7i..7i+6): with ``n`` the unit normal from geom1's witness
+point to geom2's (reversed while the geoms overlap, so ``d`` grows along it either way) and ``J1``,
+``J2`` the translation Jacobians of the witness points on their bodies (from one `mj_jacBody` per
+body),
 
-    ∂d/∂q = nᵀ (J2 - J1).
+    ∂d/∂q = nᵀ (J2 - J1),
+
+plus rows for the geoms' vertices near the witness distance (see `rows`). `recheck()` measures the
+active pairs again after a step, exactly.
 """
 
 from __future__ import annotations
