@@ -67,6 +67,8 @@ class CollisionAwareDLS:
         """Solves with some pair within influence (the rows were built)."""
         self.constrained_solves = 0
         """Solves that ran the QP: the plain step would have closed some pair faster than its damper allows."""
+        self._pressing = False
+        """The last solve's QP had a binding row: the next one skips the plain attempt."""
         self.plain_first = True
         """Try the plain step first on ticks with a pair near, and keep it when the pairs' exact distances
         after it respect every damper (False: always the QP, for tests of the QP itself)."""
@@ -77,6 +79,7 @@ class CollisionAwareDLS:
         """Joint answer (new array) from ``q_start`` and each arm's collision status."""
         self.tasks.prime(q_start)
         if self.distances.update() == 0:
+            self._pressing = False
             return self.solver.solve(q_start, dt_s), self._clear
         return self._solve_constrained(q_start, dt_s)
 
@@ -94,10 +97,10 @@ class CollisionAwareDLS:
         act = dist.active
         m = act.size
         d = dist.dist_m[:m]
-        if self.plain_first:
+        if self.plain_first and not self._pressing:
             # Most ticks with a pair near do not press against it (a hand working above the table):
             # the plain step stands when, measured exactly after it, no pair closed faster than its
-            # damper allows.
+            # damper allows. While the last tick needed the QP, this one most likely does too.
             q = self.solver.solve(q_start, dt_s)
             if (dist.recheck() - d >= self.damper_lower_m(d, dt_s) - ROW_TOL_M).all():
                 return q, self._statuses(act, d, None, None)
@@ -121,6 +124,7 @@ class CollisionAwareDLS:
         q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, rg1, rg2)
         if any(cs.infeasible):
             self.infeasible_solves += 1
+        self._pressing = any(cs.held)
         return q, self._statuses(act, d, cs, row_pair)
 
     def _statuses(self, act: np.ndarray, d: np.ndarray, cs: ConstrainedDLS | None,
