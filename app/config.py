@@ -42,6 +42,7 @@ SAFETY_KEYS: tuple[str, ...] = (
     "scene.file", "scene.home_qpos_rad", "safety", "limits", "arms", "ik.joint_limit_margin_rad", "mapping.scale", "mapping.precision_factor",
     "stream.allow_remote", "stream.endpoint", "stream.max_start_keypoint_m", "stream.max_start_joint_rad",
     "stream.threepoint.max_jump_m", "stream.threepoint.reacquire_after_s", "stream.threepoint.rotation_tol",
+    "collision",
 )
 """Configuration keys (a table names all its keys) that decide what may reach an actuator or the
 network; `safety_differences` reports a replay's recorded values of these."""
@@ -566,6 +567,68 @@ class StreamConfig:
         return 1.0 / self.rate_hz
 
 
+COLLISION_PAIR_KINDS: tuple[str, ...] = ("arm_arm", "arm_scene", "self")
+"""`collision.pairs[].kind`: 'arm_arm' pairs `a` on each arm with `b` on the other arm; 'arm_scene' pairs
+`a` on each arm with the scene's geoms `b` (the table); 'self' pairs `a` with `b` on the same arm."""
+
+
+@dataclass(frozen=True)
+class CollisionPairGroup:
+    """One group of collision pairs of `[collision]`, as data; `app.control.collision_pairs` resolves it
+    against the model (only collision geoms, contype or conaffinity not 0, take part)."""
+
+    kind: str
+    """One of `COLLISION_PAIR_KINDS`."""
+    a: tuple[str, ...]
+    """Body or geom names (fnmatch patterns such as 'link*') on an arm, without the arm's prefix."""
+    b: tuple[str, ...]
+    """Same as `a` for 'arm_arm' and 'self'; for 'arm_scene' the scene's body or geom names (e.g. 'table')."""
+
+    def __post_init__(self) -> None:
+        _require(self.kind in COLLISION_PAIR_KINDS, "collision.pairs[].kind", f"one of {COLLISION_PAIR_KINDS}", self.kind)
+        for side in ("a", "b"):
+            v = getattr(self, side)
+            _require(isinstance(v, tuple) and len(v) > 0 and all(isinstance(x, str) and x != "" for x in v),
+                     f"collision.pairs[].{side}", "a non-empty array of non-empty name patterns", v)
+
+
+def _default_collision_pairs() -> tuple[CollisionPairGroup, ...]:
+    hand = ("link7", "hand", "left_finger", "right_finger")
+    return (
+        CollisionPairGroup("arm_arm", ("*",), ("*",)),
+        CollisionPairGroup("arm_scene", ("link3", "link4", "link5", "link6") + hand, ("table",)),
+        # A Panda's links two apart along the chain sit closer than the influence distance by design
+        # (link3~link5 1.2 cm at the ready pose); its joint limits keep those apart. What the
+        # constraint guards is the hand folding back onto the base, shoulder or elbow.
+        CollisionPairGroup("self", ("link0", "link1", "link2", "link3", "link4"), ("link6",) + hand),
+    )
+
+
+@dataclass(frozen=True)
+class CollisionConfig:
+    """`[collision]`: the collision constraint of the arms' IK (`app.control.collision`)."""
+
+    enabled: bool = True
+    """Keep the arms apart from each other, the table and themselves (False: plain IK, no distances)."""
+    minimum_m: float = 0.01
+    """Smallest distance (m) the IK lets any pair of `pairs` come to."""
+    influence_m: float = 0.10
+    """Pairs closer than this (m) constrain the IK; beyond it the plain damped least squares runs."""
+    approach_speed_m_s: float = 0.5
+    """Fastest a pair may close (m/s) at `influence_m`, falling linearly to 0 at `minimum_m` (velocity damper)."""
+    pairs: tuple[CollisionPairGroup, ...] = field(default_factory=_default_collision_pairs)
+    """The pair groups, checked against the model when the IK is built."""
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.enabled, bool), "collision.enabled", "true or false", self.enabled)
+        _require(_finite(self.minimum_m) and 0.0 <= self.minimum_m <= 0.1, "collision.minimum_m", "a number in 0..0.1 (m)", self.minimum_m)
+        _require(_finite(self.influence_m) and 0.0 < self.influence_m <= 0.5, "collision.influence_m", "a number in (0, 0.5] (m)", self.influence_m)
+        _require(self.minimum_m < self.influence_m, "collision.minimum_m", f"a distance below collision.influence_m ({self.influence_m!r} m)", self.minimum_m)
+        _require(_finite(self.approach_speed_m_s) and 0.0 < self.approach_speed_m_s <= 2.0, "collision.approach_speed_m_s", "a number in (0, 2] (m/s)", self.approach_speed_m_s)
+        _require(isinstance(self.pairs, tuple) and all(isinstance(g, CollisionPairGroup) for g in self.pairs),
+                 "collision.pairs", "an array of pair groups", self.pairs)
+
+
 @dataclass(frozen=True)
 class SimConfig:
     velocity_feedforward: bool = True
@@ -627,6 +690,7 @@ class Config:
     sim: SimConfig = field(default_factory=SimConfig)
     stream: StreamConfig = field(default_factory=StreamConfig)
     core: CoreConfig = field(default_factory=CoreConfig)
+    collision: CollisionConfig = field(default_factory=CollisionConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(dataclasses.asdict(self))

@@ -7,6 +7,7 @@ same as before events were typed, so old recordings read unchanged:
 
     engage:<arm>  release:<arm>  holding:<arm>  reacquired:<arm>  relatch:<arm>
     precision_on:<arm>  precision_off:<arm>  mark:<arm>  lost:<arm>:<reason>
+    collision_hold:<arm>:<pair>
     calibrate:<heading rad, 4 decimals>  estop:<why>  reset  fault  resync
     cmd:<command kind>[:<arm>][:<label>]      (an operator command, re-issued by a replay)
 
@@ -75,6 +76,9 @@ class EventKind(Enum):
     """The B button: a marker in the recording."""
     LOST = "lost"
     """The arm's controller samples started being rejected; `label` is the gate's reason."""
+    COLLISION_HOLD = "collision_hold"
+    """A collision constraint started holding the arm back; `label` is the binding pair
+    (`app.control.collision_pairs` names, e.g. 'left/hand~right/hand')."""
     CALIBRATE = "calibrate"
     """`value`: the new operator heading (rad, rounded to 4 decimals as recorded)."""
     ESTOP = "estop"
@@ -89,7 +93,7 @@ class EventKind(Enum):
 
 ARM_EVENTS = frozenset({EventKind.ENGAGE, EventKind.RELEASE, EventKind.HOLDING, EventKind.REACQUIRED,
                         EventKind.RELATCH, EventKind.PRECISION_ON, EventKind.PRECISION_OFF, EventKind.MARK,
-                        EventKind.LOST})
+                        EventKind.LOST, EventKind.COLLISION_HOLD})
 """Kinds that belong to one arm (their `arm` is required)."""
 
 
@@ -99,7 +103,7 @@ class Event:
     arm: str | None = None
     """One of `ARMS` for the kinds in `ARM_EVENTS`, None otherwise."""
     label: str = ""
-    """LOST: the rejection reason; ESTOP: why. Separators are replaced (see the module)."""
+    """LOST: the rejection reason; COLLISION_HOLD: the pair; ESTOP: why. Separators are replaced (see the module)."""
     value: float | None = None
     """CALIBRATE: the heading (rad), rounded to the 4 decimals the text keeps."""
     command: Command | None = None

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="length of each loop-timing run (default 5 s quick, 600 s full)")
     p.add_argument("--out", default=None, help="Markdown file to write (default docs/benchmarks.md; '-' for none)")
     args = p.parse_args(argv)
-    from bench import ik_vs_mink, pipeline
+    from bench import ik_collision, ik_vs_mink, pipeline
 
     q = args.quick
     report = Report()
@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"benchmarks ({'quick' if q else 'full'}) on {machine_description()}", flush=True)
     pipeline.tick_cost(report, 1000 if q else 8000)
     ik_vs_mink.ik_vs_mink(report, 1.0 if q else 4.0)
+    ik_collision.ik_collision(report, 2.0 if q else 4.0)
+    ik_collision.demo_ik_on_off(report, 1000 if q else 4000)
     loop_s = args.loop_seconds or (5.0 if q else 600.0)
     pipeline.loop_timing(report, loop_s, with_recorder=False)
     pipeline.loop_timing(report, loop_s, with_recorder=True)

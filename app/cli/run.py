@@ -179,7 +179,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         args.record = str(session_path(args.record))
     summary = RunSummary()
     pipe.subscribe(summary.add)  # before the loop starts: a --fast run's first ticks count too
-    if not _start_pipeline(pipe, args, cfg, source_kind, session, explicit_cfg):
+    if not _start_pipeline(pipe, args, cfg, source_kind, session, explicit_cfg, config_path):
         return EXIT_FAILURE
     started = time.perf_counter()
     with TerminationSignals(lambda: pipe.loop.stop(timeout_s=0)) as signals:
@@ -206,7 +206,8 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
 
 
-def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: str, session, explicit_cfg) -> bool:
+def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: str, session, explicit_cfg,
+                    config_path: str | None = None) -> bool:
     """Start the source, the recording and the stream and print the run's first line; False (after
     printing why) when the source cannot start; UsageError for bad input."""
     from app.config import ConfigError
@@ -219,7 +220,10 @@ def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: str, sessi
     try:
         note = pipe.start(source_kind, args.replay, explicit_cfg, options, session=session, record_path=args.record)
     except ConfigError as exc:
-        raise UsageError(f"{args.replay}: the configuration in its sidecar is not usable ({exc}); pass --config") from None
+        if args.replay and explicit_cfg is None:
+            raise UsageError(f"{args.replay}: the configuration in its sidecar is not usable ({exc}); pass --config") from None
+        # checked against the scene only when the engine is built (the collision pairs' names)
+        raise UsageError(f"{config_path or 'the default configuration'}: {exc}") from None
     except (SceneError, RecordingError) as exc:
         raise UsageError(str(exc)) from None
     except (PipelineError, TrackingSourceError) as exc:

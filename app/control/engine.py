@@ -11,8 +11,10 @@ Per arm a tick runs three stages, then the batched IK:
    latches, unlatches or rescales the arm's `ClutchMapping` on each transition;
 3. command and gripper output: clutch mapping  ->  workspace box  ->  target; trigger  ->  gripper.
 
-Then IK (velocity and joint limits)  ->  position actuators. What happened is recorded as typed
-`app.events.Event`s in the snapshot.
+Then IK (velocity and joint limits, collision constraints)  ->  position actuators. What happened
+is recorded as typed `app.events.Event`s in the snapshot. An arm a collision constraint starts
+holding back gets a `collision_hold:<arm>:<pair>` event and a haptic pulse; every held tick counts
+in `clamp_counts` as `<arm>:collision`.
 """
 
 from __future__ import annotations
@@ -69,6 +71,15 @@ class _Arm:
     ik_result: IKResult | None = None
 
 
+def _collision_fields(r: IKResult | None) -> dict:
+    """The snapshot's collision fields from the arm's last IK result (none yet: nothing known)."""
+    if r is None:
+        return {}
+    c = r.collision
+    return dict(collision_distance_m=c.distance_m, collision_pair=c.pair, collision_point_a_m=c.point_a_m,
+                collision_point_b_m=c.point_b_m, collision_held=c.held)
+
+
 class TeleopEngine:
     def __init__(self, cfg: Config, sim: ArmsOutput, arms: dict[str, ArmHandles],
                  haptic: Callable[[str, int], None] | None = None, source_name: str = "") -> None:
@@ -89,7 +100,8 @@ class TeleopEngine:
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
         s = cfg.safety
         self.arms: dict[str, _Arm] = {}
-        self.ik = MultiArmIK(sim.model, [arms[name] for name in ARMS], cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q)
+        self.ik = MultiArmIK(sim.model, [arms[name] for name in ARMS], cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q,
+                             cfg.collision)
         for index, name in enumerate(ARMS):
             h = arms[name]
             arm = _Arm(
@@ -260,7 +272,7 @@ class TeleopEngine:
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = time.perf_counter()
-            self._solve_and_send()
+            self._solve_and_send(events)
             t_ik = time.perf_counter()
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
             self._error = f"{type(exc).__name__}: {exc}"
@@ -297,7 +309,7 @@ class TeleopEngine:
                 events.append(Event(EventKind.MARK, name))
             self._prev_b[name] = b
 
-    def _solve_and_send(self) -> None:
+    def _solve_and_send(self, events: list[Event]) -> None:
         """Both arms' IK in one batch (skipped while e-stopped: the arms hold), then the actuators."""
         arms = list(self.arms.values())
         q_prev = [arm.q_cmd for arm in arms]
@@ -305,7 +317,7 @@ class TeleopEngine:
             results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
                                         np.stack([a.target_quat for a in arms]), self.period_s)
             for arm, res in zip(arms, results):
-                self._count_clamps(arm, res)
+                self._count_clamps(arm, res, events)
                 arm.q_cmd = res.q_rad
                 arm.ik_result = res
         for arm, qp in zip(arms, q_prev):
@@ -372,7 +384,7 @@ class TeleopEngine:
         if trig == trig:  # NaN never reaches the gripper
             arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
 
-    def _count_clamps(self, arm: _Arm, res: IKResult) -> None:
+    def _count_clamps(self, arm: _Arm, res: IKResult, events: list[Event]) -> None:
         prev = arm.ik_result
         if res.velocity_clamped:
             self.clamp_counts[f"{arm.name}:velocity"] += 1
@@ -380,6 +392,14 @@ class TeleopEngine:
             self.clamp_counts[f"{arm.name}:joint_limit"] += 1
             if prev is None or not prev.joint_limit_clamped:
                 self._pulse(arm.name)
+        col = res.collision
+        if col.held:
+            self.clamp_counts[f"{arm.name}:collision"] += 1
+            if prev is None or not prev.collision.held:
+                events.append(Event(EventKind.COLLISION_HOLD, arm.name, col.held_pair))
+                self._pulse(arm.name)
+        if col.infeasible:
+            self.clamp_counts[f"{arm.name}:collision_infeasible"] += 1
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
                   events: list[Event], stages: list[tuple[str, float]], t0: float, t_start: float,
@@ -400,6 +420,7 @@ class TeleopEngine:
                 ik_rot_err_rad=r.rot_err_rad if r else 0.0, ik_damping=r.damping if r else 0.0,
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
+                **_collision_fields(r),
             )
         rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.input.rejections.items()))
         t_snap = time.perf_counter()

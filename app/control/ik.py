@@ -9,6 +9,13 @@ core, all arms together: one kinematics pass per iteration, then one 6x7 problem
 and the posture bias toward the home pose. Each arm's whole step is scaled so no joint exceeds
 its velocity limit over one tick, and clamped to the joint range less a margin. Physics data is
 never touched.
+
+With `[collision]` on, each solve first measures the collision pairs at the start command
+(`app.control.collision`: a broad phase, then exact distances). No pair within ``influence_m``:
+the plain path above runs unchanged. Otherwise the step is the QP of `app.control.dls_qp` (the
+same cost, joint and speed limits as bounds, one velocity damper per pair within influence), both
+arms as one problem when an arm-arm pair is among them. Each result carries its arm's
+`CollisionStatus`.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from app.config import IKConfig
+from app.config import CollisionConfig, IKConfig
+from app.control.collision import COLLISION_OFF, CollisionStatus
+from app.control.collision_ik import CollisionAwareDLS
 from app.control.dls import DampedLeastSquares, Group, orientation_error, position_error
 from app.sim.scene import ArmHandles
 
@@ -36,6 +45,8 @@ class IKResult:
     """Squared damping of the last iteration."""
     velocity_clamped: bool
     joint_limit_clamped: bool
+    collision: CollisionStatus = COLLISION_OFF
+    """The arm's collision distance, closest pair and whether a collision row held it back."""
 
 
 class _TcpTasks:
@@ -57,12 +68,29 @@ class _TcpTasks:
         self._cur = np.zeros(4)
         self._local = np.zeros(3)
         self._jac_ready = False
+        self._primed = False
+
+    def prime(self, q: np.ndarray) -> None:
+        """Kinematics at ``q`` now; the next `update` must be at this same ``q`` and reuses them."""
+        self.data.qpos[self._qadr] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        self._jac_ready = False
+        self._primed = True
+
+    def com_ready(self) -> None:
+        """`mj_comPos` at the current kinematics (for `mj_jac` outside `jacobian`)."""
+        if not self._jac_ready:
+            mujoco.mj_comPos(self.model, self.data)
+            self._jac_ready = True
 
     def update(self, q: np.ndarray) -> None:
         model, data = self.model, self.data
-        data.qpos[self._qadr] = q
-        mujoco.mj_kinematics(model, data)
-        self._jac_ready = False
+        if self._primed:
+            self._primed = False
+        else:
+            data.qpos[self._qadr] = q
+            mujoco.mj_kinematics(model, data)
+            self._jac_ready = False
         cur, w = self._cur, self.rot_weight
         for i, g in enumerate(self.groups):
             site, e = self._sites[i], g.e
@@ -86,11 +114,18 @@ class MultiArmIK:
     """Solves every arm of `arms` in one pass; arms are independent kinematic chains."""
 
     def __init__(self, model: mujoco.MjModel, arms: Sequence[ArmHandles], cfg: IKConfig,
-                 max_joint_vel_rad_s: Sequence[float], home_q_rad: np.ndarray) -> None:
+                 max_joint_vel_rad_s: Sequence[float], home_q_rad: np.ndarray,
+                 collision: CollisionConfig | None = None) -> None:
         self.model = model
         self.data = mujoco.MjData(model)
         mujoco.mj_resetData(model, self.data)
         self.arms = list(arms)
+        # The fingers stand fully open in the IK's data (they never move there): the widest the hand
+        # gets, so the collision distances to its fingers are never larger than the real ones from outside.
+        for a in self.arms:
+            for adr in np.asarray(a.finger_qpos_adr).tolist():
+                jnt = int(np.flatnonzero(model.jnt_qposadr == adr)[0])
+                self.data.qpos[adr] = model.jnt_range[jnt, 1]
         self.cfg = cfg
         self.n = len(self.arms)
         margin = cfg.joint_limit_margin_rad
@@ -103,6 +138,10 @@ class MultiArmIK:
         self.q_lo = self.solver.q_lo.reshape(self.n, 7)
         """Lowest joint command (rad) per arm: the joint range less the margin."""
         self.q_hi = self.solver.q_hi.reshape(self.n, 7)
+        self.collision: CollisionAwareDLS | None = None
+        """The collision-aware solve (its pairs, distances and counters); None while `[collision]` is off."""
+        if collision is not None and collision.enabled:
+            self.collision = CollisionAwareDLS(collision, model, self.data, self.arms, self.solver, self.tasks)
 
     def tcp_pose(self, q_rad: np.ndarray, arm: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics of one arm: TCP position and w,x,y,z orientation (world frame)."""
@@ -119,6 +158,11 @@ class MultiArmIK:
         n = self.n
         self.tasks.target_pos[:] = np.reshape(target_pos_m, (n, 3))
         self.tasks.target_quat[:] = np.reshape(target_quat_wxyz, (n, 4))
-        q = self.solver.solve(np.asarray(q_start_rad, dtype=float).reshape(7 * n), dt_s)
+        q_start = np.asarray(q_start_rad, dtype=float).reshape(7 * n)
+        if self.collision is None:
+            q = self.solver.solve(q_start, dt_s)
+            status = [COLLISION_OFF] * n
+        else:
+            q, status = self.collision.solve(q_start, dt_s)
         return [IKResult(q[g.cols].copy(), g.iterations, g.pos_err_m, g.rot_err_rad, g.damping,
-                         g.velocity_clamped, g.joint_limit_clamped) for g in self.groups]
+                         g.velocity_clamped, g.joint_limit_clamped, status[i]) for i, g in enumerate(self.groups)]

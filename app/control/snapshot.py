@@ -6,6 +6,7 @@ quaternions are w, x, y, z. Consumers never touch the loop's working state, only
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from app.events import Event
@@ -45,6 +46,18 @@ class ArmSnapshot:
     workspace_clamped: bool
     joint_limit_clamped: bool
     velocity_clamped: bool
+    collision_distance_m: float = math.inf
+    """Least distance (m) from this arm to anything it is kept apart from (the other arm, the table,
+    itself), measured by this tick's IK at its start command: exact below `collision.influence_m`,
+    equal to it when nothing is that close, `inf` while collision avoidance is off or the IK did not run."""
+    collision_pair: str = ""
+    """The closest pair within influence, e.g. 'left/hand~right/link7'; '' when none."""
+    collision_point_a_m: Vec3 | None = None
+    """Witness point (world frame) on the closest pair's first geom; None when no pair is within influence."""
+    collision_point_b_m: Vec3 | None = None
+    """Witness point on its second geom: the segment a-b is `collision_distance_m` long."""
+    collision_held: bool = False
+    """A collision constraint held this arm back this tick (see `app.control.collision.CollisionStatus.held`)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,8 @@ class Snapshot:
     rejected: tuple[tuple[str, int], ...] = ()
     """Cumulative rejected controller samples by 'device:reason'."""
     clamp_counts: tuple[tuple[str, int], ...] = ()
-    """Cumulative clamp counts by 'arm:kind' (workspace, joint_limit, velocity)."""
+    """Cumulative clamp counts by 'arm:kind' (workspace, joint_limit, velocity, collision: ticks held
+    by a collision constraint, collision_infeasible: ticks its problem had no solution)."""
     events: tuple[Event, ...] = field(default=())
     """What happened this tick (calibration, engage, release, tracking lost, commands, ...), in order."""
     error: str = ""

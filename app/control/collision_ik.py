@@ -1,0 +1,151 @@
+"""A damped-least-squares robot kept out of collision: the fast path when no pair is near, the QP otherwise.
+
+`CollisionAwareDLS.solve` is what `app.control.ik.MultiArmIK` runs each tick when `[collision]` is on:
+
+1. kinematics at the start command, once (`PrimableTasks.prime`; the solver's first `update` reuses them);
+2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
+3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
+   for bit, as with collision avoidance off);
+4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each,
+   built only when needed.
+   The plain step first: when the exact distances after it (`CollisionDistances.recheck`) close no
+   faster than the dampers allow, the constraint does not limit it and it stands (most ticks with
+   something near: a hand working above the table). Else
+   `ConstrainedDLS.solve`, from the start command again: all arms as one QP when an arm-arm pair
+   is within influence, else one QP per arm that has a pair.
+
+Each arm's `CollisionStatus` says how close it is, to what, and whether a collision row held it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import mujoco
+import numpy as np
+
+from app.config import CollisionConfig
+from app.control.collision import CollisionDistances, CollisionStatus
+from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
+from app.control.dls import DampedLeastSquares, Tasks
+from app.control.dls_qp import ConstrainedDLS
+from app.sim.scene import ArmHandles
+
+
+_ARM_ARM = int(PairClass.ARM_ARM)
+ROW_TOL_M = 1e-12
+"""Slack (m) allowed on a damper row when checking the plain step against it (rounding)."""
+
+
+class PrimableTasks(Tasks, Protocol):
+    """`Tasks` on an MjData the collision distances read too."""
+
+    def prime(self, q: np.ndarray) -> None:
+        """Kinematics at ``q`` now; the next `update` is at this same ``q`` and reuses them."""
+
+    def com_ready(self) -> None:
+        """`mj_comPos` at the current kinematics (for `mj_jac`), if not done yet."""
+
+
+class CollisionAwareDLS:
+    """Solves `solver`'s tasks keeping `resolve_pairs(cfg, model, arms)` apart (see the module).
+
+    Group i of `solver` is arm i of `arms`; `data` is the tasks' own kinematic MjData.
+    """
+
+    def __init__(self, cfg: CollisionConfig, model: mujoco.MjModel, data: mujoco.MjData,
+                 arms: Sequence[ArmHandles], solver: DampedLeastSquares, tasks: PrimableTasks) -> None:
+        self.cfg = cfg
+        self.solver = solver
+        self.tasks = tasks
+        self.n = len(arms)
+        self.pairs: CollisionPairs = resolve_pairs(cfg, model, arms)
+        self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
+        self.constrained = ConstrainedDLS(solver, len(self.pairs))
+        self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
+        self.near_solves = 0
+        """Solves with some pair within influence (the rows were built)."""
+        self.constrained_solves = 0
+        """Solves that ran the QP: the plain step would have closed some pair faster than its damper allows."""
+        self._pressing = False
+        """The last solve's QP had a binding row: the next one skips the plain attempt."""
+        self.plain_first = True
+        """Try the plain step first on ticks with a pair near, and keep it when the pairs' exact distances
+        after it respect every damper (False: always the QP, for tests of the QP itself)."""
+        self.infeasible_solves = 0
+        """Solves whose QP had no solution and fell back (see `app.control.dls_qp`)."""
+
+    def solve(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
+        """Joint answer (new array) from ``q_start`` and each arm's collision status."""
+        self.tasks.prime(q_start)
+        if self.distances.update() == 0:
+            self._pressing = False
+            return self.solver.solve(q_start, dt_s), self._clear
+        return self._solve_constrained(q_start, dt_s)
+
+    def damper_lower_m(self, dist_m: np.ndarray, dt_s: float | None) -> np.ndarray:
+        """Least change of each distance over the tick (m; negative: it may close by that much)."""
+        c = self.cfg
+        span = c.influence_m - c.minimum_m
+        if dt_s is None:  # no tick length: the linearised step may close the whole margin
+            return -(dist_m - c.minimum_m)
+        return -c.approach_speed_m_s * dt_s * (dist_m - c.minimum_m) / span
+
+    def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
+        dist, pairs, c = self.distances, self.pairs, self.cfg
+        self.near_solves += 1
+        act = dist.active
+        m = act.size
+        d = dist.dist_m[:m]
+        if self.plain_first and not self._pressing:
+            # Most ticks with a pair near do not press against it (a hand working above the table):
+            # the plain step stands when, measured exactly after it, no pair closed faster than its
+            # damper allows. While the last tick needed the QP, this one most likely does too.
+            q = self.solver.solve(q_start, dt_s)
+            if (dist.recheck() - d >= self.damper_lower_m(d, dt_s) - ROW_TOL_M).all():
+                return q, self._statuses(act, d, None, None)
+            self.tasks.prime(q_start)
+        self.tasks.com_ready()
+        R = dist.rows()
+        jac = dist.row_jac[:R]
+        row_d = dist.row_dist_m[:R]
+        row_pair = act[dist.row_pair[:R]]
+        lower = self.damper_lower_m(row_d, dt_s)
+        self.constrained_solves += 1
+        rg1, rg2 = pairs.arm1[row_pair], pairs.arm2[row_pair]
+        if (pairs.kind[act] == _ARM_ARM).any():
+            problems = [tuple(range(self.n))]
+            row_problem = np.zeros(R, dtype=np.intp)
+        else:
+            arms_hit = np.unique(rg1)
+            problems = [(int(a),) for a in arms_hit]
+            row_problem = np.searchsorted(arms_hit, rg1)
+        cs = self.constrained
+        q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, rg1, rg2)
+        if any(cs.infeasible):
+            self.infeasible_solves += 1
+        self._pressing = any(cs.held)
+        return q, self._statuses(act, d, cs, row_pair)
+
+    def _statuses(self, act: np.ndarray, d: np.ndarray, cs: ConstrainedDLS | None,
+                  row_pair: np.ndarray | None) -> list[CollisionStatus]:
+        """Each arm's status from the active pairs (and the QP's held rows, when it ran)."""
+        dist, pairs, c = self.distances, self.pairs, self.cfg
+        a1, a2 = pairs.arm1[act], pairs.arm2[act]
+        status = []
+        for i in range(self.n):
+            held = bool(cs is not None and cs.held[i])
+            infeasible = bool(cs is not None and cs.infeasible[i])
+            mine = np.flatnonzero((a1 == i) | (a2 == i))
+            if mine.size == 0:
+                status.append(CollisionStatus(distance_m=c.influence_m, held=held, infeasible=infeasible))
+                continue
+            k = int(mine[np.argmin(d[mine])])
+            ft = dist.fromto_m[k]
+            hr = cs.held_row[i] if cs is not None else -1
+            status.append(CollisionStatus(
+                distance_m=float(d[k]), pair=pairs.names[act[k]],
+                point_a_m=(float(ft[0]), float(ft[1]), float(ft[2])), point_b_m=(float(ft[3]), float(ft[4]), float(ft[5])),
+                held=held, held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
+                infeasible=infeasible))
+        return status

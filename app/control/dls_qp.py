@@ -1,0 +1,231 @@
+"""The damped-least-squares step as a small QP, for ticks where a collision pair is within influence.
+
+The plain step of `app.control.dls` (``Δq = z + Jᵀ(JJᵀ+λ²I)⁻¹(e−Jz)``) is exactly the unconstrained
+minimiser of ``|JΔq − e|² + λ²|Δq − z|²``; this module minimises the same cost,
+
+    ½ Δqᵀ H Δq + fᵀ Δq      H = JᵀJ + λ²I,   f = −(Jᵀe + λ²z)
+
+subject to, over the whole tick's step ``Δq_tick = q − q_start``:
+
+* box bounds: the joint range less the margin and the speed limit, ``|Δq_tick| <= vmax·dt``
+  (bounds of the problem, where the plain path clamps and scales after it);
+* one velocity damper per collision pair within influence (Faverjon and Tournassoud; mink's
+  `CollisionAvoidanceLimit` form): ``∂d/∂q · Δq_tick >= −ξ·dt·(d − d_min)/(d_infl − d_min)``.
+  The distance may close at most at ``ξ`` m/s at the influence distance and ever slower toward
+  ``d_min``, where it stops smoothly; below ``d_min`` the bound turns positive and pushes the pair
+  out at the same gentle rate (never in one jump).
+
+Arms coupled by an arm-arm row are one problem (14 joints); an arm with rows of its own only is
+solved alone; an arm with no row runs the plain step, bit for bit. The QP is solved cold by DAQP
+(dual active set) each tick, so nothing carries over when a pair enters or leaves the active set.
+
+If the QP is infeasible (a push-out row against the joint or speed bounds), the collision rows are
+relaxed to "no closer than at the tick's start" and solved again; if that fails too, the arms of
+that problem hold their start command. Neither ever violates a joint or speed bound.
+"""
+
+from __future__ import annotations
+
+from ctypes import c_int
+from typing import Sequence
+
+import daqp
+import mujoco
+import numpy as np
+
+from app.control.dls import DampedLeastSquares
+
+_FREE = 1e30
+"""DAQP's 'no bound'."""
+HELD_MULTIPLIER = 1e-9
+"""A collision row holds an arm back when its Lagrange multiplier at the QP's solution exceeds this
+(the row is binding: without it the step would differ)."""
+
+
+class _Problem:
+    """Buffers of one QP over the joints of some groups."""
+
+    def __init__(self, groups: Sequence[int], cols: np.ndarray, n_rows_max: int) -> None:
+        self.groups = tuple(groups)
+        self.cols = cols
+        k = cols.size
+        self.k = k
+        self.H = np.zeros((k, k))
+        self.f = np.zeros(k)
+        self.bu = np.zeros(k + n_rows_max)
+        self.bl = np.zeros(k + n_rows_max)
+        self.sense = np.zeros(k + n_rows_max, dtype=c_int)
+
+
+class ConstrainedDLS:
+    """Solves a `DampedLeastSquares` robot's tasks with collision rows (see the module).
+
+    Results per group index ``i``: `held[i]` (a collision row was binding), `infeasible[i]` (the
+    fallback ran), `held_row[i]` (the binding row of least distance, -1 if none).
+    """
+
+    def __init__(self, solver: DampedLeastSquares, n_rows_max: int) -> None:
+        self.dls = solver
+        groups = solver.groups
+        self.n_groups = len(groups)
+        self._group_cols = [np.arange(g.cols.start, g.cols.stop, dtype=np.intp) for g in groups]
+        self._inv_vmax = solver._inv_vmax
+        self._problems: dict[tuple[int, ...], _Problem] = {}
+        self._n_rows_max = n_rows_max
+        self.held = [False] * self.n_groups
+        self.infeasible = [False] * self.n_groups
+        self.held_row = [-1] * self.n_groups
+        self._JtJ = [np.zeros((g.J.shape[1], g.J.shape[1])) for g in groups]
+        self._tmp = [np.zeros(g.J.shape[1]) for g in groups]
+
+    def _problem(self, groups: tuple[int, ...]) -> _Problem:
+        p = self._problems.get(groups)
+        if p is None:
+            cols = np.concatenate([self._group_cols[i] for i in groups])
+            p = self._problems[groups] = _Problem(groups, cols, self._n_rows_max)
+        return p
+
+    def solve(self, q_start: np.ndarray, dt_s: float | None, problems: Sequence[tuple[int, ...]],
+              row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray,
+              row_problem: np.ndarray, row_group1: np.ndarray, row_group2: np.ndarray,
+              max_iterations: int | None = None) -> np.ndarray:
+        """Joint answer (new array) from ``q_start``.
+
+        ``problems``: tuples of group indices solved as one QP each (groups in none run the plain
+        step). Row r: ``row_jac[r] · Δq_tick >= row_lower[r]`` (over all of ``q``), belongs to
+        ``problems[row_problem[r]]``, involves the groups ``row_group1[r]`` and ``row_group2[r]``
+        (-1: none) and has distance ``row_dist_m[r]`` (only used to name the closest binding row).
+        """
+        dls = self.dls
+        cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
+        q = np.array(q_start, dtype=float)
+        if dt_s is not None:
+            v = dt_s / self._inv_vmax
+            lo_tick = np.clip(dls.q_lo - q, -v, v)
+            hi_tick = np.clip(dls.q_hi - q, -v, v)
+        else:
+            lo_tick = dls.q_lo - q
+            hi_tick = dls.q_hi - q
+        in_qp = {i for p in problems for i in p}
+        plain = [i for i in range(self.n_groups) if i not in in_qp]
+        plain_cols = np.concatenate([self._group_cols[i] for i in plain]) if plain else None
+        probs = [self._problem(tuple(p)) for p in problems]
+        rows_of = [np.flatnonzero(row_problem == pi) for pi in range(len(probs))]
+        for i in range(self.n_groups):
+            groups[i].iterations = 0
+            groups[i].damping = cfg.damping_min
+            self.held[i] = self.infeasible[i] = False
+            self.held_row[i] = -1
+        pos_tol, rot_tol = cfg.pos_tol_m, cfg.rot_tol_rad
+        fresh = False
+        for it in range(cfg.max_iterations if max_iterations is None else max_iterations):
+            tasks.update(q)
+            fresh = True
+            active = {i for i, g in enumerate(groups) if g.pos_err_m >= pos_tol or g.rot_err_rad >= rot_tol}
+            run = [pi for pi, p in enumerate(probs) if it == 0 or active.intersection(p.groups)]
+            run_plain = [i for i in plain if i in active]
+            if not run and not run_plain:
+                break
+            for i in run_plain:
+                g = groups[i]
+                g.iterations += 1
+                tasks.jacobian(i)
+                g.step(q[g.cols], cfg)
+            if run_plain:
+                assert plain_cols is not None
+                q[plain_cols] = np.minimum(np.maximum(q[plain_cols], dls.q_lo[plain_cols]), dls.q_hi[plain_cols])
+            step = q - q_start
+            for pi in run:
+                self._solve_one(probs[pi], q, step, lo_tick, hi_tick, row_jac, row_lower, row_dist_m,
+                                rows_of[pi], row_group1, row_group2)
+            fresh = False
+        if dt_s is not None:
+            step = q - q_start
+            speed = np.abs(step) * self._inv_vmax
+            for i in plain:
+                g = groups[i]
+                ratio = float(speed[g.cols].max()) / dt_s
+                g.velocity_clamped = ratio > 1.0
+                if ratio > 1.0:
+                    q[g.cols] = q_start[g.cols] + step[g.cols] / ratio
+                    fresh = False
+            for i in in_qp:
+                g = groups[i]
+                g.velocity_clamped = bool((speed[g.cols] >= dt_s * (1.0 - 1e-9)).any())
+        else:
+            for g in groups:
+                g.velocity_clamped = False
+        at_limit = (q <= dls._at_lo) | (q >= dls._at_hi)
+        for g in groups:
+            g.joint_limit_clamped = bool(at_limit[g.cols].any())
+        if not fresh:
+            tasks.update(q)
+        return q
+
+    def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, lo_tick: np.ndarray, hi_tick: np.ndarray,
+                   row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray, rows: np.ndarray,
+                   row_group1: np.ndarray, row_group2: np.ndarray) -> None:
+        dls = self.dls
+        cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
+        H, f, k = p.H, p.f, p.k
+        H.fill(0.0)
+        off = 0
+        for i in p.groups:
+            g = groups[i]
+            g.iterations += 1
+            tasks.jacobian(i)
+            J, e = g.J, g.e
+            n = J.shape[1]
+            lam2 = cfg.damping_min + cfg.damping_error_gain * float(e @ e)
+            g.damping = lam2
+            z = g._z
+            np.subtract(g.q_rest, q[g.cols], out=z)
+            z *= cfg.posture_gain
+            JtJ, tmp = self._JtJ[i], self._tmp[i]
+            mujoco.mju_mulMatTMat(JtJ, J, J)
+            JtJ.flat[::n + 1] += lam2
+            H[off:off + n, off:off + n] = JtJ
+            mujoco.mju_mulMatTVec(tmp, J, e)
+            np.multiply(z, lam2, out=f[off:off + n])
+            f[off:off + n] += tmp
+            off += n
+        np.negative(f, out=f)
+        cols = p.cols
+        m = rows.size
+        if k + m > p.bu.size:
+            p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
+            p.sense = np.zeros(k + 2 * m, dtype=c_int)
+        bu, bl, sense = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m]
+        np.subtract(hi_tick[cols], step[cols], out=bu[:k])
+        np.subtract(lo_tick[cols], step[cols], out=bl[:k])
+        Arows = row_jac[rows]
+        A = Arows[:, cols] if k != Arows.shape[1] else Arows
+        moved = Arows @ step
+        bu[k:] = _FREE
+        np.subtract(row_lower[rows], moved, out=bl[k:])
+        sense.fill(0)
+        x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+        infeasible = flag <= 0
+        if infeasible:
+            # No closer than at the tick's start: the start itself satisfies it, so only bounds the
+            # start already violates (a joint outside its range less the margin) can refuse it.
+            np.subtract(np.minimum(row_lower[rows], 0.0), moved, out=bl[k:])
+            sense.fill(0)
+            x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+        if flag <= 0:
+            q[cols] -= step[cols]  # hold the tick's start command
+        else:
+            q[cols] += x
+            binding = rows[np.abs(info["lam"][k:k + m]) > HELD_MULTIPLIER]
+            if binding.size:
+                for i in p.groups:
+                    mine = binding[(row_group1[binding] == i) | (row_group2[binding] == i)]
+                    if mine.size:
+                        r = int(mine[np.argmin(row_dist_m[mine])])
+                        hr = self.held_row[i]
+                        self.held[i] = True
+                        if hr < 0 or row_dist_m[r] < row_dist_m[hr]:
+                            self.held_row[i] = r
+        if infeasible:
+            for i in p.groups:
+                self.infeasible[i] = True
