@@ -72,7 +72,11 @@ def collision_pairs(model: mujoco.MjModel, prefixes: tuple[str, str] = ("left/",
         raise ValueError(f"no geom named {table!r} in the model")
 
     def label(g: int) -> str:
-        return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(model.geom_bodyid[g])) or f"geom{g}"
+        """The arm's body for an arm geom, the geom's own name for one on the world (the table)."""
+        body = int(model.geom_bodyid[g])
+        if body == 0:
+            return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
+        return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body) or f"geom{g}"
 
     arms = [_arm_geoms(model, p) for p in prefixes]
     rows: list[tuple[int, int, str]] = []
