@@ -8,7 +8,7 @@ under the clutch mapping, exactly as the demo's pick-and-place is. `write_sessio
 samples as an input-only session CSV (the `in_*` columns), which `pico-teleop run --replay` takes
 as a recording of a real operator.
 
-The hands move at most ~1.2 m/s (the hurried end of human reaching); every motion holds its end
+The hands move at under 0.8 m/s (a brisk reach, checked under 1.5 m/s); every motion holds its end
 pose for a moment, as an operator does when the arm stops following.
 """
 
