@@ -17,7 +17,7 @@ from app.sim.model_files import model_file_digests
 from app.sim.output import ArmsOutput
 from app.sim.scene import Scene, SceneError
 from app.sim.sim_arms import make_sim
-from app.tracking.demo_operator import ArmTask, DemoOperator
+from app.tracking.demo_operator import ArmTask, DemoOperator, HandoverTask
 from app.tracking.source import TrackingSource, TrackingSourceError
 
 SOURCE_KINDS = ("auto", "demo", "openvr", "replay")
@@ -51,8 +51,24 @@ def demo_tasks(scene: Scene, cfg: Config) -> dict[str, ArmTask]:
     return tasks
 
 
+def demo_handover(scene: Scene) -> HandoverTask:
+    """The block the demo operator hands from the left gripper to the right one, and where it goes."""
+    model = scene.model
+    block = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "block")
+    place = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "place_block")
+    if block < 0 or place < 0:
+        raise SceneError(f"the demo operator needs a body 'block' and a site 'place_block' in {scene.path}")
+    data = mujoco.MjData(model)
+    data.qpos[:] = scene.home_qpos
+    mujoco.mj_kinematics(model, data)
+    geom = int(model.body_geomadr[block])
+    return HandoverTask(giver="left", pick_m=tuple(float(v) for v in data.xpos[block]),
+                        place_m=tuple(float(v) for v in data.site_xpos[place]),
+                        half_height_m=float(model.geom_size[geom][2]))
+
+
 def make_demo(scene: Scene, cfg: Config) -> DemoOperator:
-    return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale)
+    return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale, handover=demo_handover(scene))
 
 
 def make_source(kind: str, cfg: Config, scene: Scene, replay_path: str | None = None) -> tuple[TrackingSource, str]:

@@ -22,10 +22,11 @@ from app.sessions.health import Level, assess
 from app.sessions.limits import session_limits
 from app.sessions.reader import SessionFormatError, read_session
 from app.sessions.schema import ARMS, sidecar_path
-from app.tracking.demo_operator import CYCLE_S
+from app.tracking.demo_operator import CUBES_S
 from calibration import quat as Q
 
-DEMO_S = 20.0
+DEMO_S = CUBES_S
+"""The cube pick-and-place at the start of each demo cycle (the handover follows it)."""
 XYZ = ("x_m", "y_m", "z_m")
 WXYZ = ("qw", "qx", "qy", "qz")
 
@@ -93,18 +94,17 @@ def test_engage_periods_grasps_and_limits_match_the_events_and_flags(demo, demo_
     d = read_session(demo).data
     events = [e for row in d["events"] for e in row.split(";") if e]
     t = d["t_s"]
-    cycles = DEMO_S / CYCLE_S
     for arm in ARMS:
         m = demo_analysis.metrics["arms"][arm]
         starts = [float(t[i]) for i, row in enumerate(d["events"]) if f"engage:{arm}" in row.split(";")]
-        # The demo operator engages each arm twice per 20 s cycle (carry, then reposition).
-        assert m["engage_periods"] == events.count(f"engage:{arm}") == len(starts) == 2 * cycles
+        # The demo operator engages each arm twice for the cubes (carry, then reposition).
+        assert m["engage_periods"] == events.count(f"engage:{arm}") == len(starts) == 2
         assert [p["start_s"] for p in m["periods"]] == starts
         ends = [float(t[i]) for i, row in enumerate(d["events"]) if f"release:{arm}" in row.split(";")]
         assert [p["end_s"] for p in m["periods"]] == ends
         assert m["engaged_s"] == pytest.approx((d[f"{arm}_engaged"] > 0.5).sum() / 200.0)
         g = d[f"{arm}_gripper_cmd"]
-        assert m["gripper"]["grasps"] == np.sum((g[1:] >= 0.6) & (g[:-1] < 0.6)) == cycles  # one pick per cycle
+        assert m["gripper"]["grasps"] == np.sum((g[1:] >= 0.6) & (g[:-1] < 0.6)) == 1  # one cube each
         for kind in ("joint_limit", "velocity", "workspace"):
             assert m["limits"][f"{kind}_ticks"] == d[f"{arm}_{kind}_clamped"].sum()
         q = np.stack([d[f"{arm}_q{i}_rad"] for i in range(1, 8)], axis=1)

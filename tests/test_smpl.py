@@ -203,7 +203,7 @@ def test_the_elbow_never_flips_when_the_wrist_passes_through_the_preferred_elbow
 
 @pytest.fixture(scope="module")
 def demo_frames(tmp_path_factory):
-    """A recorded demo session (two 20 s cycles: both plans, both turns) read back at 50 Hz,
+    """A recorded demo session (two cycles: both plans, both turns) read back at 50 Hz,
     calibrated at 0.5 s as the operator presses A."""
     from app.sessions.replay import ReplaySource
     from app.tracking.demo_operator import CYCLE_S

@@ -13,9 +13,19 @@ hand lower or farther than a standing person reaches (the table is far below the
 default scale), the operator bends forward at the hips and bends the knees, just enough (`Posture`),
 so the headset comes down and forward with the trunk, as it would.
 
+After the cubes it hands the block from one gripper to the other over the middle of the table
+(`HandoverTask`): the giver picks it by one end, lifts it and carries it to the middle, tilting its
+wrist outwards; the taker comes in tilted the other way and grasps the other end (the grippers'
+fingers a few centimetres apart, the hands well inside the arms' collision influence distance but
+never touching); the giver opens and withdraws; the taker levels the block, carries it to its
+marker and puts it down. At the configured scale a hand moves 1.4 times as far as its gripper, so,
+like a person, the operator lets go of the grip and brings the hand back (keeping the trigger
+squeezed) wherever a carry would take it out of reach.
+
 Motion between waypoints follows minimum-jerk profiles, as human reaching does. The sample for a
-time t is a pure function of t, so runs are reproducible. The cycle repeats forever, carrying
-each cube back and forth between its start and its place marker.
+time t is a pure function of t, so runs are reproducible. The cycle (`CYCLE_S`: the cubes in its
+first 20 s, the handover after) repeats forever, carrying each cube back and forth between its
+start and its place marker and passing the block one way, then back.
 """
 
 from __future__ import annotations
@@ -31,7 +41,10 @@ from app.tracking.source import SourceBase
 from calibration import frames
 from calibration import quat as Q
 
-CYCLE_S = 20.0
+CUBES_S = 20.0
+"""The cube pick-and-place, repositioning and recalibration take the first `CUBES_S` of a cycle."""
+CYCLE_S = 49.5
+"""One whole cycle: the cubes, then the handover."""
 _UP = np.array([0.0, 0.0, 1.0])
 
 
@@ -44,6 +57,29 @@ class ArmTask:
     """Centre of the object at rest (the TCP goes there to grasp)."""
     place_m: tuple[float, float, float]
     """Point on the table where the object's centre is put down (its z is the table)."""
+
+
+@dataclass(frozen=True)
+class HandoverTask:
+    """The object passed from one hand to the other (world frame, metres): a bar lying along world y,
+    picked by the giver at its own end and grasped by the taker at the other end."""
+
+    giver: str
+    """The arm that picks the object in even cycles (the other one picks it back in odd cycles)."""
+    pick_m: tuple[float, float, float]
+    """Centre of the object at rest where the giver picks it."""
+    place_m: tuple[float, float, float]
+    """Point on the table where the taker puts the object's centre down (its z is the table)."""
+    half_height_m: float
+    grasp_offset_m: float = 0.026
+    """Each gripper's TCP is this far from the object's centre along its long axis (the pads
+    stay on the object: its half-length less the pad's half-width)."""
+    giver_tilt_rad: float = math.radians(20.0)
+    """How far the giver rolls its wrist outwards (about the world x axis) to hand over."""
+    taker_tilt_rad: float = math.radians(15.0)
+    """How far the taker rolls its wrist outwards to grasp; it then levels the object."""
+    handover_m: tuple[float, float, float] = (0.55, 0.0, 0.22)
+    """Where the object's centre is while it changes hands: over the middle of the table."""
 
 
 def _min_jerk(u: float) -> float:
@@ -67,6 +103,44 @@ def _yaw_quat(yaw_rad: float) -> np.ndarray:
     return np.array([math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2)])
 
 
+def _roll_quat(roll_rad: float) -> np.ndarray:
+    return np.array([math.cos(roll_rad / 2), math.sin(roll_rad / 2), 0.0, 0.0])
+
+
+def _rot_x(roll_rad: float, v: np.ndarray) -> np.ndarray:
+    c, s = math.cos(roll_rad), math.sin(roll_rad)
+    return np.array([v[0], c * v[1] - s * v[2], s * v[1] + c * v[2]])
+
+
+@dataclass(frozen=True)
+class Stroke:
+    """One engagement of an arm: the grip held from ``on_s`` to ``off_s``, the hand at ``hand_m``
+    (operator frame) when it closes. The script's TCP holds still at ``on_s``."""
+
+    on_s: float
+    off_s: float
+    hand_m: np.ndarray
+
+
+def hand_keys(strokes: list[Stroke], tcp_keys: list[tuple[float, np.ndarray]], scale: float,
+               rest: np.ndarray, end_s: float) -> list[tuple[float, np.ndarray]]:
+    """The controller's waypoints for an arm's strokes: while engaged the hand moves by the TCP's
+    motion / scale (keys at the TCP's key times, so both follow the same minimum-jerk profiles);
+    between strokes it goes to the next stroke's start in at most 0.9 s, arriving at least 0.2 s
+    before it closes the grip, and after the last one back to ``rest`` by ``end_s``."""
+    keys: list[tuple[float, np.ndarray]] = [(0.0, rest)]
+    prev_t, prev_hand = 0.0, rest
+    for st in strokes:
+        arrive = max(prev_t, min(st.on_s - 0.2, prev_t + 0.9))
+        keys += [(prev_t, prev_hand), (arrive, st.hand_m)]
+        tcp0 = _interp(tcp_keys, st.on_s)
+        times = [st.on_s] + [t for t, _ in tcp_keys if st.on_s < t < st.off_s] + [st.off_s]
+        keys += [(t, st.hand_m + (_interp(tcp_keys, t) - tcp0) / scale) for t in times]
+        prev_t, prev_hand = st.off_s, keys[-1][1]
+    keys += [(prev_t, prev_hand), (end_s, rest)]
+    return keys
+
+
 def _smooth_upper(x: np.ndarray, half_width: int) -> np.ndarray:
     """A smooth curve never below ``x``: the running maximum over +/- 2 * half_width samples, then the
     running mean over +/- half_width (each mean covers only maxima that include the centre sample)."""
@@ -87,13 +161,15 @@ class Posture:
     A bend ``u`` in 0..1 pitches the trunk forward about the hips by ``u * max_hip_bend_rad``, lowers
     the hips by ``u * max_crouch_m`` (knees) and moves them back by ``hip_back_per_bend_m * sin(bend)``
     (balance). `bend_for` picks the smallest ``u`` that brings both grips within ``reach_m`` of their
-    shoulders (the wrist can then reach with margin).
+    shoulders (the wrist can then reach with margin: 0.46 m keeps the SMPL body of
+    `app.streaming.smpl_body` within reach also with a hand far out to the side, as when the
+    handover's taker puts the block down).
     """
 
     hip_m: tuple[float, float, float] = (-0.03, 0.0, 0.92)
     shoulder_m: tuple[float, float, float] = (-0.07, 0.19, 1.39)
     """Left shoulder standing; the right one mirrors it in y."""
-    reach_m: float = 0.50
+    reach_m: float = 0.46
     max_hip_bend_rad: float = math.radians(75.0)
     max_crouch_m: float = 0.30
     hip_back_per_bend_m: float = 0.12
@@ -148,11 +224,12 @@ class Posture:
 class DemoOperator(SourceBase):
     name = "demo"
 
-    def __init__(self, tasks: dict[str, ArmTask], scale: float, *, room_yaw_deg: float = 30.0,
-                 turn_deg: float = 15.0, object_half_height_m: float = 0.025, repeat: bool = True,
-                 tremor_m: float = 0.0004) -> None:
+    def __init__(self, tasks: dict[str, ArmTask], scale: float, *, handover: HandoverTask | None = None,
+                 room_yaw_deg: float = 30.0, turn_deg: float = 15.0, object_half_height_m: float = 0.025,
+                 repeat: bool = True, tremor_m: float = 0.0004) -> None:
         super().__init__()
         self.tasks = tasks
+        self.handover = handover
         self.scale = scale
         self.repeat = repeat
         self.tremor_m = tremor_m
@@ -185,26 +262,94 @@ class DemoOperator(SourceBase):
         lift = pick + 0.15 * _UP
         above_place = np.array([place[0], place[1], lift[2]])
         down_place = np.array([place[0], place[1], place_z])
-        tcp_keys = [(1.0, home), (3.0, above_pick), (4.5, pick), (5.5, pick), (7.0, lift),
-                    (9.0, above_place), (10.5, down_place), (11.3, down_place), (12.5, above_place)]
+        # The cubes: engaged from 1.0 s to 12.5 s (grasp, carry, place), then the grip is let go and
+        # the hand goes back near its rest point (the arm stays put); the operator turns and presses
+        # A; re-engaged at 14.0 s with the arm above the place, it brings the arm home by 17.0 s.
+        tcp = [(0.0, home), (1.0, home), (3.0, above_pick), (4.5, pick), (5.5, pick), (7.0, lift),
+               (9.0, above_place), (10.5, down_place), (11.3, down_place), (12.5, above_place),
+               (14.2, above_place), (17.0, home), (17.5, home)]
         rest = self._rest[arm]
-        # Engaged from 1.0 s to 12.5 s: controller = rest + (tcp - home) / scale.
-        hand_keys = [(t, rest + (p - home) / s) for t, p in tcp_keys]
-        # Grip released at 12.5 s: the hand goes back near its rest point (the arm stays put).
-        rest2 = rest + np.array([-0.05, 0.0, 0.05])
-        hand_keys += [(13.4, rest2)]
-        # Re-engaged at 14.0 s with the arm above the place; bring it home by 17.0 s.
-        hand_keys += [(14.2, rest2), (17.0, rest2 + (home - above_place) / s), (17.5, rest2 + (home - above_place) / s),
-                      (19.5, rest), (CYCLE_S, rest)]
         side = 1.0 if arm == "left" else -1.0
-        yaw_keys = [(0.0, np.array([0.0])), (7.0, np.array([0.0])), (8.0, np.array([side * math.radians(20)])),
-                    (9.0, np.array([0.0])), (CYCLE_S, np.array([0.0]))]
-        trig_keys = [(0.0, np.array([0.0])), (4.6, np.array([0.0])), (5.4, np.array([1.0])),
-                     (10.6, np.array([1.0])), (11.2, np.array([0.0])), (CYCLE_S, np.array([0.0]))]
-        return {"hand": hand_keys, "yaw": yaw_keys, "trigger": trig_keys}
+        strokes = [Stroke(1.0, 12.5, rest), Stroke(14.0, 17.5, rest + np.array([-0.05, 0.0, 0.05]))]
+        zero = np.array([0.0])
+        yaw = [(0.0, zero), (7.0, zero), (8.0, np.array([side * math.radians(20)])), (9.0, zero)]
+        roll = [(0.0, zero)]
+        trig = [(0.0, zero), (4.6, zero), (5.4, np.array([1.0])), (10.6, np.array([1.0])), (11.2, zero)]
+        if self.handover is not None:
+            self._handover_script(arm, swap, home, tcp, strokes, yaw, roll, trig)
+        end = [(CYCLE_S, tcp[-1][1])]
+        return {"hand": hand_keys(strokes, tcp + end, s, rest, CYCLE_S - 0.5) + [(CYCLE_S, rest)],
+                "yaw": yaw + [(CYCLE_S, yaw[-1][1])], "roll": roll + [(CYCLE_S, roll[-1][1])],
+                "trigger": trig + [(CYCLE_S, trig[-1][1])], "strokes": strokes}
 
-    def _grip(self, t: float) -> bool:
-        return 1.0 <= t < 12.5 or 14.0 <= t < 17.5
+    def _handover_script(self, arm: str, swap: bool, home: np.ndarray, tcp: list, strokes: list[Stroke],
+                         yaw: list, roll: list, trig: list) -> None:
+        """Append the handover to an arm's keys (world-frame TCP, operator-frame hand positions).
+
+        The giver's and the taker's TCPs are placed from the object's geometry: each grasps
+        `grasp_offset_m` from the centre on its own side, the wrists rolled outwards (about world x,
+        the fingers' closing axis once the wrist is turned a quarter), so the two hands
+        diverge upwards like a V over the object while the fingers stay a few centimetres apart."""
+        h = self.handover
+        assert h is not None
+        giver = h.giver if not swap else ("right" if h.giver == "left" else "left")
+        pick = np.array(h.place_m if swap else h.pick_m, dtype=float)
+        place = np.array(h.pick_m if swap else h.place_m, dtype=float)
+        pick[2] = h.half_height_m
+        place[2] = h.half_height_m + 0.003
+        side = 1.0 if arm == "left" else -1.0   # which way is "outwards" for this arm (world y)
+
+        def own(x: float, y: float, z: float) -> np.ndarray:
+            """An operator-frame hand position with y towards this arm's side."""
+            return np.array([x, side * y, z])
+
+        grasp = np.array([0.0, side * h.grasp_offset_m, 0.004])   # TCP in the object's frame
+        # The wrist turned a quarter, the same way for both arms: their wrist joints start at the same
+        # angle (not mirrored), and this way both stay far from its limits even with the roll on top.
+        turn = np.array([math.pi / 2])
+        up = np.array([0.0, 0.0, 1.0])
+        centre = np.asarray(h.handover_m, dtype=float)
+        giver_roll = (-1.0 if giver == "left" else 1.0) * h.giver_tilt_rad
+        zero, one = np.array([0.0]), np.array([1.0])
+        t0 = CUBES_S - 0.3   # the giver's grip closes as the cubes' 20 s end
+        if arm == giver:
+            at_pick = pick + grasp
+            lift = at_pick + 0.16 * up
+            carry = np.array([0.57, at_pick[1] - side * 0.24, 0.20])
+            at_handover = centre + _rot_x(giver_roll, grasp)
+            away = at_handover + 0.08 * _rot_x(giver_roll, up)
+            r = np.array([-side * h.giver_tilt_rad])
+            tcp += [(t0 + 0.5, home), (t0 + 3.3, at_pick + 0.12 * up), (t0 + 4.5, at_pick), (t0 + 5.4, at_pick),
+                    (t0 + 6.7, lift), (t0 + 8.5, carry), (t0 + 10.2, carry), (t0 + 12.5, at_handover),
+                    (t0 + 15.7, at_handover), (t0 + 16.7, away), (t0 + 17.9, away), (t0 + 20.7, home)]
+            strokes += [Stroke(t0 + 0.3, t0 + 8.7, own(0.12, 0.10, 1.30)),
+                        Stroke(t0 + 10.0, t0 + 16.9, own(0.38, 0.44, 0.98)),
+                        Stroke(t0 + 17.7, t0 + 21.0, own(0.45, 0.05, 0.95))]
+            yaw += [(t0 + 0.5, zero), (t0 + 4.0, turn), (t0 + 17.9, turn), (t0 + 20.7, zero)]
+            roll += [(t0 + 10.2, zero), (t0 + 12.5, r), (t0 + 17.9, r), (t0 + 20.7, zero)]
+            trig += [(t0 + 4.6, zero), (t0 + 5.3, one), (t0 + 15.0, one), (t0 + 15.6, zero)]
+        else:
+            taker_roll = -side * h.taker_tilt_rad
+            level_roll = taker_roll - giver_roll          # the object level again in the taker's fingers
+            at_grasp = centre + _rot_x(giver_roll, grasp)
+            before = at_grasp + 0.07 * _rot_x(taker_roll, up)
+            wait = np.array([0.50, side * 0.15, 0.36])
+            carry = np.array([0.57, side * 0.25, 0.20])
+            at_place = place + grasp
+            tcp += [(t0 + 5.2, home), (t0 + 8.4, wait), (t0 + 10.7, wait), (t0 + 13.0, before),
+                    (t0 + 14.2, at_grasp), (t0 + 16.9, at_grasp), (t0 + 18.7, carry), (t0 + 19.7, carry),
+                    (t0 + 21.7, at_place + 0.12 * up), (t0 + 23.0, at_place), (t0 + 23.7, at_place),
+                    (t0 + 24.7, at_place + 0.12 * up), (t0 + 27.8, home)]
+            strokes += [Stroke(t0 + 5.0, t0 + 8.6, own(0.30, 0.20, 1.25)),
+                        Stroke(t0 + 10.5, t0 + 18.9, own(0.28, 0.25, 1.18)),
+                        Stroke(t0 + 19.7, t0 + 28.0, own(0.38, -0.06, 0.98))]
+            yaw += [(t0 + 5.2, zero), (t0 + 8.4, turn), (t0 + 23.8, turn), (t0 + 27.8, zero)]
+            roll += [(t0 + 5.2, zero), (t0 + 8.4, np.array([taker_roll])), (t0 + 16.9, np.array([taker_roll])),
+                     (t0 + 18.7, np.array([level_roll])), (t0 + 23.8, np.array([level_roll])), (t0 + 25.5, zero)]
+            trig += [(t0 + 14.3, zero), (t0 + 15.0, one), (t0 + 23.1, one), (t0 + 23.6, zero)]
+
+    def _grip(self, plan: dict[str, object], t: float) -> bool:
+        return any(st.on_s <= t < st.off_s for st in plan["strokes"])  # type: ignore[attr-defined]
 
     def _a_pressed(self, arm: str, t: float) -> bool:
         # Calibrate at the start, and again after turning in the room (13.6 s), with the right A.
@@ -245,10 +390,12 @@ class DemoOperator(SourceBase):
         for i, (arm, plan) in enumerate(plans.items()):
             pos = _interp(plan["hand"], t) + self._tremor(t_total, 1.3 * i + 0.4)  # type: ignore[arg-type]
             yaw = float(_interp(plan["yaw"], t)[0])  # type: ignore[arg-type]
-            pos_vr, quat_vr = self._to_vr(pos, _yaw_quat(yaw), body_yaw)
+            roll = float(_interp(plan["roll"], t)[0])  # type: ignore[arg-type]
+            # The wrist's roll is about the operator's forward axis, after the turn about the vertical.
+            pos_vr, quat_vr = self._to_vr(pos, Q.multiply(_roll_quat(roll), _yaw_quat(yaw)), body_yaw)
             poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
             trig = float(_interp(plan["trigger"], t)[0])  # type: ignore[arg-type]
-            buttons[arm] = ControllerButtons(trigger=trig, grip=self._grip(t), a=self._a_pressed(arm, t))
+            buttons[arm] = ControllerButtons(trigger=trig, grip=self._grip(plan, t), a=self._a_pressed(arm, t))
         bend = float(np.interp(t, self._bend_t, self._bends[cycle % 2]))
         head_standing = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_total), math.sin(0.5 * t_total), 0.3 * math.sin(1.1 * t_total)])
         head_pos = self.posture.apply(head_standing[None, :], np.array([bend]))[0]
