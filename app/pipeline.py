@@ -166,11 +166,7 @@ class Pipeline:
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
         if kind in ("openvr", "auto") and self.source is not None and self.source.name == "openvr":
             self.stop()
-        if kind == "replay":
-            from app.sessions.replay import ReplaySource
-            source, note = ReplaySource(session), ""
-        else:
-            source, note = make_source(kind, cfg, scene, replay_path)
+        source, note = make_source(kind, cfg, scene, session)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options
