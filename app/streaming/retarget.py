@@ -148,11 +148,6 @@ class G1Retargeter:
 
     # ---- state ----
 
-    @property
-    def previous_q_mujoco_rad(self) -> np.ndarray:
-        """Joint angles of the last `step` (the standing pose before the first)."""
-        return (self._prev_q if self._prev_q is not None else self._stand).copy()
-
     def reset(self, q_mujoco_rad=None) -> None:
         """Forget the previous frame; the next `step` starts from ``q`` (default: standing) with zero speed."""
         if q_mujoco_rad is None:
