@@ -98,10 +98,7 @@ def visual_bodies(scene: Scene) -> list[BodyFrame]:
     """The bodies with at least one visual geom, each with the frame id it is published under
     (`world` for the world body, `<arm>/base` for an arm's root link, else its MuJoCo name)."""
     model = scene.model
-    roots = {}
-    for arm, h in scene.arms.items():
-        b = int(model.jnt_bodyid[h.joint_ids[0]])
-        roots[int(model.body_parentid[b])] = f"{arm}/base"
+    roots = {h.base_body_id: f"{arm}/base" for arm, h in scene.arms.items()}
     out = []
     for b in range(model.nbody):
         geoms = range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b])

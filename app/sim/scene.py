@@ -81,6 +81,8 @@ class ArmHandles:
     """(2,) float: lower (closed), upper (open) gripper ctrl."""
     finger_qpos_adr: np.ndarray
     """(2,) int: addresses of finger_joint1, finger_joint2 in `data.qpos` (m, 0 = closed)."""
+    base_body_id: int
+    """The arm's root link (`link0`, the parent of joint1's body), fixed in the world."""
 
 
 def _names(model: mujoco.MjModel, obj: mujoco.mjtObj, count: int) -> list[str]:
@@ -147,6 +149,7 @@ def resolve_arm(model: mujoco.MjModel, name: str, prefix: str) -> ArmHandles:
         ctrl_range=_frozen(model.actuator_ctrlrange[actuators], np.float64),
         gripper_ctrl_range=_frozen(model.actuator_ctrlrange[gripper], np.float64),
         finger_qpos_adr=_frozen(model.jnt_qposadr[fingers], np.int64),
+        base_body_id=int(model.body_parentid[model.jnt_bodyid[joints[0]]]),
     )
 
 
