@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -747,3 +748,15 @@ def test_replay_reads_an_analog_grip_with_the_config_files_threshold(tmp_path, t
     assert len(snaps) >= 20
     assert {s.sample.left_buttons.grip for s in snaps} == {left_pressed}
     assert {s.sample.right_buttons.grip for s in snaps} == {False}
+
+
+@pytest.mark.parametrize("missing", ["pyarrow", "foxglove"])
+def test_a_missing_export_extra_names_the_install_command_for_a_package_and_a_checkout(tmp_path, monkeypatch, missing):
+    from app.sessions.export_lerobot import export_lerobot
+    from app.sessions.foxglove_channels import ExportUnavailableError, import_foxglove
+
+    monkeypatch.setitem(sys.modules, missing, None)  # `import` raises ImportError
+    with pytest.raises(ExportUnavailableError) as err:
+        export_lerobot([], tmp_path / "out") if missing == "pyarrow" else import_foxglove()
+    assert 'pip install "pico-teleop[export]"' in str(err.value)
+    assert 'pip install -e ".[export]"' in str(err.value)

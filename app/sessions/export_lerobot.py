@@ -67,7 +67,7 @@ import numpy as np
 
 from app.events import CommandKind, EventKind, parse_events
 from app.sessions.chunks import SessionChunks
-from app.sessions.foxglove_channels import ExportUnavailableError
+from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
 from app.sessions.schema import ARMS
 
 CODEBASE_VERSION = "v3.0"
@@ -365,15 +365,14 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise ExportUnavailableError(f"pyarrow is not installed ({exc}); install it with: "
-                                     "pip install -e \".[export]\"") from None
+        raise ExportUnavailableError(f"pyarrow is not installed ({exc}); install it with: {EXPORT_INSTALL_HINT}") from None
     av = None
     if frames is not None:
         try:
             import av
         except ImportError as exc:
             raise ExportUnavailableError(f"PyAV is not installed ({exc}), needed for the videos; install it with: "
-                                         "pip install -e \".[export]\" (or export without videos)") from None
+                                         f"{EXPORT_INSTALL_HINT}, or export without videos") from None
         # SVT-AV1 prints its whole configuration on stderr unless told otherwise (read when an encoder starts).
         os.environ.setdefault("SVT_LOG", "1")
     started = time.perf_counter()

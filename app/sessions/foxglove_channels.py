@@ -63,6 +63,10 @@ class ExportUnavailableError(RuntimeError):
     """The optional packages an export needs are not installed (the message says which extra)."""
 
 
+EXPORT_INSTALL_HINT = 'pip install "pico-teleop[export]" (in a source checkout: pip install -e ".[export]")'
+"""How to get the `[export]` extra, for an installed package and for a source checkout."""
+
+
 def import_foxglove():
     """The `foxglove` package, or ExportUnavailableError saying how to install it."""
     try:
@@ -71,7 +75,7 @@ def import_foxglove():
         import foxglove.messages  # noqa: F401
     except ImportError as exc:
         raise ExportUnavailableError(
-            f"the Foxglove SDK is not installed ({exc}); install it with: pip install -e \".[export]\"") from None
+            f"the Foxglove SDK is not installed ({exc}); install it with: {EXPORT_INSTALL_HINT}") from None
     return foxglove
 
 
