@@ -250,14 +250,13 @@ class FoxgloveLive:
         return out
 
     def _publish(self, snaps: list[Snapshot]) -> None:
-        from app.sessions.reader import _Columns
+        from app.sessions.chunks import columns_from_rows
         from app.sessions.schema import COLUMNS, snapshot_to_row
-        cols = _Columns("live snapshots", list(COLUMNS))
-        cols.add_chunk([snapshot_to_row(s) for s in snaps], list(range(len(snaps))))
+        data = columns_from_rows("live snapshots", list(COLUMNS), [snapshot_to_row(s) for s in snaps])
         if not self._offset_ns:
             self._offset_ns = time.time_ns() - int(round(snaps[0].t_s * 1e9))
         offset = self._offset_ns
-        self._channels.log_rows(cols.arrays(), lambda t_s: offset + int(round(t_s * 1e9)))
+        self._channels.log_rows(data, lambda t_s: offset + int(round(t_s * 1e9)))
         self._published += len(snaps)
 
 
