@@ -68,6 +68,7 @@ import numpy as np
 from app.events import CommandKind, EventKind, parse_events
 from app.sessions.chunks import SessionChunks
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
+from app.sessions.sidecar import loop_period_s
 from app.sessions.schema import ARMS
 
 CODEBASE_VERSION = "v3.0"
@@ -171,10 +172,10 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict | None, int]:
     return {c: np.concatenate(p) if p else np.zeros(0) for c, p in parts.items() if p}, sidecar, n
 
 
-def _loop_rate_hz(sidecar: dict | None) -> int:
-    from app.sessions.limits import recorded_config
-    cfg, _ = recorded_config(sidecar)
-    return int(round(cfg.loop.rate_hz))
+def _loop_rate_hz(sidecar: dict | None, t_s: np.ndarray) -> int:
+    """The session's loop rate (`sidecar.loop_period_s`), whole Hz."""
+    period_s, _ = loop_period_s(sidecar, t_s)
+    return int(round(1.0 / period_s))
 
 
 def _segments(data: dict[str, np.ndarray], mode: str) -> list[tuple[int, int, str | None]]:
@@ -396,7 +397,7 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
         for path in csv_paths:
             path = Path(path)
             data, sidecar, n_rows = _read(path)
-            r = _loop_rate_hz(sidecar)
+            r = _loop_rate_hz(sidecar, data["t_s"])
             if rate is None:
                 rate = r
                 fps = options.fps or default_fps(rate, frames is not None)
