@@ -326,8 +326,13 @@ class OpenVRConfig:
 # ---- humanoid stream (GR00T-WholeBodyControl over ZMQ) ------------------------------------------
 
 
-def _finite_seq(v, n: int) -> bool:
-    return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+def is_finite_vector(v, n: int) -> bool:
+    """`v` holds exactly `n` finite numbers (ints or floats, numpy's float64 included): the one
+    finite-vector check of configuration values and device poses."""
+    try:
+        return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+    except TypeError:  # not a sequence
+        return False
 
 
 @dataclass(frozen=True)
@@ -340,8 +345,8 @@ class DeviceOffset:
     """Orientation of the body frame relative to the device frame (unit)."""
 
     def __post_init__(self) -> None:
-        _require(_finite_seq(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
-        _require(_finite_seq(self.quat_wxyz, 4) and _quat_is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
+        _require(is_finite_vector(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
+        _require(is_finite_vector(self.quat_wxyz, 4) and _quat_is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
                  "a unit quaternion w, x, y, z", self.quat_wxyz)
 
 
@@ -424,7 +429,7 @@ class SmplBodyConfig:
 
     def __post_init__(self) -> None:
         for name in ("hmd_to_head_m", "controller_to_wrist_m", "elbow_pole_body"):
-            _require(_finite_seq(getattr(self, name), 3), f"stream.smpl.{name}", "3 finite numbers", getattr(self, name))
+            _require(is_finite_vector(getattr(self, name), 3), f"stream.smpl.{name}", "3 finite numbers", getattr(self, name))
         _require(math.hypot(*self.elbow_pole_body) >= 1e-6, "stream.smpl.elbow_pole_body", "a non-zero direction",
                  self.elbow_pole_body)
         _require(isinstance(self.reach_iterations, int) and not isinstance(self.reach_iterations, bool)
@@ -498,19 +503,23 @@ is_number_in = _num
 """`is_number_in(v, lo, hi)`: a finite int or float (not a bool) in lo..hi."""
 
 
-def is_loopback_endpoint(endpoint: str) -> bool:
-    """True for `tcp://` on 127.0.0.0/8, ::1 or localhost, and for host-local `ipc://` / `inproc://`."""
-    if endpoint.startswith(("ipc://", "inproc://")):
-        return True
-    if not endpoint.startswith("tcp://"):
-        return False
-    host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
+def is_loopback_host(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 (without brackets) and localhost: the one loopback check."""
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # '*', an interface name or a hostname: not provably local
         return False
+
+
+def is_loopback_endpoint(endpoint: str) -> bool:
+    """True for `tcp://` on a loopback host (`is_loopback_host`), and for host-local `ipc://` / `inproc://`."""
+    if endpoint.startswith(("ipc://", "inproc://")):
+        return True
+    if not endpoint.startswith("tcp://"):
+        return False
+    return is_loopback_host(endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]"))
 
 
 @dataclass(frozen=True)

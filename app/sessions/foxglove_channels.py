@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from app.config import is_finite_vector
 from app.events import EventKind, parse_events
 from app.sessions.analysis import tracking_errors
 from app.sessions.schema import ARMS
@@ -162,10 +163,6 @@ def scene_entities(m, scene: Scene, bodies: list[BodyFrame], t_ns: int) -> list:
     return entities
 
 
-def _finite(*arrays) -> bool:
-    return all(math.isfinite(float(v)) for a in arrays for v in a)
-
-
 class FoxgloveChannels:
     """The channels of one session on a Foxglove `Context`; `log_rows` logs rows on all of them.
 
@@ -252,7 +249,7 @@ class FoxgloveChannels:
         out = []
 
         def add(parent: str, child: str, pos, quat_wxyz) -> None:
-            if _finite(pos, quat_wxyz):
+            if is_finite_vector(pos, 3) and is_finite_vector(quat_wxyz, 4):
                 out.append(m.FrameTransform(timestamp=stamp, parent_frame_id=parent, child_frame_id=child,
                                             translation=_vec(m, pos), rotation=_quat(m, quat_wxyz)))
 
@@ -273,7 +270,7 @@ class FoxgloveChannels:
                 continue
             p_vr = [data[f"in_{dev}_{a}_m"][i] for a in "xyz"]
             q_vr = [data[f"in_{dev}_q{a}"][i] for a in "wxyz"]
-            if not _finite(p_vr, q_vr):
+            if not (is_finite_vector(p_vr, 3) and is_finite_vector(q_vr, 4)):
                 continue
             p, q = vr_pose_to_operator_frame(p_vr, q_vr, heading)
             add("operator", frame, p, q)

@@ -21,13 +21,13 @@ accepted, the server advertises no client publishing or services).
 from __future__ import annotations
 
 import collections
-import ipaddress
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
 
+from app.config import is_loopback_host
 from app.control.snapshot import Snapshot
 from app.lifecycle import IllegalTransition
 from app.sessions.foxglove_channels import FoxgloveChannels, import_foxglove
@@ -100,15 +100,6 @@ def parse_endpoint(text: str, allow_remote: bool = False) -> tuple[str, int]:
         raise FoxgloveEndpointError(f"the Foxglove server binds loopback (127.0.0.1, ::1, localhost) unless "
                                     f"remote access is allowed (--foxglove-allow-remote), got {text!r}")
     return host, int(port_text)
-
-
-def is_loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class FoxgloveLive:

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import SmplBodyConfig
+from app.config import SmplBodyConfig, is_finite_vector
+from app.frozen import frozen_array
 from app.streaming.smpl_skeleton import (
     NUM_SMPL_JOINTS,
     SMPL_PARENTS,
@@ -77,13 +78,6 @@ class SmplBodyError(ValueError):
     """Invalid input or configuration of the SMPL body estimator."""
 
 
-def _finite_vec(v, n: int) -> bool:
-    try:
-        return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
-    except TypeError:
-        return False
-
-
 @dataclass(frozen=True, eq=False)
 class SmplFrame:
     """One estimated body. Arrays are read-only float64.
@@ -113,9 +107,7 @@ class SmplFrame:
     def __post_init__(self) -> None:
         for name in ("body_quat_wxyz", "smpl_joints_m", "smpl_pose_rad", "joints_world_m", "head_target_m",
                      "wrist_targets_m", "elbow_swivel_dir", "trunk_shift_m"):
-            arr = np.array(getattr(self, name), dtype=np.float64)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
     @property
     def head_error_m(self) -> float:
@@ -148,7 +140,7 @@ def device_rows_from_sample(sample, heading_rad: float) -> tuple[np.ndarray, np.
     valid = []
     for row, name in enumerate(ROWS):
         pose = sample.pose(name)
-        ok = bool(pose.valid) and _finite_vec(pose.pos_vr_m, 3) and _finite_vec(pose.quat_vr_wxyz, 4) \
+        ok = bool(pose.valid) and is_finite_vector(pose.pos_vr_m, 3) and is_finite_vector(pose.quat_vr_wxyz, 4) \
             and Q.is_unit(pose.quat_vr_wxyz, 1e-3)
         if ok:
             pos[row], quat[row] = frames.vr_pose_to_operator_frame(pose.pos_array(), pose.quat_array(), heading_rad)
@@ -200,10 +192,6 @@ def _swing(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
         perp = _cross(a, (1.0, 0.0, 0.0) if abs(a[0]) < 0.9 else (0.0, 1.0, 0.0))
         return _unit(perp), angle
     return axis / s, angle
-
-
-def _wrap(a: float) -> float:
-    return math.atan2(math.sin(a), math.cos(a))
 
 
 class SmplBodyEstimator:
@@ -314,12 +302,12 @@ class SmplBodyEstimator:
         if self._pelvis_yaw is None:
             self._pelvis_yaw = yaw_h if yaw_h is not None else 0.0
         elif yaw_h is not None:
-            d = _wrap(yaw_h - self._pelvis_yaw)
+            d = frames.wrap_angle_rad(yaw_h - self._pelvis_yaw)
             db = cfg.pelvis_yaw_deadband_rad
             if abs(d) > db:
-                self._pelvis_yaw = _wrap(self._pelvis_yaw + d - math.copysign(db, d))
+                self._pelvis_yaw = frames.wrap_angle_rad(self._pelvis_yaw + d - math.copysign(db, d))
         yaw_p = self._pelvis_yaw
-        twist = cfg.spine_twist_fraction * (_wrap(yaw_h - yaw_p) if yaw_h is not None else 0.0)
+        twist = cfg.spine_twist_fraction * (frames.wrap_angle_rad(yaw_h - yaw_p) if yaw_h is not None else 0.0)
         Rz = _rot_z(yaw_p)
 
         # Stance: stays while the head is within lean_radius_m of upright above it, then follows.
