@@ -27,3 +27,10 @@ def test_ci_runs_the_readmes_test_command_exactly_and_it_installs_the_export_ext
     command = _readme_test_command()
     assert command in (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
     assert '".[test,export]"' in command, "without [export] a new user's run skips every export test"
+
+
+def test_the_slow_marker_is_registered_run_by_the_readme_command_and_skippable_for_development():
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("slow:") for m in markers)
+    assert _readme_test_command().endswith("-m pytest -q")  # no marker filter: the full run includes the slow tests
+    assert '-m "not slow"' in (ROOT / "README.md").read_text(encoding="utf-8")
