@@ -6,8 +6,10 @@ world frame, Z up). Quaternions are w, x, y, z. Floats are written with `repr(fl
 shortest text that parses back to the identical double, so a recorded session replays
 bit-exactly. Booleans are written as 0/1. The full description is `docs/session-format.md`.
 
-This module is the only place that knows the column names; the recorder, the reader, the
-replay source and the analysis tools all take them from here.
+This module defines the column names and their kinds (`COLUMNS`, `COLUMN_KINDS`): the recorder
+writes them, the reader types them and the replay source reads its inputs by them from here. The
+analysis and the exports name the columns they read by the same per-arm patterns
+(`<arm>_q<i>_rad`, `<arm>_target_x_m`, ...), documented in `docs/session-format.md`.
 """
 
 from __future__ import annotations
