@@ -8,7 +8,6 @@ session analysis, so a run's summary and `analyze` of its recording agree.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -23,27 +22,21 @@ from app.stats import Distribution
 _BATCH = 1024
 
 
-class _BatchedDistribution:
-    """A `Distribution` fed one value per tick, binned a batch at a time: one numpy call per batch,
-    not per tick, on the loop thread (no allocation per tick)."""
+class _Growing:
+    """A float array that doubles when full: amortised O(1) appends from the loop thread."""
 
-    def __init__(self) -> None:
-        self._dist = Distribution()
-        self._batch = np.empty(_BATCH)
-        self._n = 0
+    def __init__(self, capacity: int = 4096) -> None:
+        self._a = np.empty(capacity)
+        self.n = 0
 
     def append(self, v: float) -> None:
-        self._batch[self._n] = v
-        self._n += 1
-        if self._n == _BATCH:
-            self._dist.add(self._batch)
-            self._n = 0
+        if self.n == len(self._a):
+            self._a = np.concatenate([self._a, np.empty(len(self._a))])
+        self._a[self.n] = v
+        self.n += 1
 
-    def distribution(self) -> Distribution:
-        """Everything appended so far (a copy: appending goes on)."""
-        d = self._dist.copy()
-        d.add(self._batch[: self._n])
-        return d
+    def values(self) -> np.ndarray:
+        return self._a[: self.n]
 
 
 @dataclass(frozen=True)
@@ -54,19 +47,23 @@ class ErrorStats:
     max: float
 
 
-def error_stats(d: Distribution) -> ErrorStats:
-    """The figures `analyze` reports for the same values (`Distribution.summary`): the one percentile."""
-    if d.count == 0:
+def error_stats(values: np.ndarray) -> ErrorStats:
+    """The figures `analyze` reports for the same values (`app.stats.Distribution`: the one percentile)."""
+    if len(values) == 0:
         return ErrorStats(0, float("nan"), float("nan"), float("nan"))
+    d = Distribution()
+    d.add(values)
     return ErrorStats(d.count, d.rms, d.percentile(95), d.max)
 
 
 class RunSummary:
     def __init__(self) -> None:
         self.ticks = 0
-        self.pos_err_mm = {a: _BatchedDistribution() for a in ARMS}
-        self.rot_err_deg = {a: _BatchedDistribution() for a in ARMS}
-        self.lateness_ms = _BatchedDistribution()
+        self.pos_err_m = {a: _Growing() for a in ARMS}
+        self.rot_err_rad = {a: _Growing() for a in ARMS}
+        self.lateness_ms = Distribution()
+        # Binned a batch at a time: one numpy call per batch, not per tick, on the loop thread.
+        self._lateness_batch = _Growing(_BATCH)
         self.events: Counter[str] = Counter()
         self.last: Snapshot | None = None
         self.not_live_ticks = 0
@@ -75,27 +72,31 @@ class RunSummary:
 
     def add(self, snap: Snapshot) -> None:
         self.ticks += 1
-        self.lateness_ms.append(snap.timing.lateness_s * 1e3)
+        self._lateness_batch.append(snap.timing.lateness_s * 1e3)
+        if self._lateness_batch.n == _BATCH:
+            self.lateness_ms.add(self._lateness_batch.values())
+            self._lateness_batch.n = 0
         if not snap.output_live:
             self.not_live_ticks += 1
         for name in ARMS:
             arm = snap.arm(name)
             if arm.engaged and snap.output_live:
                 pos_m, rot_rad = tracking_error(arm.target_pos_m, arm.tcp_pos_m, arm.target_quat_wxyz, arm.tcp_quat_wxyz)
-                self.pos_err_mm[name].append(pos_m * 1e3)
-                self.rot_err_deg[name].append(math.degrees(rot_rad))
+                self.pos_err_m[name].append(pos_m)
+                self.rot_err_rad[name].append(rot_rad)
         for e in snap.events:
             self.events[e.kind.value] += 1
         self.last = snap
 
     def as_dict(self) -> dict:
-        lat = self.lateness_ms.distribution()
+        lat = self.lateness_ms.copy()
+        lat.add(self._lateness_batch.values())
         out: dict = {"ticks": self.ticks, "events": dict(self.events), "output_not_live_ticks": self.not_live_ticks}
         if lat.count:
             out["lateness_ms"] = {"p50": lat.percentile(50), "p99": lat.percentile(99), "max": lat.max}
         for name in ARMS:
-            pe = error_stats(self.pos_err_mm[name].distribution())
-            re = error_stats(self.rot_err_deg[name].distribution())
+            pe = error_stats(self.pos_err_m[name].values() * 1e3)
+            re = error_stats(np.degrees(self.rot_err_rad[name].values()))
             out[name] = {"engaged_ticks": pe.samples, "pos_err_mm": vars(pe), "rot_err_deg": vars(re)}
         if self.last is not None:
             out["rejected"] = dict(self.last.rejected)
