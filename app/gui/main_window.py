@@ -130,10 +130,10 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 1), ("Source", 1))),
     ActionRow("pause_plots", "Pause plots", lambda w: w.plots.set_paused, "P", "Freeze the plots; the loop keeps running",
               checkable=True, menus=(("View", 3),)),
-    ActionRow("reset_view", "Front view", lambda w: w.viewport.reset_camera, "Home",
-              "3D camera across the table, facing the robots (the default view)", menus=(("View", 1),)),
-    ActionRow("operator_view", "Operator view", lambda w: lambda: w.viewport.set_view("operator"), "End",
-              "3D camera over the robots' shoulders, where the operator stands", menus=(("View", 1),)),
+    ActionRow("reset_view", "Operator view", lambda w: w.viewport.reset_camera, "Home",
+              "3D camera over the robots' shoulders, where the operator stands (the default view)", menus=(("View", 1),)),
+    ActionRow("front_view", "Front view", lambda w: lambda: w.viewport.set_view("front"), "End",
+              "3D camera across the table, facing the robots (their left arm on the right)", menus=(("View", 1),)),
     ActionRow("top_view", "Top view", lambda w: lambda: w.viewport.set_view("top"), "T",
               "3D camera looking down on the table", menus=(("View", 1),)),
     ActionRow("boxes", "Show workspace boxes", lambda w: w._show_boxes, "W", "Draw each arm's workspace box",
@@ -248,7 +248,8 @@ class MainWindow(QMainWindow):
         lay.setSpacing(0)
         self.banner = Banner()
         lay.addWidget(self.banner)
-        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render)
+        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render,
+                                      arm_bases={n: h.base_body_id for n, h in self.runner.scene.arms.items()})
         lay.addWidget(self.viewport, 1)
         self.timeline = TimelineBar()
         self.timeline.close_button.clicked.connect(self._guard(lambda checked=False: self.close_review()))
