@@ -674,6 +674,9 @@ class CollisionConfig:
     """Keep the arms apart from each other, the table and themselves (False: plain IK, no distances)."""
     minimum_m: float = 0.01
     """Smallest distance (m) the IK lets any pair of `pairs` come to."""
+    tracking_margin_m: float = 0.002
+    """Distance (m) the IK keeps in reserve beyond `minimum_m` for the position servos' tracking error:
+    the commands stay `minimum_m + tracking_margin_m` apart so the arms themselves stay `minimum_m` apart."""
     influence_m: float = 0.10
     """Pairs closer than this (m) constrain the IK; beyond it the plain damped least squares runs."""
     approach_speed_m_s: float = 0.5
@@ -681,11 +684,19 @@ class CollisionConfig:
     pairs: tuple[CollisionPairGroup, ...] = field(default_factory=_default_collision_pairs)
     """The pair groups, checked against the model when the IK is built."""
 
+    @property
+    def kept_m(self) -> float:
+        """Distance (m) the IK's commands keep every pair apart: `minimum_m + tracking_margin_m`."""
+        return self.minimum_m + self.tracking_margin_m
+
     def __post_init__(self) -> None:
         _require(isinstance(self.enabled, bool), "collision.enabled", "true or false", self.enabled)
         _require(_finite(self.minimum_m) and 0.0 <= self.minimum_m <= 0.1, "collision.minimum_m", "a number in 0..0.1 (m)", self.minimum_m)
         _require(_finite(self.influence_m) and 0.0 < self.influence_m <= 0.5, "collision.influence_m", "a number in (0, 0.5] (m)", self.influence_m)
         _require(self.minimum_m < self.influence_m, "collision.minimum_m", f"a distance below collision.influence_m ({self.influence_m!r} m)", self.minimum_m)
+        _require(_finite(self.tracking_margin_m) and 0.0 <= self.tracking_margin_m <= 0.02, "collision.tracking_margin_m", "a number in 0..0.02 (m)", self.tracking_margin_m)
+        _require(self.kept_m < self.influence_m, "collision.tracking_margin_m",
+                 f"minimum_m + tracking_margin_m below collision.influence_m ({self.influence_m!r} m)", self.tracking_margin_m)
         _require(_finite(self.approach_speed_m_s) and 0.0 < self.approach_speed_m_s <= 2.0, "collision.approach_speed_m_s", "a number in (0, 2] (m/s)", self.approach_speed_m_s)
         _require(isinstance(self.pairs, tuple) and all(isinstance(g, CollisionPairGroup) for g in self.pairs),
                  "collision.pairs", "an array of pair groups", self.pairs)
