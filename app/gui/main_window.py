@@ -32,6 +32,7 @@ from app.control.engine import Command, CommandKind
 from app.gui import theme
 from app.gui.backend import SessionBackend
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
+from app.gui.estop_filter import EstopKeyFilter
 from app.gui.help import about, shortcuts_dialog
 from app.gui.icon import app_icon
 from app.gui.presenter import LIVE_WINDOW_LABEL, Presentation, WindowPresenter, review_banner, source_label
@@ -61,6 +62,10 @@ has its own timer (up to 30 fps). Every refresh costs GIL time the control loop 
 
 VIEW_FPS_CHOICES = (30, 20, 10)
 """3D view frame-rate caps offered in the View menu (the first is the default)."""
+
+FILE_DIALOG_OPTIONS = QFileDialog.Option.DontUseNativeDialog
+"""Qt's own file dialogs: a platform's native one runs outside Qt's event loop, where the
+application's E-STOP key filter cannot see its keys."""
 
 OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, ConfigError, SceneError, OSError)
 """Errors whose message is written for the operator: shown as they are."""
@@ -215,6 +220,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_statusbar()
+        # Space e-stops before any widget of any window or dialog sees it (app/gui/estop_filter.py).
+        self._estop_filter = EstopKeyFilter(self._guard(self.estop), self)
+        QApplication.instance().installEventFilter(self._estop_filter)
 
         self.qsettings = QSettings(str(store.folder / "window.ini"), QSettings.Format.IniFormat)
         self._restore_layout()
@@ -421,10 +429,18 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text.splitlines()[0], 15000)
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(self._focus_back)
         if modal:
             box.exec()
         else:
             box.open()
+
+    def _focus_back(self, *_: object) -> None:
+        """After a dialog closed: the main window takes the keys again without a click."""
+        self.activateWindow()
+        self.raise_()
+        if QApplication.focusWidget() is None or QApplication.focusWidget().window() is not self:
+            self.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
 
     # ----- commands -----
 
@@ -493,7 +509,8 @@ class MainWindow(QMainWindow):
             raise PipelineError("already recording: stop the current recording first (F9)")
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
         path, _ = QFileDialog.getSaveFileName(self, "Record session to", str(self.sessions_dir / generated_session_name()),
-                                              "Session CSV (*.csv)")
+                                              "Session CSV (*.csv)", options=FILE_DIALOG_OPTIONS)
+        self._focus_back()
         if path:
             self.start_recording(Path(path))
         self._sync_record_action()
@@ -563,14 +580,18 @@ class MainWindow(QMainWindow):
 
     def open_replay(self) -> None:
         try:
-            path, _ = QFileDialog.getOpenFileName(self, "Replay session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(self, "Replay session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
+                                                  options=FILE_DIALOG_OPTIONS)
+            self._focus_back()
             if path:
                 self.replay_file(path)
         finally:
             self._sync_source_actions()
 
     def open_review(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
+                                              options=FILE_DIALOG_OPTIONS)
+        self._focus_back()
         if path:
             self.review_file(path)
 
@@ -614,7 +635,9 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.runner.live_cfg, self.base_cfg, self)
-        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.config is not None:
+        accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        self._focus_back()
+        if accepted and dialog.config is not None:
             self.apply_config(dialog.config)
 
     def apply_config(self, cfg: Config) -> None:
@@ -650,10 +673,13 @@ class MainWindow(QMainWindow):
                 for a in self.actions() if not a.shortcut().isEmpty()]
 
     def show_shortcuts(self) -> None:
-        shortcuts_dialog(self, self.shortcut_rows()).open()
+        dialog = shortcuts_dialog(self, self.shortcut_rows())
+        dialog.finished.connect(self._focus_back)
+        dialog.open()
 
     def show_about(self) -> None:
         about(self, self.viewport.renderer_name, self.viewport.software, self.store.path)
+        self._focus_back()
 
     # ----- display refresh -----
 
@@ -721,6 +747,7 @@ class MainWindow(QMainWindow):
     # ----- shutdown -----
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        QApplication.instance().removeEventFilter(self._estop_filter)
         self._ui_timer.stop()
         self._heartbeat_timer.stop()
         lifetime_s = time.perf_counter() - self._opened_s

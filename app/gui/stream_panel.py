@@ -308,6 +308,7 @@ class StreamPanel(QWidget):
         answer = QMessageBox.question(self, "Start the humanoid stream?", text,
                                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                       QMessageBox.StandardButton.No)
+        self.window().activateWindow()  # the keys go back to the main window without a click
         return answer == QMessageBox.StandardButton.Yes
 
     def _tell(self, text: str) -> None:
