@@ -65,6 +65,10 @@ has its own timer (up to 30 fps). Every refresh costs GIL time the control loop 
 VIEW_FPS_CHOICES = (30, 20, 10)
 """3D view frame-rate caps offered in the View menu (the first is the default)."""
 
+ENGAGE_SETTLE_S = 1.0
+"""After a keyboard engage, how long before an idle arm in the snapshots means the engage ended
+(the command takes a tick or two to reach the loop and come back in a snapshot)."""
+
 FILE_DIALOG_OPTIONS = QFileDialog.Option.DontUseNativeDialog
 """Qt's own file dialogs: a platform's native one runs outside Qt's event loop, where the
 application's E-STOP key filter cannot see its keys."""
@@ -205,6 +209,8 @@ class MainWindow(QMainWindow):
         self._ui_ticks = 0
         self.presenter = WindowPresenter()
         self._poster = QtPoster(self)
+        self._engage_key_s: dict[str, float] = {}
+        """When keys 1 / 2 last engaged or released each arm (`time.monotonic`)."""
         self.setWindowTitle("pico-teleop")
         self.setWindowIcon(app_icon())
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
@@ -518,12 +524,42 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Mark added", 3000)
 
     def set_engaged(self, arm: str, on: bool) -> None:
-        if self.runner.running:
-            self._send(Command(CommandKind.ENGAGE if on else CommandKind.RELEASE, arm=arm))
+        """Keys 1 / 2: engage (latched where the hand and the arm are now: the arm then moves only by
+        the hand's motion) or release; refused, with a message, when it cannot take effect."""
+        snap = self.runner.latest()
+        refusal = ""
+        if not self.runner.running:
+            refusal = "no control loop runs (choose a source)"
+        elif on and snap is not None and snap.teleop_state == "estopped":
+            refusal = "the arms are e-stopped: Reset (Ctrl+R) first"
+        elif on and snap is not None and not snap.arm(arm).tracking_ok:
+            refusal = f"the {arm} controller is not tracked"
+        if refusal:
+            self._uncheck_engage(arm)
+            self.statusBar().showMessage(f"{'Engage' if on else 'Release'} {arm} refused: {refusal}", 8000)
+            return
+        self._send(Command(CommandKind.ENGAGE if on else CommandKind.RELEASE, arm=arm))
+        self._engage_key_s[arm] = time.monotonic()
+        if on:
+            self.statusBar().showMessage(
+                f"{arm.capitalize()} arm engaged from the keyboard where it stands: it follows the hand's motion "
+                "from here; the controller's grip takes over when pressed or let go", 10000)
+        else:
+            self.statusBar().showMessage(f"{arm.capitalize()} arm released from the keyboard", 5000)
 
-    def _uncheck_engage(self) -> None:
+    def _sync_engage_keys(self, snap) -> None:
+        """A keyboard engage ends when the controller's grip takes over (or the loop drops it): the
+        toggle follows, and the status bar says why."""
+        for arm, act in self.act_engage.items():
+            if (act.isChecked() and snap.arm(arm).state == "idle"
+                    and time.monotonic() - self._engage_key_s.get(arm, 0.0) > ENGAGE_SETTLE_S):
+                self._uncheck_engage(arm)
+                self.statusBar().showMessage(f"{arm.capitalize()} arm released: its controller's grip took over "
+                                             "from the keyboard engage", 8000)
+
+    def _uncheck_engage(self, arm: str | None = None) -> None:
         # The engine drops keyboard engagement on e-stop/reset; keep the toggles in step without resending.
-        for a in self.act_engage.values():
+        for a in (self.act_engage.values() if arm is None else (self.act_engage[arm],)):
             a.blockSignals(True)
             a.setChecked(False)
             a.blockSignals(False)
@@ -813,6 +849,8 @@ class MainWindow(QMainWindow):
         self.plots.refresh(snap)
         if self._ui_ticks % 2 == 0:
             self._refresh_status(snap, shown)
+        if snap is not None:
+            self._sync_engage_keys(snap)
         if snap is not None and self.raw_dock.isVisible() and not self.raw_dock.visibleRegion().isEmpty():
             self.raw_panel.update_sample(snap.sample)
         if shown.banner is not None:
