@@ -41,7 +41,7 @@ PREVIEW_FPS = 10.0
 def status_text(st: StreamStatus | None) -> tuple[str, str]:
     """(text, colour) of the stream's state for the panel and the status panel's Streaming row."""
     if st is None:
-        return "off (opens when you calibrate or start)", theme.MUTED
+        return "off: not asked for (the Humanoid stream panel's Calibrate or Start opens it)", theme.MUTED
     colour = {StreamState.STREAMING: theme.OK, StreamState.STOPPED: theme.WARN}.get(st.state, theme.MUTED)
     text = (f"{st.state.value.upper()} {st.mode} on {st.endpoint}: {st.messages_sent} sent, {st.dropped} dropped, "
             f"{st.subscribers} subscriber(s){', calibrated' if st.calibrated else ', not calibrated'}")
