@@ -241,7 +241,8 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
         panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
         panel.feedback_edit.setText(deploy.getsockopt_string(zmq.LAST_ENDPOINT))
         panel.mode_box.setCurrentText(MODE_POSE_V1)
-        panel.calibrate_button.click()
+        panel.calibrate_button.click()  # returns at once: the panel's worker thread talks to the core
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pub = runner.publisher
         assert pub is not None and not messages, messages
         sub.connect(f"tcp://127.0.0.1:{port}")
@@ -257,15 +258,19 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
         np.testing.assert_array_equal(panel._preview_pose()[3], q_robot)  # the preview's ghost
 
         panel.start_button.click()
-        assert pub.status().state.value == "streaming", messages
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
+        qtbot.waitUntil(lambda: pub.status().state.value == "streaming", timeout=2000)
         pump(1600)  # the planner, then pose after pose_entry_delay_s (1 s)
         assert pub.status().mode == MODE_POSE_V1 and len(commands) == 2, commands
         panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pump(400)
         assert pub.status().mode == MODE_PLANNER_VR3PT
         panel.mode_box.setCurrentText(MODE_POSE_V1)
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pump(400)
         panel.stop_button.click()
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pump(400)
         assert commands == [(True, False, True), (True, False, False), (True, False, True), (True, False, False),
                             (False, True, True)], commands
