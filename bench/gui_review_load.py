@@ -1,5 +1,5 @@
 """The window while it reads a big session for review, on a real core: how long the Qt thread is
-away (a 5 ms timer's gaps, `tests/qt_stall.py`), whether the live snapshots keep coming, and
+away (a 5 ms timer's gaps, `bench/qt_stall.py`), whether the live snapshots keep coming, and
 whether the core ever lost the window. Idle first (the same window, nothing loading), then
 loading, so the two can be compared on a shared, noisy machine. Prints figures; asserts nothing.
 
@@ -27,8 +27,8 @@ from app.config import Config  # noqa: E402
 from app.gui.core_client import CoreClient  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
-from tests.qt_stall import QtStallMonitor  # noqa: E402
-from tests.recording import grow_session, record_demo  # noqa: E402
+from bench.big_session import grow_session, record_short_demo  # noqa: E402
+from bench.qt_stall import QtStallMonitor  # noqa: E402
 
 
 def _spin(seconds: float) -> None:
@@ -46,7 +46,7 @@ def main() -> int:
     app = QApplication.instance() or QApplication([])
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        big = grow_session(record_demo(folder / "short.csv", 3), folder / "big.csv", int(args.mb * 1e6))
+        big = grow_session(record_short_demo(folder / "short.csv", 3), folder / "big.csv", int(args.mb * 1e6))
         state = folder / "config"
         window = MainWindow(Config(), SettingsStore(state), sessions_dir=folder / "s", source="demo",
                             runner_factory=lambda cfg: CoreClient.launch(cfg, None, state))

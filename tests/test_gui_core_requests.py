@@ -2,7 +2,7 @@
 core is busy starting a source returns at once, and reading a 20 MB session for review neither
 freezes the window nor makes the core think it lost the window (the live arms keep following).
 
-The Qt thread's longest absence is measured with a 5 ms timer (`tests/qt_stall.py`) and printed
+The Qt thread's longest absence is measured with a 5 ms timer (`bench/qt_stall.py`) and printed
 with the machine's load; `bench/gui_review_load.py` prints the same figures for a quiet machine.
 """
 
@@ -23,7 +23,7 @@ from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.remote.config import ClientConfig, Endpoints  # noqa: E402
 from app.remote.tools import free_port_pair  # noqa: E402
-from tests.qt_stall import QtStallMonitor  # noqa: E402
+from bench.qt_stall import QtStallMonitor  # noqa: E402
 from tests.recording import grow_session, record_demo  # noqa: E402
 
 REQUEST_RETURN_LIMIT_S = 0.05
