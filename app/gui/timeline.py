@@ -39,10 +39,12 @@ a millisecond or two, then the reading thread lets the window's threads (Qt, the
 receiver and requests threads) have it; a whole-file read holds it for tens of ms at a time."""
 
 YIELD_S = 0.005
-"""How long the reading thread sleeps between steps, giving the interpreter lock and the CPU to the
-window's threads: on a loaded 2-core machine each hand-over of the lock waits for the OS to run
-the thread that wanted it, so a thread that only yields the lock for an instant still starves
-the others. It makes a 20 MB read about 1 s longer."""
+"""The least the reading thread sleeps between steps; it sleeps as long as the step took, if
+longer, so it takes at most half of the window process's time. On a loaded 2-core machine each
+hand-over of the interpreter lock waits for the OS to run the thread that wanted it, so a thread
+that only yields the lock for an instant starves the others (the Qt thread, the heartbeat's
+requests thread, the receiver). It makes a read about twice as long (20 MB: ~8 s on a quiet
+machine)."""
 
 
 def read_session_for_review(path: str | Path, progress: Callable[[float], None] | None = None) -> Session:
@@ -50,12 +52,15 @@ def read_session_for_review(path: str | Path, progress: Callable[[float], None] 
     steps that give the interpreter lock away, with `progress(fraction of the file read)` after each."""
     parts: dict[str, list[np.ndarray]] = {}
     with SessionChunks(path, REVIEW_CHUNK_ROWS) as chunks:
+        step_start = time.perf_counter()
         for chunk in chunks:
             for name, arr in chunk.data.items():
                 parts.setdefault(name, []).append(arr)
             if progress is not None:
                 progress(chunk.bytes_read / max(chunks.size_bytes, 1))
-            time.sleep(YIELD_S)
+            # At most half of the process's time: as long asleep as the step took awake.
+            time.sleep(max(YIELD_S, time.perf_counter() - step_start))
+            step_start = time.perf_counter()
         columns, sidecar, n_rows, truncated = chunks.columns, chunks.sidecar, chunks.n_rows, chunks.truncated_last_line
     data = {}
     for name in columns:
