@@ -34,7 +34,7 @@ from app.gui.backend import SessionBackend
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.estop_filter import EstopKeyFilter
 from app.gui.help import about, shortcuts_dialog
-from app.gui.qt_post import QtPoster, run_off_qt
+from app.gui.qt_post import OffQtWorker, QtPoster
 from app.gui.icon import app_icon
 from app.gui.presenter import (LIVE_WINDOW_LABEL, Presentation, WindowPresenter, live_again_banner, review_banner,
                                source_label)
@@ -209,6 +209,8 @@ class MainWindow(QMainWindow):
         self._ui_ticks = 0
         self.presenter = WindowPresenter()
         self._poster = QtPoster(self)
+        self._review_worker = OffQtWorker(self._poster, "review-load")
+        self._restart_worker = OffQtWorker(self._poster, "core-restart")
         self._engage_key_s: dict[str, float] = {}
         """When keys 1 / 2 last engaged or released each arm (`time.monotonic`)."""
         self.setWindowTitle("pico-teleop")
@@ -734,8 +736,7 @@ class MainWindow(QMainWindow):
                 shown_percent[0] = percent
                 self._poster.post(lambda: self.review_progress.setValue(percent))
 
-        self._review_thread = run_off_qt(self._poster, lambda: SessionReview(path, scene, window_rows, progress=progress),
-                                         loaded, failed, name="review-load")
+        self._review_worker.run(lambda: SessionReview(path, scene, window_rows, progress=progress), loaded, failed)
 
     def _review_loaded(self) -> None:
         self._review_loading = None
@@ -905,7 +906,7 @@ class MainWindow(QMainWindow):
         if not old.asynchronous:
             replaced(replace())
             return
-        run_off_qt(self._poster, replace, replaced, self.report, name="core-restart")
+        self._restart_worker.run(replace, replaced, self.report)
 
     # ----- shutdown -----
 

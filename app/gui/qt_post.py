@@ -7,6 +7,7 @@ here, which runs on the Qt thread in the order posted.
 
 from __future__ import annotations
 
+import queue
 import threading
 from typing import Any, Callable
 
@@ -30,20 +31,29 @@ class QtPoster(QObject):
         fn()
 
 
-def run_off_qt(poster: QtPoster, work: Callable[[], Any], then: Callable[[Any], None],
-               failed: Callable[[BaseException], None], name: str) -> threading.Thread:
-    """Run `work()` in a thread of its own; `then(result)` or `failed(error)` runs on the Qt thread."""
-    def run() -> None:
-        try:
-            result = work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the Qt thread, which reports it
-            poster.post(lambda exc=exc: failed(exc))
-            return
-        poster.post(lambda: then(result))
+class OffQtWorker:
+    """A thread of its own, started once (starting a thread waits for it to run, which can take
+    tens of ms on a loaded machine): `run(work, then, failed)` queues `work()` and returns at
+    once; `then(result)` or `failed(error)` runs on the Qt thread. Jobs run one after another."""
 
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-    return thread
+    def __init__(self, poster: QtPoster, name: str) -> None:
+        self._poster = poster
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, work: Callable[[], Any], then: Callable[[Any], None], failed: Callable[[BaseException], None]) -> None:
+        self._jobs.put((work, then, failed))
+
+    def _serve(self) -> None:
+        while True:
+            work, then, failed = self._jobs.get()
+            try:
+                result = work()
+            except BaseException as exc:  # noqa: BLE001 - handed to the Qt thread, which reports it
+                self._poster.post(lambda exc=exc, failed=failed: failed(exc))
+                continue
+            self._poster.post(lambda result=result, then=then: then(result))
 
 
-__all__ = ["QtPoster", "run_off_qt"]
+__all__ = ["OffQtWorker", "QtPoster"]

@@ -120,7 +120,9 @@ class StreamPanel(QWidget):
         layout.addLayout(row)
         self._poster = QtPoster(self)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._worker: threading.Thread | None = None
+        # Started now: starting a thread waits for it to run (tens of ms on a loaded machine).
+        self._worker = threading.Thread(target=self._work, name="stream-actions", daemon=True)
+        self._worker.start()
         self.pending = 0
         """Stream actions handed to the worker thread and not yet answered."""
         self.calibrate_button.clicked.connect(lambda: self._action(self.calibrate, self._calibrate_async))
@@ -247,9 +249,6 @@ class StreamPanel(QWidget):
     def _submit(self, work: Callable[[], Any], then: Callable[[Any], None] | None = None) -> None:
         """Run `work` (requests to the core, which may wait for it) in the panel's worker thread, in
         order; `then(result)` and any error come back to the Qt thread."""
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._work, name="stream-actions", daemon=True)
-            self._worker.start()
         self.pending += 1
         self._jobs.put((work, then))
 
