@@ -4,6 +4,10 @@ freezes the window nor makes the core think it lost the window (the live arms ke
 
 The Qt thread's longest absence is measured with a 5 ms timer (`bench/qt_stall.py`) and printed
 with the machine's load; `bench/gui_review_load.py` prints the same figures for a quiet machine.
+On a 2-core machine loaded far beyond its cores (load average 10 and more from other work) the
+window process can be starved past the core's 0.5 s heartbeat timeout by the scheduler alone,
+an idle window too: the review test then fails on GUI lost, as it should (measured: passes at
+load average 6, where an idle and a loading window show the same longest Qt-thread gap, ~0.3 s).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -103,10 +108,12 @@ def test_a_20_mb_review_load_keeps_the_window_and_the_arms_going(qapp, qtbot, tm
         if runner.latest().teleop_state != "running":  # a loaded machine stalled the window's first paint
             window.reset()
         qtbot.waitUntil(lambda: runner.latest().teleop_state == "running" and not runner.gui_lost, timeout=5000)
-        seen = {"states": set(), "gui_lost": False, "ticks": []}
+        seen = {"states": set(), "gui_lost": False, "ticks": [], "engaged_ticks": 0, "q": []}
 
         def on_snapshot(snap, arrived):
             seen["states"].add(snap.teleop_state)
+            seen["engaged_ticks"] += snap.left.engaged
+            seen["q"].append(snap.left.q_cmd_rad)
             seen["ticks"].append(arrived)
             if any(e.label == "gui_lost" for e in snap.events):
                 seen["gui_lost"] = True
@@ -130,7 +137,10 @@ def test_a_20_mb_review_load_keeps_the_window_and_the_arms_going(qapp, qtbot, tm
         assert window.review is not None, window.last_error
         assert window.review.n_rows * 2500 > REVIEW_BYTES // 2
         assert not seen["gui_lost"] and not runner.gui_lost and seen["states"] == {"running"}
-        assert runner.latest().left.engaged  # the arms keep following the operator
+        # The arms kept following the operator: engaged most of the time (the demo lets go to
+        # reposition now and then) and their commands moved.
+        assert seen["engaged_ticks"] > len(arrivals) / 2
+        assert np.ptp(np.asarray(seen["q"]), axis=0).max() > 0.05
         assert longest_silence_ms < 500
         assert returned_ms < REQUEST_RETURN_LIMIT_S * 1e3
         assert monitor.longest_block_ms < QT_BLOCK_LIMIT_MS
