@@ -191,3 +191,37 @@ def test_a_real_in_process_runner_drives_the_presenter_without_a_window():
     assert shown.timing.ticks >= 200 and shown.hud.source == "Demo operator"
     assert 50.0 < shown.loop_rate_hz < 250.0
     assert shown.banner is None and shown.hud.alert == "" and shown.core_problem == ""
+
+
+def _held_snap(state: str):
+    arm = SimpleNamespace(state="idle" if state == "estopped" else "engaged", precision=False)
+    return SimpleNamespace(tick=1, error="", teleop_state=state, arm=lambda name: arm)
+
+
+def test_the_gui_lost_banner_says_what_happened_and_goes_on_reset():
+    runner, pres = FakeRunner(), P.WindowPresenter()
+    runner.snap = _held_snap("running")
+    assert pres.present(runner, now_s=1.0).banner is None  # no GUI lost: nothing to say
+    runner.gui_lost, runner.snap = True, _held_snap("estopped")
+    shown = pres.present(runner, now_s=1.1)
+    assert shown.banner == P.GUI_LOST_BANNER and "Attached" not in shown.banner[0]  # this window, not another
+    runner.gui_lost = False  # the heartbeat is back: the arms stay held, so does the banner
+    assert pres.present(runner, now_s=1.2, banner_level="warn", banner_text=shown.banner[0]).banner is None
+    runner.snap = _held_snap("running")  # Reset
+    assert pres.present(runner, now_s=1.3, banner_level="warn", banner_text=shown.banner[0]).banner == P.CLEAR_BANNER
+    assert pres.present(runner, now_s=1.4).banner is None  # and it does not come back
+
+
+def test_a_window_that_attached_to_a_held_core_says_so():
+    runner, pres = FakeRunner(), P.WindowPresenter()
+    pres.attached = True
+    runner.gui_lost, runner.snap = True, _held_snap("estopped")
+    assert pres.present(runner, now_s=1.0).banner == P.ATTACHED_HELD_BANNER
+
+
+def test_back_to_live_names_the_arms_real_states():
+    snap = SimpleNamespace(teleop_state="running",
+                           arm=lambda n: SimpleNamespace(state={"left": "engaged", "right": "idle"}[n]))
+    text, _ = P.live_again_banner(snap, running=True)
+    assert "left arm engaged" in text and "right arm idle" in text and "restart" not in text
+    assert "not running" in P.live_again_banner(None, running=False)[0]

@@ -158,7 +158,7 @@ class _RenderJob:
             if self.qpos.shape[0] != mirror.nq:
                 self.qpos = np.zeros(mirror.nq)
             snap, published = mirror.read(self.qpos)
-            if snap is not None:
+            if published:  # a tick's pose, or a reviewed recording's (which comes without a snapshot)
                 r.set_qpos(self.qpos)
         t0 = time.perf_counter()
         rgb = r.render(width, height, markers_for(snap, boxes + self.labels))
@@ -369,7 +369,7 @@ class SceneViewport(QWidget):
                 self._frame_painted = True
                 now = time.perf_counter()
                 self._fps_times.append(now)
-                if frame.published_s > 0:
+                if frame.published_s > 0 and frame.snap is not None:  # a review pose is no tick
                     self.latency_ms.append((now - frame.published_s) * 1e3)
         self._paint_hud(p, frame.snap if frame is not None else None)
         p.end()
