@@ -439,6 +439,9 @@ class Pipeline:
         stats = self.stats()
         if stats is not None:
             result["timing"] = dict(vars(stats))
+        engine = self.engine
+        if engine is not None:  # the physics' catch-up after stalls (app.control.physics_pacer)
+            result["physics"] = dataclasses.asdict(engine.pacer.figures())
         result["source"] = self.source_kind
         result.update(extra_summary or {})
         status = recorder.stop(summary=result)
