@@ -442,6 +442,8 @@ class Pipeline:
         engine = self.engine
         if engine is not None:  # the physics' catch-up after stalls (app.control.physics_pacer)
             result["physics"] = dataclasses.asdict(engine.pacer.figures())
+        if self.loop is not None:  # the loop thread's waits on other threads (app.control.lock_wait)
+            result["lock_wait"] = dataclasses.asdict(self.loop.lock_wait())
         result["source"] = self.source_kind
         result.update(extra_summary or {})
         status = recorder.stop(summary=result)
