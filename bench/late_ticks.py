@@ -12,6 +12,10 @@ when it woke (`lateness_ms` later), and in that window:
   **runnable** held it while the operating system had preempted it (the lock's holder waiting for a
   CPU is the longest wait of all: the loop's priority does not pass to it).
 
+The kernel brings a running thread's CPU time in these statistics up to date at scheduler events
+(ticks, switches), so a window's figures are good to a scheduler tick (1-4 ms): the attribution
+counts late ticks and sums windows, it does not time single ones.
+
 Thread names come from `py-spy dump` when py-spy is installed (`pip install py-spy`), else the
 thread ids are printed. Used by `bench/gui_session.py --attribute`; on its own:
 

@@ -8,8 +8,9 @@ same process holds: the loop does no I/O, and its subscribers only append to que
 
     lock wait = wall time - time on a CPU - time runnable - sleep asked for
 
-from Linux's per-thread scheduler statistics (`/proc/self/task/<tid>/schedstat`: nanoseconds on a
-CPU and waiting on a run queue; read with one `pread`, ~2 us, twice a tick). A tick's wait is the
+from the thread's CPU clock and Linux's per-thread scheduler statistics
+(`/proc/self/task/<tid>/schedstat`: nanoseconds waiting on a run queue; one `pread`, ~2 us, twice
+a tick). A tick's wait is the
 part that delayed the loop: all of it while the tick works (from waking to the start of the next
 wait), and during the wait for the next deadline only as much as the tick woke late (a wait for the
 lock while spinning before the deadline delays nothing). It also holds the timer's slack of a
@@ -24,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,9 +87,13 @@ class ThreadWaitProbe:
             os.close(fd)
 
     def _read(self) -> tuple[int, int] | None:
+        """(ns on a CPU, ns runnable) of this thread so far. The CPU time comes from the thread's CPU
+        clock: schedstat's own figure is only brought up to date at scheduler events (it lags a
+        running thread by up to a scheduler tick); its run-queue figure is current whenever the
+        thread runs, as it does when it reads it."""
         try:
             fields = os.pread(self._fd, 64, 0).split()  # type: ignore[arg-type]
-            return int(fields[0]), int(fields[1])
+            return time.thread_time_ns(), int(fields[1])
         except (OSError, ValueError, IndexError):
             return None
 
