@@ -34,8 +34,12 @@ stuck in a source read or an output call with its own timeouts, to come back."""
 
 class ControlLoop:
     def __init__(self, engine: TeleopEngine, source: TrackingSource, cfg: LoopConfig, *, paced: bool = True,
-                 max_ticks: int | None = None) -> None:
-        """`max_ticks`: end by itself after this much loop time, in periods (skipped deadlines count)."""
+                 max_ticks: int | None = None, idle: threading.Event | None = None) -> None:
+        """`max_ticks`: end by itself after this much loop time, in periods (skipped deadlines count).
+        `idle`: set while the loop sleeps between ticks, cleared from `spin_before_deadline_s` before
+        each deadline to the end of the tick (and set for good when the loop ends). Other threads of
+        the process wait on it before a long piece of Python work (the stream's retargeting), so they
+        hold the interpreter lock while the loop sleeps, not while it computes."""
         self.engine = engine
         self.source = source
         self.cfg = cfg
@@ -53,7 +57,9 @@ class ControlLoop:
         self._last_error_log_s = float("-inf")
         self.fatal_error: str = ""
         self._probe: ThreadWaitProbe | None = None
-
+        self.idle = idle if idle is not None else threading.Event()
+        self.idle.set()
+        self.timer.on_spin = self.idle.clear
     def subscribe(self, fn: Subscriber) -> None:
         """`fn` is called in the loop thread with each snapshot: it must be quick and never block."""
         self._subscribers.append(fn)
@@ -145,7 +151,9 @@ class ControlLoop:
                      threading.get_native_id(), origin, 1.0 / period)
             while not self._stop.is_set():
                 probe.work_done(time.perf_counter())
+                self.idle.set()
                 wall, lateness = timer.wait()
+                self.idle.clear()
                 probe.tick(wall, timer.last_sleep_s, lateness)
                 if self.max_ticks is not None and timer.index >= self.max_ticks:
                     break  # the budget is loop time: deadlines skipped in a stall count against it
@@ -182,4 +190,5 @@ class ControlLoop:
         finally:
             sys.setswitchinterval(old_interval)
             probe.close()
+            self.idle.set()
             self._done.set()
