@@ -713,6 +713,13 @@ class SimConfig:
     max_catchup_s: float = 0.5
     """Most simulated time (s) the physics may lag loop time; beyond it the excess is dropped
     (counted in `TeleopEngine.sim_time_dropped_s`) rather than simulated late."""
+    catchup_tick_fraction: float = 0.5
+    """Catch-up steps after a stall are taken only while the tick's compute stays within this
+    fraction of a period (0.5: 2.5 ms at 200 Hz), at the per-step cost measured online; a tick's
+    own period of physics is always taken."""
+    catchup_within_s: float = 0.5
+    """Physics debt still unpaid this long (s of loop time) after it arose is dropped (counted in
+    `TeleopEngine.sim_time_dropped_s`): sim time is level with loop time at most this long after a stall."""
 
     def __post_init__(self) -> None:
         _require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
@@ -720,6 +727,10 @@ class SimConfig:
                  "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
         _require(_finite(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
                  "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
+        _require(_finite(self.catchup_tick_fraction) and 0.05 <= self.catchup_tick_fraction <= 1.0,
+                 "sim.catchup_tick_fraction", "a number in 0.05..1 (fraction of a period)", self.catchup_tick_fraction)
+        _require(_finite(self.catchup_within_s) and 0.05 <= self.catchup_within_s <= 10.0,
+                 "sim.catchup_within_s", "a number in 0.05..10 (s)", self.catchup_within_s)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -118,6 +119,10 @@ class Pipeline:
         self._stream_autostart: StreamAutoStart | None = None
         self.foxglove: "FoxgloveLive | None" = None
         """The live Foxglove server, once opened; subscribed to every loop."""
+        self.loop_idle = threading.Event()
+        """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
+        stream waits on it before each retargeted frame, so its Python runs while the loop sleeps."""
+        self.loop_idle.set()
 
     # ----- subscribers that outlive restarts -----
 
@@ -183,7 +188,8 @@ class Pipeline:
                 source.close()
                 raise PipelineError(f"cannot connect to the simulation server {self.remote.endpoints.state}: {exc}") from None
         engine = build_engine(cfg, scene, source, output=output)
-        loop = ControlLoop(engine, source, cfg.loop, paced=options.paced, max_ticks=options.max_ticks)
+        loop = ControlLoop(engine, source, cfg.loop, paced=options.paced, max_ticks=options.max_ticks,
+                           idle=self.loop_idle)
         self.mirror.clear()
         loop.subscribe(self.mirror.subscriber(engine.sim.data.qpos))
         self._on_loop_created(loop, source)
@@ -297,7 +303,7 @@ class Pipeline:
                 raise OSError(str(exc)) from None
         try:
             pub = StreamPublisher(stream_cfg, robot_q_source=feedback.live_joint_pos_mujoco_rad
-                                  if feedback is not None else None).open()
+                                  if feedback is not None else None, yield_to=self.loop_idle).open()
         except BaseException:
             if feedback is not None:
                 feedback.close()
@@ -435,6 +441,11 @@ class Pipeline:
         stats = self.stats()
         if stats is not None:
             result["timing"] = dict(vars(stats))
+        engine = self.engine
+        if engine is not None:  # the physics' catch-up after stalls (app.control.physics_pacer)
+            result["physics"] = dataclasses.asdict(engine.pacer.figures())
+        if self.loop is not None:  # the loop thread's waits on other threads (app.control.lock_wait)
+            result["lock_wait"] = dataclasses.asdict(self.loop.lock_wait())
         result["source"] = self.source_kind
         result.update(extra_summary or {})
         status = recorder.stop(summary=result)

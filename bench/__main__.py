@@ -14,6 +14,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from bench.common import Report, machine_description  # noqa: E402
 
+KEEP_MARKER = "<!-- sections below are measured by their own commands; python -m bench keeps them -->"
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -55,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ("docs/benchmarks.md" if not q else "-")
     if out != "-":
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text + "\n")
+        try:  # the sections measured by other commands (bench/gui_session.py) stay
+            old = Path(out).read_text()
+            kept = old[old.index(KEEP_MARKER):] if KEEP_MARKER in old else ""
+        except OSError:
+            kept = ""
+        Path(out).write_text(text + "\n" + ("\n" + kept if kept else ""))
         print(f"\nwritten to {out}")
     return 0
 

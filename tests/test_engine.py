@@ -8,6 +8,7 @@ import pytest
 
 from app.config import Config, SafetyConfig
 from app.control.engine import Command, CommandKind
+from app.control.physics_pacer import PhysicsPacer
 from app.events import Event, EventKind
 from tests.engine_helpers import HAND_REST_ROBOT, Driver, device, grip, make_engine, sample, with_
 
@@ -321,9 +322,17 @@ def _stalled_run(engine, stall_ticks, before=20, after=10, moving=True):
     return snaps
 
 
+def _frozen_clock(engine):
+    """Physics steps cost (next to) nothing and the tick's clock stands still: only the
+    simulated-seconds bounds (not the compute budget) limit the catch-up."""
+    engine.clock = lambda: 0.0
+    engine.pacer = PhysicsPacer(engine.period_s, engine.sim.timestep_s, engine.cfg.sim, step_cost_s=1e-12)
+    return engine
+
+
 def test_physics_catches_up_with_loop_time_after_a_stall_in_bounded_steps():
     cfg = Config()
-    engine = make_engine(cfg)
+    engine = _frozen_clock(make_engine(cfg))
     period, ts = cfg.loop.period_s, engine.sim.timestep_s
     snaps = _stalled_run(engine, stall_ticks=60)  # a 300 ms stall
     gap = [s.sim_time_s - (s.t_s + period) for s in snaps]  # 0 when physics is level with loop time
@@ -342,12 +351,73 @@ def test_physics_catches_up_with_loop_time_after_a_stall_in_bounded_steps():
 
 def test_a_stall_longer_than_the_catchup_limit_drops_the_excess_and_counts_it():
     cfg = Config()
-    engine = make_engine(cfg)
+    engine = _frozen_clock(make_engine(cfg))
     period = cfg.loop.period_s
     snaps = _stalled_run(engine, stall_ticks=400, moving=False)  # a 2 s stall
-    assert engine.sim_time_dropped_s == pytest.approx(2.0 + period - cfg.sim.max_catchup_s, abs=engine.sim.timestep_s)
-    gap = snaps[-1].sim_time_s + engine.sim_time_dropped_s - (snaps[-1].t_s + period)
+    # the stall (400 periods) beyond the lag allowed; the tick's own period is simulated
+    assert engine.sim_time_dropped_s == pytest.approx(2.0 - cfg.sim.max_catchup_s, abs=engine.sim.timestep_s)
+    gap = snaps[-1].sim_time_s - (snaps[-1].t_s + period)  # the simulation's clock skipped the dropped time
     assert abs(gap) < 1e-9
+
+
+def test_catchup_steps_stay_within_the_tick_compute_budget_and_sim_time_levels_within_the_limit():
+    """Each physics step "costs" 100 us on the engine's clock: the catch-up after a 300 ms stall
+    is spread so that no tick's physics plans past half a period, and sim time is level again."""
+    cfg = Config()
+    engine = make_engine(cfg)
+    period, ts = cfg.loop.period_s, engine.sim.timestep_s
+    cost_s = 100e-6
+    now = [0.0]
+    real_step = engine.sim.step
+
+    def step(duration_s):
+        n = real_step(duration_s)
+        now[0] += n * cost_s
+        return n
+
+    engine.sim.step = step
+    engine.clock = lambda: now[0]
+    snaps = _stalled_run(engine, stall_ticks=60, after=int(cfg.sim.catchup_within_s / period) + 10)
+    per_tick_steps = np.rint(np.diff([s.sim_time_s for s in snaps]) / ts).astype(int)
+    physics_s = [dict(s.timing.stage_s)["physics"] for s in snaps]
+    assert max(physics_s) <= engine.pacer.budget_s + 1e-9  # the tick computed nothing else on this clock
+    assert per_tick_steps.max() <= int(engine.pacer.budget_s / cost_s)
+    assert (per_tick_steps > 3).sum() >= 5  # spread over several ticks, not one
+    gap = [s.sim_time_s - (s.t_s + period) for s in snaps]
+    catchup_end = 20 + int(cfg.sim.catchup_within_s / period)
+    assert max(abs(g) for g in gap[catchup_end:]) < 1e-9
+    assert engine.sim_time_dropped_s == 0.0  # 100 us a step pays 305 ms well within the limit
+    f = engine.pacer.figures()
+    assert f.catchup_ticks >= 5 and f.max_steps_per_tick == per_tick_steps.max()
+
+
+def test_catchup_debt_not_paid_within_the_limit_is_dropped_and_counted():
+    """A machine so slow that hardly any catch-up fits the budget: the physics still takes its own
+    period every tick, and the debt left `catchup_within_s` after the stall is dropped, counted."""
+    cfg = Config()
+    engine = make_engine(cfg)
+    period = cfg.loop.period_s
+    now = [0.0]
+    real_step = engine.sim.step
+
+    steps = []
+
+    def step(duration_s):
+        n = real_step(duration_s)
+        steps.append(n)
+        now[0] += n * 800e-6  # 3 steps: 2.4 ms of a 2.5 ms budget
+        return n
+
+    engine.sim.step = step
+    engine.clock = lambda: now[0]
+    snaps = _stalled_run(engine, stall_ticks=60, after=int(cfg.sim.catchup_within_s / period) + 10, moving=False)
+    gap = [s.sim_time_s - (s.t_s + period) for s in snaps]
+    level_from = 20 + int(cfg.sim.catchup_within_s / period)
+    assert max(abs(g) for g in gap[level_from:]) < 1e-9  # the clock skipped what was not simulated
+    ts = engine.sim.timestep_s
+    assert engine.sim_time_dropped_s > 0.1  # counted, to the step:
+    assert sum(steps) * ts + engine.sim_time_dropped_s == pytest.approx(snaps[-1].t_s + period, abs=1e-9)
+    assert min(steps) >= 3  # every tick still simulates its own period
 
 
 def test_sim_step_sub_steps_in_one_call_like_single_steps():

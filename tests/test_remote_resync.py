@@ -40,7 +40,8 @@ def test_an_output_with_a_resync_hook_gets_the_engine_registered():
 
     class Output:  # the interface RemoteArms offers on top of SimulatedArms'
         model, data = eng.sim.model, eng.sim.data
-        read, send, step = eng.sim.read, eng.sim.send, eng.sim.step
+        read, send, step, skip_time = eng.sim.read, eng.sim.send, eng.sim.step, eng.sim.skip_time
+        timestep_s = eng.sim.timestep_s
 
         def set_resync_hook(self, hook):
             hooks.append(hook)

@@ -181,3 +181,39 @@ def test_a_replays_timer_pauses_through_a_stall_instead_of_skipping():
     assert all(lat < period for _, lat, _, _ in ticks[12:])
     # The grid moved later by the 59 whole periods missed: ticks stay one period apart after it.
     assert ticks[12][0] - start == pytest.approx(12 * period + 59 * period, abs=1e-9)
+
+
+def test_the_spin_hook_runs_once_a_paced_wait_stops_sleeping_and_never_unpaced():
+    """`on_spin` is where the loop clears its `idle` event: the stream's retargeting waits for it,
+    so it runs while the loop sleeps and stops before the loop's deadline."""
+    clock = FakeClock()
+    timer = LoopTimer(0.005, spin_s=0.0, clock=clock, sleep=clock.sleep)  # a fake clock cannot spin
+    seen = []
+    timer.on_spin = lambda: seen.append((clock(), timer.last_sleep_s))
+    timer.start()
+    for _ in range(3):
+        timer.wait()
+    assert len(seen) == 3
+    assert seen[1][1] == pytest.approx(0.005)  # called once the sleep toward the deadline is over
+    unpaced = LoopTimer(0.005, clock=clock, sleep=clock.sleep, paced=False)
+    unpaced.on_spin = lambda: seen.append(None)
+    unpaced.wait()
+    assert len(seen) == 3
+
+
+def test_the_loop_is_idle_between_ticks_and_after_it_ends():
+    from app.config import Config
+    from app.control.loop import ControlLoop
+    from app.runtime import build_engine, make_source
+    from app.sim.scene import load_scene
+    cfg = Config()
+    scene = load_scene(cfg)
+    source, _ = make_source("demo", cfg, scene, None)
+    source.start()
+    idle_during_ticks = []
+    loop = ControlLoop(build_engine(cfg, scene, source), source, cfg.loop, paced=False, max_ticks=5)
+    loop.subscribe(lambda snap: idle_during_ticks.append(loop.idle.is_set()))
+    loop.run()
+    source.close()
+    assert idle_during_ticks == [False] * 5  # a tick computes with the gate closed
+    assert loop.idle.is_set()  # open for good once the loop ends: nobody waits on a dead loop

@@ -7,6 +7,7 @@ in a fault, or the recording failed; 2 for bad input (UsageError).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -298,6 +299,8 @@ def _run_result(pipe, summary, started: float) -> dict:
     pipe.loop.stop()
     result = summary.as_dict()
     result["timing"] = dict(vars(pipe.stats()))
+    result["lock_wait"] = dataclasses.asdict(pipe.loop.lock_wait())
+    result["physics"] = dataclasses.asdict(pipe.engine.pacer.figures())
     result["source"] = pipe.source_kind
     result["wall_s"] = time.perf_counter() - started
     if pipe.fatal_error:
@@ -349,6 +352,16 @@ def print_summary(r: dict) -> None:
         f"lateness p50 {t['lateness_p50_ms']:.3f} ms  p99 {t['lateness_p99_ms']:.3f} ms  max {t['lateness_max_ms']:.3f} ms; "
         f"compute p50 {t['compute_p50_ms']:.3f} ms  p99 {t['compute_p99_ms']:.3f} ms; overruns {t['overruns']}, late ticks {t['late_ticks']}",
     ]
+    lw = r.get("lock_wait", {})
+    if lw.get("available"):
+        lines.append(f"loop thread's wait for other threads (interpreter lock) per tick: p50 {lw['lock_wait_p50_ms']:.3f} ms  "
+                     f"p99 {lw['lock_wait_p99_ms']:.3f} ms  max {lw['lock_wait_max_ms']:.3f} ms, {lw['ticks_over_limit']} ticks "
+                     f"over 0.5 ms; wait for a CPU p99 {lw['runq_wait_p99_ms']:.3f} ms")
+    ph = r.get("physics", {})
+    if ph.get("catchup_ticks") or ph.get("dropped_steps"):
+        lines.append(f"physics catch-up: {ph['catchup_ticks']} ticks, at most {ph['max_steps_per_tick']} steps a tick "
+                     f"(longest {ph['max_catchup_tick_cpu_ms']:.2f} ms of CPU, budget {ph['budget_ms']:.2f} ms); "
+                     f"{ph['dropped_s']:.3f} s dropped")
     lines += [_arm_line(arm, r[arm]) for arm in ("left", "right")]
     not_live = r.get("output_not_live_ticks", 0)
     if not_live:

@@ -29,6 +29,7 @@ import numpy as np
 from app.config import ARMS, ArmConfig, Config
 from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.ik import IKResult, MultiArmIK
+from app.control.physics_pacer import PhysicsPacer
 from app.control.pose_input import PoseInput
 from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_box, in_box, pose_defect, step_toward
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
@@ -113,14 +114,10 @@ class TeleopEngine:
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
         self._output_events: list[Event] = []
-        # Physics follows loop time on the grid of periods: `_periods` is how many periods loop
-        # time has covered (skipped deadlines included), `_steps_done` the physics steps taken.
-        # Counting whole periods and steps (not summing seconds) keeps sim time from drifting.
-        self._periods = 0
-        self._skipped_seen = 0
-        self._skipped_applied = 0
-        self._steps_done = 0
-        self._steps_dropped = 0
+        self.clock: Callable[[], float] = time.perf_counter
+        """The tick's stage timer (perf_counter s); a test may replace it to make the physics pacing exact."""
+        self.pacer = PhysicsPacer(self.period_s, sim.timestep_s, cfg.sim)
+        """Physics steps per tick: loop time's debt, bounded in compute per tick (`physics_pacer`)."""
         # An output that can lose its robot and find it again (a remote server) asks the engine to
         # re-read the joints before it sends anything after each (re)connection.
         sim.set_resync_hook(self.resync_from_output)
@@ -225,31 +222,9 @@ class TeleopEngine:
 
     @property
     def sim_time_dropped_s(self) -> float:
-        """Loop time (s) the physics never simulated because it lagged more than `sim.max_catchup_s`."""
-        return self._steps_dropped * self.sim.timestep_s
-
-    def _physics_steps(self, skipped_ticks: int) -> int:
-        """Physics steps for this tick: the elapsed nominal time, bounded per tick and overall.
-
-        `skipped_ticks` is the loop's cumulative count after this tick's wait: the deadlines the
-        previous tick skipped lie between it and this tick, one period of loop time each, which
-        the physics must cover too (so sim time follows `t_s`, which jumps on this tick).
-        """
-        # The timer counts a skip on the late tick that serves deadline k, for deadlines k+1..k+m:
-        # the skipped loop time lies between that tick and this one.
-        newly_skipped = max(0, self._skipped_seen - self._skipped_applied)
-        self._skipped_applied = self._skipped_seen
-        self._skipped_seen = max(self._skipped_seen, skipped_ticks)
-        self._periods += 1 + newly_skipped
-        ts = self.sim.timestep_s
-        sim_cfg = self.cfg.sim
-        due = int(round(self._periods * self.period_s / ts)) - self._steps_done
-        max_debt = max(1, int(sim_cfg.max_catchup_s / ts))
-        if due > max_debt:  # a stall longer than the physics may lag: that time is dropped, counted
-            self._steps_dropped += due - max_debt
-            self._steps_done += due - max_debt
-            due = max_debt
-        return max(0, min(due, max(1, int(sim_cfg.max_catchup_per_tick_s / ts))))
+        """Loop time (s) the physics never simulated (the simulation's clock skipped it): a lag beyond
+        `sim.max_catchup_s`, or a debt not paid within `sim.catchup_within_s` (`app.control.physics_pacer`)."""
+        return self.pacer.dropped_s
 
     def tick(self, sample: TrackingSample, t_s: float, wall_time_s: float = 0.0, lateness_s: float = 0.0,
              input_s: float = 0.0, overruns: int = 0, late_ticks: int = 0, skipped_ticks: int = 0) -> Snapshot:
@@ -262,7 +237,9 @@ class TeleopEngine:
         period plus one per newly skipped deadline (sub-stepped, bounded by `cfg.sim`). The IK's
         velocity limits stay per period, so a stall never makes the arms jump.
         """
-        t0 = time.perf_counter()
+        clock = self.clock
+        t0 = clock()
+        cpu_tick0 = time.thread_time()
         events: list[Event] = []
         stages: list[tuple[str, float]] = [("input", input_s)]
         t_ik = t_cal = t0
@@ -271,26 +248,35 @@ class TeleopEngine:
             self._buttons(sample, events)
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
-            t_cal = time.perf_counter()
+            t_cal = clock()
             self._solve_and_send(events)
-            t_ik = time.perf_counter()
+            t_ik = clock()
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
             self._error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, CommandRejected):
                 self.clamp_counts["rejected_command"] += 1
             self._estop(events, "fault")
             events.append(Event(EventKind.FAULT))
-            t_cal = t_ik = time.perf_counter()
+            t_cal = t_ik = clock()
         stages.append(("calibration_safety", t_cal - t0))
         stages.append(("ik", t_ik - t_cal))
-        steps = self._physics_steps(skipped_ticks)
+        pacer = self.pacer
+        steps = pacer.plan(skipped_ticks, input_s + (t_ik - t0))
+        catching_up = pacer.catching_up
+        cpu0 = time.thread_time() if catching_up else 0.0
+        if pacer.dropped_now:
+            self.sim.skip_time(pacer.dropped_now * self.sim.timestep_s)
         # Called even for zero steps: a remote output sends this tick's command in `step`.
         self.sim.step(steps * self.sim.timestep_s)
-        self._steps_done += steps
+        t_phys = clock()
+        if catching_up:
+            cpu1 = time.thread_time()
+            pacer.record(steps, t_phys - t_ik, cpu1 - cpu0, cpu1 - cpu_tick0)
+        else:
+            pacer.record(steps, t_phys - t_ik)
         if self._output_events:
             events.extend(self._output_events)
             self._output_events = []
-        t_phys = time.perf_counter()
         stages.append(("physics", t_phys - t_ik))
         snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, input_s, events, stages, t0, t_phys, overruns,
                               late_ticks, skipped_ticks)
@@ -423,7 +409,7 @@ class TeleopEngine:
                 **_collision_fields(r),
             )
         rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.input.rejections.items()))
-        t_snap = time.perf_counter()
+        t_snap = self.clock()
         stages.append(("snapshot", t_snap - t_start))
         timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=input_s + (t_snap - t0),
                                 overruns=overruns, late_ticks=late_ticks, stage_s=tuple(stages),

@@ -15,6 +15,7 @@ from typing import Callable
 
 from app.config import LoopConfig
 from app.control.engine import Command, TeleopEngine
+from app.control.lock_wait import LockWaitFigures, ThreadWaitProbe
 from app.control.snapshot import Snapshot
 from app.control.timing import LoopTimer
 from app.stats import TimingFigures
@@ -33,8 +34,12 @@ stuck in a source read or an output call with its own timeouts, to come back."""
 
 class ControlLoop:
     def __init__(self, engine: TeleopEngine, source: TrackingSource, cfg: LoopConfig, *, paced: bool = True,
-                 max_ticks: int | None = None) -> None:
-        """`max_ticks`: end by itself after this much loop time, in periods (skipped deadlines count)."""
+                 max_ticks: int | None = None, idle: threading.Event | None = None) -> None:
+        """`max_ticks`: end by itself after this much loop time, in periods (skipped deadlines count).
+        `idle`: set while the loop sleeps between ticks, cleared from `spin_before_deadline_s` before
+        each deadline to the end of the tick (and set for good when the loop ends). Other threads of
+        the process wait on it before a long piece of Python work (the stream's retargeting), so they
+        hold the interpreter lock while the loop sleeps, not while it computes."""
         self.engine = engine
         self.source = source
         self.cfg = cfg
@@ -51,7 +56,10 @@ class ControlLoop:
         self.subscriber_errors = 0
         self._last_error_log_s = float("-inf")
         self.fatal_error: str = ""
-
+        self._probe: ThreadWaitProbe | None = None
+        self.idle = idle if idle is not None else threading.Event()
+        self.idle.set()
+        self.timer.on_spin = self.idle.clear
     def subscribe(self, fn: Subscriber) -> None:
         """`fn` is called in the loop thread with each snapshot: it must be quick and never block."""
         self._subscribers.append(fn)
@@ -116,6 +124,12 @@ class ControlLoop:
     def stats(self) -> TimingFigures:
         return self.timer.stats()
 
+    def lock_wait(self) -> LockWaitFigures:
+        """How long the loop thread waited per tick for anything but a CPU: the interpreter lock
+        held by another thread of this process (`app.control.lock_wait`)."""
+        probe = self._probe
+        return probe.figures() if probe is not None else LockWaitFigures(available=False)
+
     def _log_subscriber_error(self, fn: Subscriber, now_s: float) -> None:
         """At most one traceback a second: a subscriber failing every tick must not flood the log
         (nor cost the loop a formatted traceback per tick); the count says how many there were."""
@@ -130,10 +144,17 @@ class ControlLoop:
         sys.setswitchinterval(self.cfg.gil_switch_interval_s)
         period = self.cfg.period_s
         engine, source, timer = self.engine, self.source, self.timer
+        probe = self._probe = ThreadWaitProbe()
         try:
-            timer.start()
+            origin = timer.start()
+            log.info("control loop running: thread %d, grid origin %.6f s (perf_counter), %g Hz",
+                     threading.get_native_id(), origin, 1.0 / period)
             while not self._stop.is_set():
+                probe.work_done(time.perf_counter())
+                self.idle.set()
                 wall, lateness = timer.wait()
+                self.idle.clear()
+                probe.tick(wall, timer.last_sleep_s, lateness)
                 if self.max_ticks is not None and timer.index >= self.max_ticks:
                     break  # the budget is loop time: deadlines skipped in a stall count against it
                 # The grid index, not the tick count: after skipped deadlines loop time keeps up
@@ -168,4 +189,6 @@ class ControlLoop:
             log.exception("control loop died")
         finally:
             sys.setswitchinterval(old_interval)
+            probe.close()
+            self.idle.set()
             self._done.set()

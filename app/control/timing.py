@@ -44,6 +44,10 @@ class LoopTimer:
         self.late_ticks = 0
         self.overruns = 0
         self.skipped_ticks = 0
+        self.last_sleep_s = 0.0
+        """The sleep (s) the last `wait` asked for (it then spun on the clock until the deadline)."""
+        self.on_spin: Callable[[], None] | None = None
+        """Called when a paced wait stops sleeping, `spin_s` before the deadline."""
         self._first_start_s: float | None = None
         self._last_start_s = 0.0
         self._lateness_s = np.zeros(history)
@@ -76,10 +80,14 @@ class LoopTimer:
             self.start()
         index = self._next_index
         deadline = self._deadline(index)
+        self.last_sleep_s = 0.0
         if self.paced:
             remaining = deadline - self._clock()
             if remaining > self.spin_s:
-                self._sleep(remaining - self.spin_s)
+                self.last_sleep_s = remaining - self.spin_s
+                self._sleep(self.last_sleep_s)
+            if self.on_spin is not None:
+                self.on_spin()
             while self._clock() < deadline:
                 pass
         now = self._clock()

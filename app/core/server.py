@@ -1,10 +1,11 @@
 """The core process: one `Pipeline` (the 200 Hz loop and everything it feeds), served to a GUI.
 
 Threads of the core, and what each may do:
-- the **control loop** (`ControlLoop`, real-time scheduling where permitted) only appends each
-  snapshot to a deque and sets an event: it never serialises, sends or waits for anyone;
-- the **sender** wakes on that event, pickles what accumulated and publishes it (non-blocking
-  PUB), and publishes a `CoreStatus` ten times a second;
+- the **control loop** (`ControlLoop`, real-time scheduling where permitted) encodes each
+  snapshot itself (with the newest `qpos`: tens of microseconds of its own compute), appends the
+  bytes to a deque and sets an event: it never sends or waits for anyone;
+- the **sender** wakes on that event and publishes the bytes that accumulated (non-blocking PUB):
+  it holds the interpreter lock only for microseconds, and publishes a `CoreStatus` ten times a second;
 - the **main thread** answers the GUI's requests, watches its heartbeat (no heartbeat for
   `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), closes a
   recording whose replay ended, and exits on `shutdown`, SIGTERM/SIGINT or when no GUI came
@@ -74,8 +75,13 @@ class CoreServer:
         self.updates_endpoint = f"tcp://{host}:{self._pub.bind_to_random_port(f'tcp://{host}')}"
         self.requests_endpoint = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
         self.priority = raise_process_priority(self.core_cfg.nice)
+        self.threads_priority = ""
+        """What the core's other threads were granted (`serve_core`: they inherit the main thread's)."""
         self._loop_priority = ""
-        self._pending: deque[Snapshot] = deque(maxlen=4000)
+        self._pending: deque[bytes] = deque(maxlen=4000)
+        """Encoded snapshots the sender has not sent yet (appended by the loop thread)."""
+        self._newest_qpos = b""
+        self._qpos_buf = np.zeros(pipeline.mirror.nq)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._status_seq = 0
@@ -167,24 +173,27 @@ class CoreServer:
     # ----- the loop's side: never blocks -----
 
     def _on_snapshot(self, snap: Snapshot) -> None:
-        self._pending.append(snap)
+        # In the loop thread: the encoding is its own compute, never another thread's hold on the
+        # interpreter lock (which the loop would wait for: docs/architecture.md, "Where the time goes").
+        mirror = self.pipeline.mirror  # its subscriber ran first: it holds this tick's pose
+        if mirror.nq != self._qpos_buf.shape[0]:
+            self._qpos_buf = np.zeros(mirror.nq)
+        mirror.read(self._qpos_buf)
+        self._newest_qpos = self._qpos_buf.tobytes()
+        self._pending.append(wire.encode_snapshot(snap))
         self._wake.set()
 
     def _send_updates(self) -> None:
         period = 1.0 / wire.STATUS_RATE_HZ
         next_status = time.monotonic()
-        qpos = np.zeros(self.pipeline.mirror.nq)
         while not self._stop.is_set():
             self._wake.wait(period)
             self._wake.clear()
             try:
+                qpos = self._newest_qpos
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
                 if batch:
-                    mirror = self.pipeline.mirror
-                    if mirror.nq != qpos.shape[0]:
-                        qpos = np.zeros(mirror.nq)
-                    mirror.read(qpos)
-                    self._publish(wire.encode_update(wire.KIND_SNAPSHOTS, (batch, qpos)))
+                    self._publish(wire.snapshots_update(qpos, batch))
                 now = time.monotonic()
                 if now >= next_status:
                     next_status = now + period
@@ -217,7 +226,9 @@ class CoreServer:
             source_kind=p.source_kind, replay_path=p.replay_path, note=p.note, cfg=p.cfg, live_cfg=p.live_cfg,
             recorder=p.recorder_status(), last_recording=self._last_recording, stream=stream,
             remote=p.remote_status(), remote_seq=p.remote_seq(), device_info=p.device_info(), timing=timing,
-            priority=", ".join(x for x in (self.priority, self._loop_priority) if x), gui_lost=self.gui_lost,
+            priority=", ".join(x for x in (self.priority, self.threads_priority and f"other threads: {self.threads_priority}",
+                                           self._loop_priority and f"loop thread: {self._loop_priority}") if x),
+            gui_lost=self.gui_lost,
             bad_requests=self.bad_requests)
 
     # ----- requests -----
@@ -296,7 +307,8 @@ class CoreServer:
         tid = loop.thread_native_id if loop is not None else None
         if tid is not None:
             self._loop_priority = make_thread_realtime(tid, self.pipeline.cfg.core.sched_fifo_priority)
-            log.info("core priority: %s; loop thread: %s", self.priority, self._loop_priority)
+            log.info("core priority: %s; other threads: %s; loop thread: %s", self.priority,
+                     self.threads_priority or "as the process's", self._loop_priority)
 
     def _stop_session(self) -> None:
         if self.pipeline.recording:
@@ -355,13 +367,30 @@ def _setup_core_logging(state_dir: Path | None) -> None:
     root.addHandler(nonblocking(handler))
 
 
+def helper_threads_realtime(loop_priority: int) -> str:
+    """Put the calling (main) thread, and so every thread it starts from now on (the sender, the
+    recorder, the stream, the log writers, ZMQ's I/O threads: Linux threads inherit their creator's
+    policy), under SCHED_FIFO one level below the loop thread's, where permitted.
+
+    Why: a thread of the core that holds the interpreter lock and is preempted by the window's
+    threads makes the loop wait until the operating system runs it again, whatever the loop's own
+    priority (measured: docs/architecture.md, "Where the time goes"). Under SCHED_FIFO no normal
+    thread preempts it, so it releases the lock within the switch interval. Every one of these
+    threads blocks between short pieces of work; the kernel's real-time throttling still bounds them."""
+    if loop_priority <= 1:
+        return ""
+    return make_thread_realtime(threading.get_native_id(), loop_priority - 1)
+
+
 def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
     """The core process's main: announce the endpoints on stdout (one JSON line), then serve."""
+    threads_priority = helper_threads_realtime(cfg.core.sched_fifo_priority)  # before any thread starts
     _setup_core_logging(state_dir)
     token_hex = os.environ.pop(wire.TOKEN_ENV_VAR, "")
     token = bytes.fromhex(token_hex) if token_hex else secrets.token_bytes(16)
     pipeline = Pipeline(cfg, remote=remote)
     server = CoreServer(pipeline, token, state_dir)
+    server.threads_priority = threads_priority
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: server.stop())
     print(json.dumps(server.info()), flush=True)
@@ -374,4 +403,4 @@ def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
     return 0
 
 
-__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "serve_core"]
+__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "helper_threads_realtime", "serve_core"]

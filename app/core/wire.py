@@ -3,10 +3,12 @@
 Two ZMQ channels on loopback TCP (the same on Linux, Windows and inside the PyInstaller bundle;
 `ipc://` is not available everywhere):
 
-- **updates**, core PUB -> GUI SUB. `[b"snap", payload]`: every tick's `Snapshot` since the
-  previous message plus the newest physics `qpos`, sent right after the tick (batched when the
-  sender falls behind); `[b"status", payload]`: a `CoreStatus`, ten times a second. The PUB
-  never blocks the core: a slow GUI loses messages (the high-water mark drops them).
+- **updates**, core PUB -> GUI SUB. `[b"snap", qpos, snapshot, snapshot, ...]`: the newest
+  physics `qpos` (float64 bytes) and every tick's `Snapshot` since the previous message, each
+  encoded on its own by the loop thread right after its tick (`encode_snapshot`), so the sender
+  thread only sends (batched when it falls behind); `[b"status", payload]`: a `CoreStatus`, ten
+  times a second. The PUB never blocks the core: a slow GUI loses messages (the high-water mark
+  drops them).
 - **requests**, GUI DEALER -> core ROUTER: `[token, payload]` with payload `(request_id, op, args)`;
   the core answers `[payload]` = `(request_id, ok, value)` when `request_id` > 0 (one-way
   requests, such as the e-stop and the heartbeat, use 0 and get no answer).
@@ -141,15 +143,33 @@ def decode_reply(frames: list[bytes]) -> tuple[int, bool, Any]:
 
 
 def encode_update(kind: bytes, value: Any) -> list[bytes]:
+    """A status update (`KIND_STATUS`); snapshots go out as `snapshots_update`."""
     return [kind, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)]
 
 
+def encode_snapshot(snap: Any) -> bytes:
+    """One tick's `Snapshot`, encoded by the loop thread itself (tens of microseconds of its own
+    compute), so that no other thread of the core holds the interpreter lock to do it."""
+    return pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def snapshots_update(qpos: bytes, snapshots: list[bytes]) -> list[bytes]:
+    """The frames of a snapshots update: the newest `qpos` (float64 bytes), then the encoded snapshots."""
+    return [KIND_SNAPSHOTS, qpos, *snapshots]
+
+
 def decode_update(frames: list[bytes]) -> tuple[bytes, Any]:
-    if len(frames) != 2 or frames[0] not in (KIND_SNAPSHOTS, KIND_STATUS):
+    """(KIND_STATUS, CoreStatus) or (KIND_SNAPSHOTS, (list of Snapshot, qpos array))."""
+    if len(frames) >= 2 and frames[0] == KIND_SNAPSHOTS:
+        if len(frames[1]) % 8:
+            raise WireError(f"qpos frame of {len(frames[1])} bytes is not float64")
+        qpos = np.frombuffer(frames[1], dtype=np.float64).copy()
+        return KIND_SNAPSHOTS, ([pickle.loads(f) for f in frames[2:]], qpos)
+    if len(frames) != 2 or frames[0] != KIND_STATUS:
         raise WireError("unexpected update framing")
     return frames[0], pickle.loads(frames[1])
 
 
 __all__ = ["CoreCallError", "CoreStatus", "KIND_SNAPSHOTS", "KIND_STATUS", "STATUS_RATE_HZ", "StreamView",
            "TOKEN_ENV_VAR", "TimingCounts", "WireError", "decode_reply", "decode_request", "decode_update",
-           "encode_reply", "encode_request", "encode_update"]
+           "encode_reply", "encode_request", "encode_snapshot", "encode_update", "snapshots_update"]

@@ -210,6 +210,9 @@ class RemoteArms:
         a (re)connection (not STALE, DISCONNECTED, REFUSED or CLOSED)."""
         return self._conn.state in (LinkState.CONNECTED, LinkState.RESYNCING)
 
+    def skip_time(self, duration_s: float) -> None:
+        """Ignored: the server keeps its own clock (and its own catch-up, `server.max_catchup_s`)."""
+
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """The engine registers `resync_from_output` here; commands wait for it after each (re)connection.
 

@@ -100,6 +100,12 @@ class ArmsOutput(Protocol):
         the messages sent. Called every tick, even with 0."""
         ...
 
+    def skip_time(self, duration_s: float) -> None:
+        """Loop time (s) the physics will never simulate (dropped after a stall): a simulation's
+        clock moves on by it without stepping, so its time stays level with loop time. An output
+        whose robot keeps its own clock (a simulation server, a real robot) ignores it."""
+        ...
+
     def read(self, arm: str) -> ArmReading:
         """One arm's newest joints and TCP pose."""
         ...

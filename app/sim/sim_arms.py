@@ -66,6 +66,11 @@ class SimulatedArms:
         mujoco.mj_kinematics(self.model, self.data)
         return n
 
+    def skip_time(self, duration_s: float) -> None:
+        """Move the simulation's clock on by `duration_s` (s) without simulating (dropped loop time)."""
+        if duration_s > 0:
+            self.data.time += duration_s
+
     def read(self, arm: str) -> ArmReading:
         h = self.arms[arm]
         q = self.data.qpos[np.asarray(h.qpos_adr)].copy()

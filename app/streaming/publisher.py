@@ -83,6 +83,10 @@ log = logging.getLogger(__name__)
 # A subscriber counts as connected once its ZMTP handshake succeeded (its subscription follows).
 _PEER_UP = getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_ACCEPTED)
 
+YIELD_MAX_S = 0.005
+"""Longest a retargeted frame waits for the control loop to sleep (one 200 Hz period): the stream
+never starves behind a loop that computes all the time."""
+
 RobotQSource = Callable[[], "np.ndarray | None"]
 """Returns the robot's measured joint angles (29,) in MuJoCo order (g1_debug `body_q`), or None."""
 
@@ -256,7 +260,12 @@ class StreamPublisher:
     """Owns the PUB socket and the streaming thread. Use as a context manager or `open`/`close`."""
 
     def __init__(self, cfg: StreamConfig | None = None, g1: G1Model | None = None,
-                 robot_q_source: RobotQSource | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+                 robot_q_source: RobotQSource | None = None, clock: Callable[[], float] = time.perf_counter,
+                 yield_to: threading.Event | None = None) -> None:
+        """`yield_to`: an event set while the control loop of this process sleeps (`ControlLoop.idle`):
+        each retargeted frame waits for it (at most `YIELD_MAX_S`), so this thread's Python runs
+        between the loop's ticks and the loop does not wait for the interpreter lock while it computes."""
+        self._yield_to = yield_to
         self.cfg = cfg or StreamConfig()
         self.g1 = g1 or load_g1()
         self._robot_q_source = robot_q_source
@@ -763,6 +772,8 @@ class StreamPublisher:
             steps = self.cfg.max_catchup_frames
         new = []
         for _ in range(steps):
+            if self._yield_to is not None:
+                self._yield_to.wait(YIELD_MAX_S)
             f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
             if self._smpl is not None:
                 f = self._smpl.frame(f, self._next_frame_index)
