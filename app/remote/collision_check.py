@@ -9,8 +9,9 @@ spheres), then `mujoco.mj_geomDistance` for the few pairs it passes, up to `mini
 are modelled fully open, their widest outline, as the client's IK models them (so a command the IK
 produced is measured as the IK measured it, whatever the gripper does).
 
-A pair at the command under `minimum_m` refuses the command when it is also closer than at the
-reference joints (the pair is measured there too, only then): a pair already under the minimum (the
+A pair at the command under `minimum_m` (less a tolerance, `policy.collision_tolerance_m`: the
+client's IK, pressing against the minimum, ends its linearised steps up to a micrometre under it)
+refuses the command when it is also closer than at the reference joints (the pair is measured there too, only then): a pair already under the minimum (the
 arms were left there, a configuration changed) may be moved apart, gently or at once, never closer.
 The refusal is one `Rejection` (`RejectCode.COLLISION`) naming the closest such pair, its distance at
 the command and at the reference, and how many other pairs would close in too.
@@ -50,14 +51,19 @@ def arm_arm_pairs(pairs: CollisionPairs) -> CollisionPairs:
 class CommandCollisionCheck:
     """Measures a command's arm-arm clearance on a kinematic copy of the server's model (see the module)."""
 
-    def __init__(self, cfg: CollisionConfig, model: mujoco.MjModel, arms: Mapping[str, ArmHandles]) -> None:
+    def __init__(self, cfg: CollisionConfig, model: mujoco.MjModel, arms: Mapping[str, ArmHandles],
+                 tolerance_m: float = 0.0) -> None:
+        """`tolerance_m`: how far under `cfg.minimum_m` a pair may be brought (m; `policy.collision_tolerance_m`)."""
         self.minimum_m = float(cfg.minimum_m)
+        self.limit_m = self.minimum_m - float(tolerance_m)
+        """A pair under this at the command (m) refuses it, if it is also closer than at the reference."""
         self.model = model
         self.data = mujoco.MjData(model)
         self.names: tuple[str, ...] = tuple(arms)
         handles: Sequence[ArmHandles] = [arms[n] for n in self.names]
         self.pairs = arm_arm_pairs(resolve_pairs(cfg, model, handles))
-        self.distances = CollisionDistances(model, self.data, self.pairs, handles, self.minimum_m)
+        # Measured exactly up to the limit (a tiny positive one when it is 0 or less: then only overlaps count).
+        self.distances = CollisionDistances(model, self.data, self.pairs, handles, max(self.limit_m, 1e-6))
         self._qpos_adr = {n: np.asarray(h.qpos_adr) for n, h in arms.items()}
         # Fully open fingers: each finger joint at the top of its range (its widest outline).
         self._finger_adr = np.concatenate([np.asarray(h.finger_qpos_adr) for h in handles])
@@ -92,7 +98,7 @@ class CommandCollisionCheck:
         at_cmd = self.distances.dist_m[:len(active)].copy()
         self._pose(q_ref)
         at_ref = np.array([self.distance_m(int(p)) for p in active.tolist()])
-        closer = at_cmd < at_ref - CLOSER_TOL_M
+        closer = (at_cmd < self.limit_m) & (at_cmd < at_ref - CLOSER_TOL_M)
         if not closer.any():
             return []
         self.refusals += 1

@@ -102,7 +102,8 @@ class SimServer:
         self.sim = make_sim(scene)
         self.fingerprint: ModelFingerprint = fingerprint_of(scene.model, scene.path)
         self.policy = CommandPolicy(scene.model, scene.arms, self.scfg.policy)
-        self.collision_check = (CommandCollisionCheck(cfg.collision, scene.model, scene.arms)
+        self.collision_check = (CommandCollisionCheck(cfg.collision, scene.model, scene.arms,
+                                                      self.scfg.policy.collision_tolerance_m)
                                 if self.scfg.policy.refuse_collisions else None)
         """Refuses commands that bring two arms' geoms under `collision.minimum_m` (None: off)."""
         self.instance = uuid.uuid4().hex
