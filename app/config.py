@@ -327,8 +327,13 @@ class OpenVRConfig:
 # ---- humanoid stream (GR00T-WholeBodyControl over ZMQ) ------------------------------------------
 
 
-def _finite_seq(v, n: int) -> bool:
-    return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+def is_finite_vector(v, n: int) -> bool:
+    """`v` holds exactly `n` finite numbers (ints or floats, numpy's float64 included): the one
+    finite-vector check of configuration values and device poses."""
+    try:
+        return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
+    except TypeError:  # not a sequence
+        return False
 
 
 @dataclass(frozen=True)
@@ -341,8 +346,8 @@ class DeviceOffset:
     """Orientation of the body frame relative to the device frame (unit)."""
 
     def __post_init__(self) -> None:
-        _require(_finite_seq(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
-        _require(_finite_seq(self.quat_wxyz, 4) and _quat_is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
+        _require(is_finite_vector(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
+        _require(is_finite_vector(self.quat_wxyz, 4) and _quat_is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
                  "a unit quaternion w, x, y, z", self.quat_wxyz)
 
 
@@ -383,6 +388,58 @@ class ThreePointConfig:
             _require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
                      f"threepoint.{name}", f"a number in {lo}..{hi}{hard}", v)
 
+
+
+@dataclass(frozen=True)
+class SmplBodyConfig:
+    """`[stream.smpl]`: tunables of the SMPL upper-body estimate of the smpl-v2 / smpl-v3 modes
+    (`app.streaming.smpl_body`; defaults are estimates for an adult with a PICO / Quest)."""
+
+    hmd_to_head_m: tuple[float, float, float] = (-0.09, 0.0, -0.09)
+    """Head joint (top of the neck, skull base) relative to the headset origin (between the eyes), in
+    the headset frame (+X forward, +Y left, +Z up), m."""
+    controller_to_wrist_m: tuple[float, float, float] = (-0.08, 0.0, -0.01)
+    """Wrist joint relative to a controller's origin (the grip), in the controller frame, m."""
+    pelvis_yaw_deadband_rad: float = 0.6
+    """Head yaw relative to the pelvis (rad) absorbed by the neck and spine before the pelvis turns."""
+    spine_twist_fraction: float = 0.5
+    """Share (0..1) of the head's yaw relative to the pelvis taken by spine1..3 (the neck and head take the rest)."""
+    lean_radius_m: float = 0.35
+    """Horizontal head displacement (m) from upright above the stance that is a lean; beyond it the stance steps."""
+    max_lean_rad: float = 1.2
+    """Largest spine swing from upright (rad), shared by spine1..3."""
+    collar_fraction: float = 0.15
+    """Share (0..1) of the upper arm's swing from its rest direction toward the wrist target given to the collar."""
+    max_collar_rad: float = 0.35
+    """Largest collar rotation from rest (rad)."""
+    elbow_pole_body: tuple[float, float, float] = (-0.3, 0.5, -1.0)
+    """Preferred elbow direction for the left arm in the pelvis frame (+X forward, +Y left, +Z up): down,
+    out and a little back; mirrored (Y negated) for the right arm. Need not be unit."""
+    reach_iterations: int = 3
+    """Trunk moves (lean / crouch) allowed per frame to bring out-of-reach wrist targets within the arms;
+    0 keeps the head exact and leaves such wrists short."""
+    max_swivel_rate_rad_s: float = 8.0
+    """Largest elbow swivel speed about the shoulder->wrist axis (rad/s); bounds the change between frames."""
+    filter: FilterConfig = field(default_factory=lambda: FilterConfig(pos_beta=12.0, d_cutoff_hz=2.0))
+    """One-Euro filtering of the device poses (same filter and parameters' meaning as the 3-point's). Faster
+    to follow motion than the arms' default (beta 12 vs 4 per m/s, speed estimate at 2 vs 1 Hz): the body
+    must land on the devices, and at 50 Hz with the defaults the filter's lag alone put the wrists up to
+    25 mm behind the controllers over the demo session (12 / 2: 10.5 mm), for the same steadiness at rest
+    (cut-off 1.5 Hz) and a little more jitter in motion (RMS second difference 0.41 vs 0.36 mm per frame,
+    raw 0.72 mm)."""
+
+    def __post_init__(self) -> None:
+        for name in ("hmd_to_head_m", "controller_to_wrist_m", "elbow_pole_body"):
+            _require(is_finite_vector(getattr(self, name), 3), f"stream.smpl.{name}", "3 finite numbers", getattr(self, name))
+        _require(math.hypot(*self.elbow_pole_body) >= 1e-6, "stream.smpl.elbow_pole_body", "a non-zero direction",
+                 self.elbow_pole_body)
+        _require(isinstance(self.reach_iterations, int) and not isinstance(self.reach_iterations, bool)
+                 and 0 <= self.reach_iterations <= 20, "stream.smpl.reach_iterations", "an integer in 0..20",
+                 self.reach_iterations)
+        for name, lo, hi in (("pelvis_yaw_deadband_rad", 0.0, math.pi), ("spine_twist_fraction", 0.0, 1.0),
+                             ("lean_radius_m", 0.0, 2.0), ("max_lean_rad", 0.0, 2.0), ("collar_fraction", 0.0, 1.0),
+                             ("max_collar_rad", 0.0, 1.0), ("max_swivel_rate_rad_s", 0.1, 1000.0)):
+            _require(_num(getattr(self, name), lo, hi), f"stream.smpl.{name}", f"a number in {lo}..{hi}", getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -447,19 +504,23 @@ is_number_in = _num
 """`is_number_in(v, lo, hi)`: a finite int or float (not a bool) in lo..hi."""
 
 
-def is_loopback_endpoint(endpoint: str) -> bool:
-    """True for `tcp://` on 127.0.0.0/8, ::1 or localhost, and for host-local `ipc://` / `inproc://`."""
-    if endpoint.startswith(("ipc://", "inproc://")):
-        return True
-    if not endpoint.startswith("tcp://"):
-        return False
-    host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
+def is_loopback_host(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 (without brackets) and localhost: the one loopback check."""
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # '*', an interface name or a hostname: not provably local
         return False
+
+
+def is_loopback_endpoint(endpoint: str) -> bool:
+    """True for `tcp://` on a loopback host (`is_loopback_host`), and for host-local `ipc://` / `inproc://`."""
+    if endpoint.startswith(("ipc://", "inproc://")):
+        return True
+    if not endpoint.startswith("tcp://"):
+        return False
+    return is_loopback_host(endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]"))
 
 
 @dataclass(frozen=True)
@@ -525,6 +586,7 @@ class StreamConfig:
     """Bound each streamed wrist key point to the G1's reachable sphere around its shoulder."""
     threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
     retarget: RetargetConfig = field(default_factory=RetargetConfig)
+    smpl: SmplBodyConfig = field(default_factory=SmplBodyConfig)
 
     def __post_init__(self) -> None:
         _require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
@@ -612,6 +674,9 @@ class CollisionConfig:
     """Keep the arms apart from each other, the table and themselves (False: plain IK, no distances)."""
     minimum_m: float = 0.01
     """Smallest distance (m) the IK lets any pair of `pairs` come to."""
+    tracking_margin_m: float = 0.002
+    """Distance (m) the IK keeps in reserve beyond `minimum_m` for the position servos' tracking error:
+    the commands stay `minimum_m + tracking_margin_m` apart so the arms themselves stay `minimum_m` apart."""
     influence_m: float = 0.10
     """Pairs closer than this (m) constrain the IK; beyond it the plain damped least squares runs."""
     approach_speed_m_s: float = 0.5
@@ -619,11 +684,19 @@ class CollisionConfig:
     pairs: tuple[CollisionPairGroup, ...] = field(default_factory=_default_collision_pairs)
     """The pair groups, checked against the model when the IK is built."""
 
+    @property
+    def kept_m(self) -> float:
+        """Distance (m) the IK's commands keep every pair apart: `minimum_m + tracking_margin_m`."""
+        return self.minimum_m + self.tracking_margin_m
+
     def __post_init__(self) -> None:
         _require(isinstance(self.enabled, bool), "collision.enabled", "true or false", self.enabled)
         _require(_finite(self.minimum_m) and 0.0 <= self.minimum_m <= 0.1, "collision.minimum_m", "a number in 0..0.1 (m)", self.minimum_m)
         _require(_finite(self.influence_m) and 0.0 < self.influence_m <= 0.5, "collision.influence_m", "a number in (0, 0.5] (m)", self.influence_m)
         _require(self.minimum_m < self.influence_m, "collision.minimum_m", f"a distance below collision.influence_m ({self.influence_m!r} m)", self.minimum_m)
+        _require(_finite(self.tracking_margin_m) and 0.0 <= self.tracking_margin_m <= 0.02, "collision.tracking_margin_m", "a number in 0..0.02 (m)", self.tracking_margin_m)
+        _require(self.kept_m < self.influence_m, "collision.tracking_margin_m",
+                 f"minimum_m + tracking_margin_m below collision.influence_m ({self.influence_m!r} m)", self.tracking_margin_m)
         _require(_finite(self.approach_speed_m_s) and 0.0 < self.approach_speed_m_s <= 2.0, "collision.approach_speed_m_s", "a number in (0, 2] (m/s)", self.approach_speed_m_s)
         _require(isinstance(self.pairs, tuple) and all(isinstance(g, CollisionPairGroup) for g in self.pairs),
                  "collision.pairs", "an array of pair groups", self.pairs)

@@ -61,17 +61,17 @@ def generated_session_name(now: datetime | None = None) -> str:
     return f"session-{(now or datetime.now()):%Y%m%d-%H%M%S}.csv"
 
 
-def recorded_config(session: "Session", fallback: Config) -> Config:
-    """The configuration a session was recorded with (its sidecar), or `fallback` for a file
-    without one. `ConfigError` when the sidecar's configuration is not usable.
+def replay_config(session: "Session", fallback: Config) -> Config:
+    """The configuration to replay a session with: the one it was recorded with
+    (`sidecar.config_in`), or `fallback` for a file without one. `ConfigError` when the
+    sidecar's configuration is not usable.
 
     How the arms look (`scene.geometry`, `scene.mesh_cell_m`) is taken from `fallback`: it is visual
     only, and a session recorded with Franka's meshes must replay where they are not installed."""
-    from app.config import config_from_dict
-    recorded = (session.sidecar or {}).get("config")
-    if not isinstance(recorded, dict):
+    from app.sessions.sidecar import config_in
+    cfg = config_in(session.sidecar)
+    if cfg is None:
         return fallback
-    cfg = config_from_dict(recorded)
     scene = dataclasses.replace(cfg.scene, geometry=fallback.scene.geometry, mesh_cell_m=fallback.scene.mesh_cell_m)
     return dataclasses.replace(cfg, scene=scene)
 
@@ -160,17 +160,13 @@ class Pipeline:
                 from app.sessions.reader import read_session
                 session = read_session(replay_path)
             if cfg is None:
-                cfg = recorded_config(session, self.live_cfg)
+                cfg = replay_config(session, self.live_cfg)
         cfg = cfg if cfg is not None else self.live_cfg
         scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
         if kind in ("openvr", "auto") and self.source is not None and self.source.name == "openvr":
             self.stop()
-        if kind == "replay":
-            from app.sessions.replay import ReplaySource
-            source, note = ReplaySource(session), ""
-        else:
-            source, note = make_source(kind, cfg, scene, replay_path)
+        source, note = make_source(kind, cfg, scene, session)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options
@@ -481,4 +477,4 @@ class StreamAutoStart:
 
 
 __all__ = ["Pipeline", "PipelineError", "RecordingError", "SOURCE_LABELS", "StartOptions", "StreamAutoStart", "generated_session_name",
-           "recorded_config"]
+           "replay_config"]

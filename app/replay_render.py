@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from app.config import Config
-from app.pipeline import Pipeline, StartOptions, recorded_config
+from app.pipeline import Pipeline, StartOptions, replay_config
 from app.sessions.reader import read_session
 from app.sessions.schema import ARMS
 
@@ -94,7 +94,7 @@ class ReplayRenderer:
         if rows.size and np.any(np.diff(rows) < 0):
             raise ValueError("rows: expected increasing row indices")
         session = read_session(csv_path)
-        cfg = recorded_config(session, Config())
+        cfg = replay_config(session, Config())
         pipe = Pipeline(cfg)
         period_s = cfg.loop.period_s
         t = session.data["t_s"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from typing import TYPE_CHECKING
 
 import mujoco
 
@@ -19,6 +20,9 @@ from app.sim.scene import Scene, SceneError
 from app.sim.sim_arms import make_sim
 from app.tracking.demo_operator import ArmTask, DemoOperator, HandoverTask
 from app.tracking.source import TrackingSource, TrackingSourceError
+
+if TYPE_CHECKING:
+    from app.sessions.reader import Session
 
 SOURCE_KINDS = ("auto", "demo", "openvr", "replay")
 
@@ -71,18 +75,20 @@ def make_demo(scene: Scene, cfg: Config) -> DemoOperator:
     return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale, handover=demo_handover(scene))
 
 
-def make_source(kind: str, cfg: Config, scene: Scene, replay_path: str | None = None) -> tuple[TrackingSource, str]:
+def make_source(kind: str, cfg: Config, scene: Scene, session: Session | None = None) -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
-    'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so.
+    'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so. 'replay'
+    replays `session` (already read, so that its recorded configuration could be chosen first)
+    with `cfg`'s button map.
     """
     if kind not in SOURCE_KINDS:
         raise TrackingSourceError(f"unknown source {kind!r}; expected one of {', '.join(SOURCE_KINDS)}")
     if kind == "replay":
-        if not replay_path:
-            raise TrackingSourceError("--source replay needs --replay PATH")
+        if session is None:
+            raise TrackingSourceError("a replay source needs a session")
         from app.sessions.replay import ReplaySource
-        return ReplaySource(replay_path), ""
+        return ReplaySource(session, grip_engage_threshold=cfg.buttons.grip_engage_threshold), ""
     if kind == "demo":
         return make_demo(scene, cfg), ""
     from app.tracking.openvr_source import OpenVRSource, steamvr_available

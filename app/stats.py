@@ -1,9 +1,12 @@
 """Streaming statistics shared by the control loop's timer and the session analysis.
 
-`Distribution` is the one definition of a percentile in this project (loop summary, session
-analysis, benchmarks' comparisons): nearest-rank on fixed log-spaced bins, so a run's summary and
-the analysis of its recording give identical figures for identical per-tick values, in memory
-that does not grow with the run. Pure numpy: no threads, files or Qt.
+`Distribution` is the one definition of every percentile a run reports about itself and its
+recording's analysis reports again (loop timing in the timer, the run summary, `analyze` and the
+window; tracking error in the run summary and `analyze`; benchmarks' comparisons): nearest-rank on
+fixed log-spaced bins, so a run's summary and the analysis of its recording give identical figures
+for identical per-tick values, in memory that does not grow with the run. (Figures never compared
+with a recording, such as the stream inspector's latency or a remote link's round trip, take
+numpy's percentile of a bounded window.) Pure numpy: no threads, files or Qt.
 """
 
 from __future__ import annotations

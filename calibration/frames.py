@@ -128,6 +128,11 @@ def operator_heading_rad(
     return math.atan2(sum_sin, sum_cos)
 
 
+def wrap_angle_rad(a_rad: float) -> float:
+    """`a_rad` folded into [-pi, pi] (the same direction): the one angle wrap."""
+    return math.atan2(math.sin(a_rad), math.cos(a_rad))
+
+
 def heading_correction(yaw_rad: float) -> np.ndarray:
     """Rotation about robot +Z by ``-yaw_rad``: takes the operator's forward to robot +X."""
     half = 0.5 * yaw_rad

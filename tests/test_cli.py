@@ -274,3 +274,30 @@ def test_no_display_falls_back_to_the_headless_run():
         proc.terminate()
         proc.wait(timeout=10)
     assert "no display" in first and "running headless" in first
+
+
+def test_an_input_only_replay_of_a_torn_file_says_the_last_line_was_dropped(recorded, tmp_path, capsys):
+    """A file with only the input columns, cut mid-line: the run replays the complete rows and its
+    summary (stdout, not only a note at the start) says how many rows were read and that the last
+    line was dropped; the events and clamps read as text, not as a Python dict."""
+    import csv
+    rows = list(csv.reader(recorded.open()))
+    cols = [rows[0].index(c) for c in REQUIRED_INPUT_COLUMNS]
+    inputs = tmp_path / "inputs.csv"
+    with inputs.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        for r in rows[:301]:
+            w.writerow([r[i] for i in cols])
+    text = inputs.read_text()
+    inputs.write_text(text[: len(text) - len(text.splitlines()[-1]) // 2 - 1])  # half the last row: torn
+    code, out, err = run(capsys, "run", "--replay", str(inputs), "--fast", "--quiet")
+    assert code == 0
+    assert f"replay: 299 rows read from {inputs}; its last line was incomplete" in out
+    assert "{" not in out.split("events", 1)[1].splitlines()[0]  # 'events: calibrate 1; ...', not a dict
+    assert "last line was incomplete" in err
+
+
+def test_counts_and_plurals_read_as_text():
+    from app.cli.common import counts_text, plural
+    assert counts_text({"calibrate": 2, "engage": 4}) == "calibrate 2, engage 4" and counts_text({}) == "none"
+    assert plural(1, "task") == "1 task" and plural(0, "task") == "0 tasks" and plural(3, "episode") == "3 episodes"

@@ -88,6 +88,7 @@ def make(names, pairs, q_lo=-1.0, q_hi=1.0, **coll):
     ik_cfg = IKConfig(posture_gain=0.0, max_iterations=1)
     dls = DampedLeastSquares(ik_cfg, tasks, groups, np.full(3 * len(names), q_lo), np.full(3 * len(names), q_hi))
     arms = [SimpleNamespace(prefix=f"{n}/", dof_adr=tasks.dadr[i]) for i, n in enumerate(names)]
+    coll.setdefault("tracking_margin_m", 0.0)  # no servos here: the commands are the bodies
     cfg = CollisionConfig(pairs=pairs, **coll)
     return CollisionAwareDLS(cfg, MODEL, data, arms, dls, tasks), tasks, cfg
 
@@ -96,8 +97,12 @@ def centre(name, q3):
     return np.array([HOME_X[name], 0.0, 0.0]) + q3
 
 
-def test_two_capsules_moving_toward_each_other_stop_at_the_minimum():
-    solver, tasks, cfg = make(["left", "right"], (CollisionPairGroup("arm_arm", ("cap",), ("cap",)),))
+@pytest.mark.parametrize("margin_m", [0.0, 0.003])
+def test_two_capsules_moving_toward_each_other_stop_at_the_minimum(margin_m):
+    """With a tracking margin the commands stop that much further out (`kept_m`), never nearer."""
+    solver, tasks, cfg = make(["left", "right"], (CollisionPairGroup("arm_arm", ("cap",), ("cap",)),),
+                              tracking_margin_m=margin_m)
+    assert cfg.kept_m == pytest.approx(cfg.minimum_m + margin_m)
     # each target lies beyond the other capsule: unconstrained, they would pass through each other
     tasks.target[:] = [[0.3, 0.0, 0.0], [-0.3, 0.0, 0.0]]
     q = np.zeros(6)
@@ -108,7 +113,7 @@ def test_two_capsules_moving_toward_each_other_stop_at_the_minimum():
         q = q_new
         gaps.append(centre("right", q[3:])[0] - centre("left", q[:3])[0] - 2 * R)
     assert min(gaps) >= cfg.minimum_m - 1e-3
-    assert gaps[-1] == pytest.approx(cfg.minimum_m, abs=1e-3)
+    assert gaps[-1] == pytest.approx(cfg.kept_m, abs=1e-3)
     # the approach only slows down: the gap never grows back while the targets stay behind
     assert np.all(np.diff(gaps) <= 1e-9)
     assert status[0].held and status[1].held and status[0].pair == "left/cap~right/cap"
@@ -118,7 +123,7 @@ def test_two_capsules_moving_toward_each_other_stop_at_the_minimum():
 def test_target_behind_an_obstacle_leaves_the_arm_at_the_boundary_sliding_tangentially():
     solver, tasks, cfg = make(["left"], (CollisionPairGroup("arm_scene", ("cap",), ("wall",)),))
     q = np.zeros(3)
-    boundary_x = -WALL_HALF - R - cfg.minimum_m
+    boundary_x = -WALL_HALF - R - cfg.kept_m
     ys = []
     for t in range(800):
         y_target = 0.3 * min(1.0, t / 400)
@@ -176,11 +181,11 @@ def test_below_the_minimum_pushes_out_gently():
     for _ in range(400):
         q_new, _ = solver.solve(q, DT)
         step = q[0] - q_new[0]
-        assert step <= cfg.approach_speed_m_s * DT * (cfg.minimum_m - 0.002) / (cfg.influence_m - cfg.minimum_m) + 1e-6
+        assert step <= cfg.approach_speed_m_s * DT * (cfg.kept_m - 0.002) / (cfg.influence_m - cfg.kept_m) + 1e-6
         q = q_new
         gaps.append(-WALL_HALF - centre("left", q)[0] - R)
     assert np.all(np.diff(gaps) >= -1e-9)
-    assert gaps[-1] == pytest.approx(cfg.minimum_m, abs=1e-3)
+    assert gaps[-1] == pytest.approx(cfg.kept_m, abs=1e-3)
 
 
 def test_the_qp_minimises_the_plain_step_cost():

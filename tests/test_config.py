@@ -1,6 +1,7 @@
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.config import Config, ConfigError, config_from_dict, load_config
@@ -57,3 +58,27 @@ def test_config_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'mapping'"):
         cfg.mapping = None  # type: ignore[misc]
     assert cfg.mapping.scale == Config().mapping.scale
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.3.2.1", True), ("::1", True),
+                                            ("localhost", True), ("0.0.0.0", False), ("*", False),
+                                            ("10.0.0.1", False), ("example.com", False)])
+def test_one_loopback_check_for_the_zmq_endpoints_and_the_foxglove_server(host, loopback):
+    from app.config import is_loopback_endpoint, is_loopback_host
+    from app.sessions.foxglove_live import FoxgloveEndpointError, parse_endpoint
+    assert is_loopback_host(host) is loopback
+    assert is_loopback_endpoint(f"tcp://[{host}]:5556" if ":" in host else f"tcp://{host}:5556") is loopback
+    text = f"[{host}]:8765" if ":" in host else f"{host}:8765"
+    if loopback:
+        assert parse_endpoint(text)[1] == 8765
+    else:
+        with pytest.raises(FoxgloveEndpointError):
+            parse_endpoint(text)
+
+
+@pytest.mark.parametrize("v, ok", [((1.0, 2, 3.0), True), ((1.0, float("nan"), 0.0), False),
+                                   ((1.0, float("inf"), 0.0), False), ((1.0, 2.0), False), (3.0, False),
+                                   (("1", 2.0, 3.0), False), (tuple(np.float64([1, 2, 3])), True)])
+def test_one_finite_vector_check(v, ok):
+    from app.config import is_finite_vector
+    assert is_finite_vector(v, 3) is ok

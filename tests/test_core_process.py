@@ -328,6 +328,7 @@ def test_a_killed_core_is_reported_within_half_a_second(tmp_path, procs):
 
 
 @posix_only
+@pytest.mark.slow  # two processes, a kill and a recording: ~25 s
 def test_a_killed_gui_leaves_the_core_holding_and_recording(tmp_path, procs):
     record = tmp_path / "s.csv"
     gui, state_dir, found = start_gui(procs, tmp_path, record)

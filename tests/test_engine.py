@@ -474,3 +474,47 @@ def test_engaging_outside_the_workspace_box_brings_the_target_in_gently():
     tcp = np.array([x.left.tcp_pos_m for x in d.snaps[n0 - 1:]])
     assert np.linalg.norm(np.diff(tcp, axis=0), axis=1).max() <= 2e-3
     assert s.left.tcp_pos_m[2] <= box_max[2] + 1e-3
+
+
+def test_a_keyboard_engage_yields_to_the_controllers_own_grip():
+    """The demo operator lets go of its grip to bring its hand back; an arm engaged from the
+    keyboard used to keep following that repositioning (the keyboard held the clutch) and drifted
+    out of its workspace (4,017 clamps in 10 s). Now the grip takes the clutch back when it
+    changes: a press re-latches where hand and arm are, a let-go releases."""
+    eng = make_engine()
+    d = Driver(eng)
+    a, b, c = np.array([0.3, 0.2, 1.2]), np.array([0.3, 0.25, 1.2]), np.array([0.3, 0.25, 1.15])
+    d.run(sample(left=device(a)), 5)
+    eng.submit(Command(CommandKind.ENGAGE, arm="left"))
+    s = d.tick(sample(left=device(a)))
+    assert s.left.state == "engaged"
+    start = np.array(s.left.target_pos_m)
+    d.glide("left", a, b, 20)  # no grip: the keyboard holds the clutch, the arm follows the hand
+    s = d.run(sample(left=device(b)), 200)  # the pose filter settles
+    moved = np.array(s.left.target_pos_m) - start
+    np.testing.assert_allclose(moved, (b - a) * eng.cfg.mapping.scale, atol=1e-4)
+    before = np.array(s.left.target_pos_m)
+    s = d.tick(sample(left=device(b), lb=grip()))  # the operator's own grip: re-latched where things are
+    assert s.left.state == "engaged" and Event(EventKind.RELATCH, "left") in s.events
+    held = np.array(s.left.target_pos_m)
+    assert np.linalg.norm(held - before) < 1e-3  # no jump at the re-latch
+    d.glide("left", b, c, 20, lb=grip())
+    s = d.run(sample(left=device(c), lb=grip()), 200)
+    np.testing.assert_allclose(np.array(s.left.target_pos_m) - held, (c - b) * eng.cfg.mapping.scale, atol=1e-4)
+    s = d.tick(sample(left=device(c)))  # let go: released, although the keyboard engaged it
+    assert s.left.state == "idle"
+    parked = np.array(s.left.target_pos_m)
+    s = d.glide("left", c, a, 40)  # bringing the hand back moves nothing
+    assert s.left.state == "idle"
+    np.testing.assert_allclose(np.array(s.left.target_pos_m), parked, atol=1e-12)
+    assert eng.clamp_counts["left:workspace"] == 0
+
+
+def test_a_keyboard_engage_while_the_grip_is_held_ends_with_the_grip():
+    eng = make_engine()
+    d = Driver(eng)
+    d.run(sample(lb=grip()), 5)
+    eng.submit(Command(CommandKind.ENGAGE, arm="left"))
+    assert d.tick(sample(lb=grip())).left.state == "engaged"
+    assert d.tick(sample()).left.state == "idle"  # the grip's let-go releases: the source's clutch wins
+    assert d.run(sample(), 10).left.state == "idle"

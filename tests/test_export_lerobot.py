@@ -92,3 +92,22 @@ def test_marked_segments_take_their_labels_as_tasks(session, tmp_path, capsys):
     assert main(["export", str(marked), "--format", "lerobot", "--out", str(tmp_path / "x"), "--fps", "7",
                  "--no-videos"]) == EXIT_USAGE
     assert "divisor" in capsys.readouterr().err
+
+
+def test_the_dataset_rate_is_the_sidecars_loop_rate(session, tmp_path):
+    """The sidecar's `loop_rate_hz` is the session's rate (as `analyze` reads it), even where the
+    recorded configuration says otherwise; a file without a sidecar is timed by its rows."""
+    import shutil
+
+    from app.sessions.schema import sidecar_path
+    copy = tmp_path / "s.csv"
+    shutil.copy(session, copy)
+    sidecar = json.loads(sidecar_path(session).read_text())
+    assert sidecar["loop_rate_hz"] == sidecar["config"]["loop"]["rate_hz"] == 200.0
+    sidecar["loop_rate_hz"] = 100.0
+    sidecar_path(copy).write_text(json.dumps(sidecar))
+    assert main(["export", str(copy), "--format", "lerobot", "--out", str(tmp_path / "a"), "--no-videos"]) == 0
+    assert json.loads((tmp_path / "a/meta/info.json").read_text())["fps"] == 100
+    sidecar_path(copy).unlink()
+    assert main(["export", str(copy), "--format", "lerobot", "--out", str(tmp_path / "b"), "--no-videos"]) == 0
+    assert json.loads((tmp_path / "b/meta/info.json").read_text())["fps"] == 200

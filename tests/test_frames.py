@@ -250,3 +250,13 @@ def test_vr_pose_to_operator_frame_is_basis_change_then_heading():
         p_ref, q_ref = frames.apply_heading(yaw, frames.pos_vr_to_robot(p_vr), frames.quat_vr_to_robot(q_vr))
         assert p.tolist() == p_ref.tolist()
         assert q.tolist() == q_ref.tolist()
+
+
+@pytest.mark.parametrize("a, wrapped", [(0.0, 0.0), (1.0, 1.0), (1.5 * math.pi, -0.5 * math.pi),
+                                        (-1.5 * math.pi, 0.5 * math.pi), (7.0, 7.0 - 2.0 * math.pi),
+                                        (-20.0, -20.0 + 6.0 * math.pi)])
+def test_wrap_angle_keeps_the_direction_within_minus_pi_to_pi(a, wrapped):
+    w = frames.wrap_angle_rad(a)
+    assert w == pytest.approx(wrapped, abs=1e-12)
+    assert -math.pi <= w <= math.pi
+    assert (math.cos(w), math.sin(w)) == pytest.approx((math.cos(a), math.sin(a)), abs=1e-12)

@@ -18,8 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("PyInstaller") is None,
-                                reason="PyInstaller is not installed (pip install pyinstaller)")
+pytestmark = [pytest.mark.slow,  # a PyInstaller build: about a minute
+              pytest.mark.skipif(importlib.util.find_spec("PyInstaller") is None,
+                                 reason="PyInstaller is not installed (pip install pyinstaller)")]
 
 
 def test_bundle_builds_and_passes_its_self_check(tmp_path):

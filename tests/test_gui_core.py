@@ -93,6 +93,7 @@ def _estop_round(window, qtbot) -> np.ndarray:
     return np.array(latencies_ms)
 
 
+@pytest.mark.slow  # latency rounds of 50 presses, a p99 target
 def test_estop_key_reaches_the_loop_within_15_ms_at_p99(window, qtbot):
     """From the Space key event to the first ESTOPPED snapshot in this process, 50 times (the issue's
     measurement). The figure belongs to the software, but a shared 2-core machine adds its own stalls
@@ -112,6 +113,7 @@ def test_estop_key_reaches_the_loop_within_15_ms_at_p99(window, qtbot):
     assert min(rounds) <= ESTOP_P99_LIMIT_MS, f"p99 per round {np.round(rounds, 2).tolist()} ms"
 
 
+@pytest.mark.slow  # records and replays a session through the window: ~20-35 s
 def test_gui_replay_reproduces_the_recorded_targets(window, qtbot, tmp_path):
     """A session recorded with a non-default scale replays in the window through the recorded
     configuration: every replayed tick's targets equal the recorded ones (a stall pauses a paced
@@ -136,7 +138,8 @@ def test_gui_replay_reproduces_the_recorded_targets(window, qtbot, tmp_path):
 
     window.runner.snapshot_listeners.append(collect)
     try:
-        window.replay_file(recorded)
+        window.replay_file(recorded)  # returns at once; the core answers when the replay runs
+        qtbot.waitUntil(lambda: window.runner.source_kind == "replay", timeout=10000)
         assert window.runner.cfg.mapping.scale == 0.45  # the recorded configuration is in force
         qtbot.waitUntil(lambda: window.runner.finished, timeout=30000)
         qtbot.wait(200)  # the last snapshots' update
@@ -159,9 +162,10 @@ def test_a_dead_core_is_shown_at_once_and_restarts(window, qtbot):
     assert shown_s <= 0.5 + 0.1, f"the window said so after {shown_s:.2f} s"  # one UI refresh of margin
     assert window.viewport.hud.alert.startswith("CORE LOST")
     qtbot.waitUntil(lambda: "ended" in window.status_panel.core_label.text(), timeout=1000)
-    window.act_restart_core.trigger()
+    window.act_restart_core.trigger()  # returns at once: the new core is launched off the Qt thread
+    qtbot.waitUntil(lambda: window.runner is not old, timeout=15000)
     new = window.runner
-    assert new is not old and new.process.pid != old.process.pid
+    assert new.process.pid != old.process.pid
     qtbot.waitUntil(lambda: new.latest() is not None and new.running, timeout=15000)
     qtbot.waitUntil(lambda: window.viewport.hud.alert == "", timeout=3000)
     assert window.plots.buffers is new.buffers
@@ -175,6 +179,8 @@ def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):
     from tests.test_foxglove_live import _subscribe_and_receive
     window.last_error = ""
     window.act_foxglove.trigger()
+    qtbot.waitUntil(lambda: window.last_error or window.statusBar().currentMessage().startswith("Foxglove live"),
+                    timeout=5000)  # the core answers the request later
     if "cannot serve Foxglove" in (window.last_error or ""):
         pytest.skip(f"the default Foxglove port is taken here: {window.last_error}")
     assert window.act_foxglove.isChecked()
@@ -237,7 +243,8 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
         panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
         panel.feedback_edit.setText(deploy.getsockopt_string(zmq.LAST_ENDPOINT))
         panel.mode_box.setCurrentText(MODE_POSE_V1)
-        panel.calibrate_button.click()
+        panel.calibrate_button.click()  # returns at once: the panel's worker thread talks to the core
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pub = runner.publisher
         assert pub is not None and not messages, messages
         sub.connect(f"tcp://127.0.0.1:{port}")
@@ -253,15 +260,19 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
         np.testing.assert_array_equal(panel._preview_pose()[3], q_robot)  # the preview's ghost
 
         panel.start_button.click()
-        assert pub.status().state.value == "streaming", messages
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
+        qtbot.waitUntil(lambda: pub.status().state.value == "streaming", timeout=2000)
         pump(1600)  # the planner, then pose after pose_entry_delay_s (1 s)
         assert pub.status().mode == MODE_POSE_V1 and len(commands) == 2, commands
         panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pump(400)
         assert pub.status().mode == MODE_PLANNER_VR3PT
         panel.mode_box.setCurrentText(MODE_POSE_V1)
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pump(400)
         panel.stop_button.click()
+        qtbot.waitUntil(lambda: panel.pending == 0, timeout=10000)
         pump(400)
         assert commands == [(True, False, True), (True, False, False), (True, False, True), (True, False, False),
                             (False, True, True)], commands

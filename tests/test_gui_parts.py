@@ -158,6 +158,42 @@ def test_renderer_draws_the_scene_and_the_target_frames():
         assert r.model.vis.quality.offsamples == 0
 
 
+def _screen_x(r, p_world) -> float:
+    """Where `p_world` lands across the last rendered picture: < 0 left of its centre, > 0 right."""
+    cam = r.scene.camera[0]
+    forward, up = np.asarray(cam.forward), np.asarray(cam.up)
+    return float(np.dot(np.asarray(p_world) - np.asarray(cam.pos), np.cross(forward, up)))
+
+
+def test_the_default_view_is_the_operators_with_the_left_arm_on_the_left_and_labelled():
+    """The operator's side by default (left arm on screen-left); the old front view is a preset
+    that mirrors it; 'L' and 'R' stand beside the bases."""
+    from app.gui.viewport import base_labels
+    from app.render.scene import DEFAULT_VIEW, SceneRenderer
+    from app.sim.scene import load_scene
+    scene = load_scene(Config())
+    bases = {n: h.base_body_id for n, h in scene.arms.items()}
+    r = SceneRenderer(scene.model)
+    try:
+        r.set_qpos(scene.home_qpos)
+        left, right = r.data.xpos[bases["left"]].copy(), r.data.xpos[bases["right"]].copy()
+        labels = base_labels(r.data, bases)
+        plain = r.render(320, 240)
+        assert DEFAULT_VIEW == "operator"
+        assert _screen_x(r, left) < 0 < _screen_x(r, right)
+        labelled = r.render(320, 240, labels)
+        r.set_view("front")
+        r.render(320, 240)
+        assert _screen_x(r, right) < 0 < _screen_x(r, left)
+    finally:
+        r.close()
+    assert [m.text for m in labels] == ["L", "R"]
+    assert labels[0].pos_m[1] == pytest.approx(left[1]) and labels[1].pos_m[1] == pytest.approx(right[1])
+    changed = np.abs(labelled.astype(int) - plain.astype(int)).sum(axis=2) > 30
+    cols = np.nonzero(changed.any(axis=0))[0]
+    assert cols.size and cols.min() < 160 < cols.max()  # text drawn on both halves
+
+
 def test_self_check_passes_and_says_what_it_did():
     from app.selfcheck import run_self_check
     out = io.StringIO()

@@ -1,5 +1,6 @@
 """Session review, offscreen: a recorded session shown along a timeline; scrubbing puts the
-recorded joints into the 3D view's mirror and the recorded curves into the plots."""
+recorded joints into the 3D view (through the review's own mirror) and the recorded curves into
+the plots, while the live session runs on behind it and is shown again, not restarted, after."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from app.gui import theme  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.plot_buffers import COL  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
-from app.sessions.reader import SessionFormatError, read_session  # noqa: E402
+from app.sessions.reader import read_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +35,24 @@ def window(qapp, tmp_path_factory):
 
 
 def _mirror_q(window) -> np.ndarray:
-    q = np.zeros(window.runner.mirror.nq)
-    window.runner.mirror.read(q)
+    q = np.zeros(window.review.mirror.nq)
+    window.review.mirror.read(q)
     return q
+
+
+def _review(window, qtbot, path) -> None:
+    window.review_file(path)  # read in a thread of its own: the review appears when it is read
+    qtbot.waitUntil(lambda: window.review is not None, timeout=15000)
 
 
 def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_path):
     rec = read_session(session_path)
-    window.review_file(session_path)
+    qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=10000)
+    live_tick = window.runner.latest().tick
+    _review(window, qtbot, session_path)
     assert window.review is not None and not window.timeline.isHidden()
-    assert window.runner.loop is None  # display only: nothing simulates
+    assert window.runner.loop is not None and window.runner.running  # the live session goes on behind it
+    qtbot.waitUntil(lambda: window.runner.latest().tick > live_tick + 20, timeout=3000)
     scene = window.runner.scene
     for t in (1.7, 0.4, 2.9):
         i = window.timeline.seek_time(t)
@@ -52,7 +61,7 @@ def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_p
         for arm, h in scene.arms.items():
             want = [rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)]
             np.testing.assert_allclose(q[np.asarray(h.qpos_adr)], want)
-        rows = window.runner.buffers.window(10_000)
+        rows = window.review.buffers.window(10_000)
         assert rows[-1, COL["t_s"]] == rec.data["t_s"][i]
         assert rows[-1, COL["left_tcp_x_m"]] == rec.data["left_tcp_x_m"][i]
         assert rows[-1, COL["right_target_z_m"]] == rec.data["right_target_z_m"][i]
@@ -64,9 +73,36 @@ def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_p
     assert y[-1] == pytest.approx(rec.data[name][window.review.index])
 
 
+def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_says_review(
+        window, qtbot, session_path):
+    """The renderer's pose (what the picture is drawn from) follows the cursor: both arms' joints and
+    the fingers at the recorded gripper command; the status panel shows REVIEW and the file's figures."""
+    rec = read_session(session_path)
+    if window.review is None:
+        _review(window, qtbot, session_path)
+    scene, job = window.runner.scene, window.viewport._job
+    drawn = []
+    for t in (0.0, 1.5, 2.9):
+        i = window.timeline.seek_time(t)
+        frames = window.viewport.frames
+        qtbot.waitUntil(lambda: window.viewport.frames >= frames + 2, timeout=5000)  # a frame rendered after the seek
+        q = job.renderer.data.qpos.copy()
+        for arm, h in scene.arms.items():
+            np.testing.assert_allclose(q[np.asarray(h.qpos_adr)], [rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)])
+            g = rec.data[f"{arm}_gripper_cmd"][i]
+            open_m = scene.model.jnt_range[scene.model.jnt_qposadr.tolist().index(int(h.finger_qpos_adr[0]))][1]
+            np.testing.assert_allclose(q[np.asarray(h.finger_qpos_adr)], (1 - g) * open_m, atol=1e-9)
+        drawn.append(q)
+    assert not np.allclose(drawn[0], drawn[2])  # the demo moves: the picture differs along the recording
+    window._refresh_status(window.runner.latest(), window.presenter.present(window.runner, 0.0, window.review))
+    assert "REVIEW" in window.status_panel.state_label.text()
+    assert f"row {window.review.index + 1} of {rec.n_rows}" in window.status_panel.loop_label.text()
+    assert window.status_panel.faults_label.text().startswith("recorded")
+
+
 def test_play_advances_the_cursor_and_pause_stops_it(window, qtbot, session_path):
     if window.review is None:
-        window.review_file(session_path)
+        _review(window, qtbot, session_path)
     window.timeline.seek_time(0.0)
     start = window.review.index
     window.timeline.play_button.click()
@@ -79,24 +115,33 @@ def test_play_advances_the_cursor_and_pause_stops_it(window, qtbot, session_path
     assert window.review.index == held
 
 
-def test_estop_while_reviewing_is_not_an_error(window, session_path):
+def test_estop_while_reviewing_is_not_an_error(window, qtbot, session_path):
     if window.review is None:
-        window.review_file(session_path)
+        _review(window, qtbot, session_path)
     window.last_error = ""
     window.act_estop.trigger()
     assert window.last_error == "" and window.review is not None
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)  # the live arms hold
+    window.reset()
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=2000)
 
 
-def test_closing_the_review_goes_live_again(window, qtbot):
+def test_closing_the_review_goes_live_again_without_a_restart(window, qtbot):
+    loop, tick = window.runner.loop, window.runner.latest().tick
     window.close_review()
     assert window.review is None and window.timeline.isHidden()
     assert window.runner.source_kind == "demo"
-    qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=8000)
+    assert window.runner.loop is loop and window.runner.latest().tick >= tick  # the same loop, not restarted
+    snap = window.runner.latest()
+    assert window.banner.text().startswith("Back to live") and f"left arm {snap.left.state}" in window.banner.text()
+    assert window.viewport._job.mirror is window.runner.mirror and window.plots.buffers is window.runner.buffers
 
 
-def test_a_file_without_joints_is_refused_and_live_carries_on(window, tmp_path):
+def test_a_file_without_joints_is_refused_and_live_carries_on(window, qtbot, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("no,such,columns\n1,2,3\n")
-    with pytest.raises(SessionFormatError):
-        window.review_file(bad)
+    window.last_error = ""
+    window.review_file(bad)
+    qtbot.waitUntil(lambda: window.last_error != "", timeout=5000)
+    assert "no recorded joints" in window.last_error or "column" in window.last_error
     assert window.review is None and window.runner.running

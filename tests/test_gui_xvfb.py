@@ -56,6 +56,7 @@ def xvfb():
         proc.kill()
 
 
+@pytest.mark.slow  # a real window under Xvfb: ~20-35 s
 def test_real_window_under_xvfb_shows_the_session(xvfb, tmp_path):
     out = tmp_path / "screenshot.png"
     env = dict(os.environ, DISPLAY=xvfb, QT_QPA_PLATFORM="xcb", MUJOCO_GL="egl",

@@ -42,6 +42,7 @@ RULES = [
     ("app/reopening_sub.py", ("app",), "a socket helper below everything that subscribes"),
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
     ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
+    ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",
                       "app.control.engine", "app.control.loop", "app.control.ik"),
      "sessions are data, read by the front ends; they know the snapshot type, and read joint ranges from the model "

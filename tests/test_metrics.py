@@ -52,6 +52,24 @@ def test_the_run_summary_and_the_analysis_report_the_same_timing_figures(tmp_pat
     assert summary["lateness_ms"]["p99"] == pytest.approx(t["lateness_p99_ms"], rel=1e-12, abs=1e-12)
 
 
+def test_the_run_summary_and_the_analysis_report_the_same_tracking_error_p95(tmp_path):
+    """An unpaced run records every tick (the recorder waits rather than drops): the summary's
+    tracking-error figures over the engaged ticks and `analyze`'s of the file are one definition."""
+    csv_path, summary_path = tmp_path / "run.csv", tmp_path / "summary.json"
+    subprocess.run([sys.executable, "-m", "app.cli", "run", "--source", "demo", "--seconds", "3", "--fast", "--quiet",
+                    "--record", str(csv_path), "--summary-json", str(summary_path)],
+                   cwd=REPO, env=_env(), check=True, capture_output=True, timeout=120)
+    summary = json.loads(summary_path.read_text())
+    arms = analyze_session(csv_path).metrics["arms"]
+    for arm in ("left", "right"):
+        assert summary[arm]["engaged_ticks"] > 100
+        for key in ("pos_err_mm", "rot_err_deg"):
+            mine, theirs = summary[arm][key], arms[arm][key]
+            assert mine["samples"] == theirs["count"], (arm, key)
+            for stat in ("p95", "rms", "max"):
+                assert mine[stat] == pytest.approx(theirs[stat], rel=1e-9), (arm, key, stat)
+
+
 def test_a_file_without_the_skipped_ticks_column_is_still_analysed(tmp_path):
     from tests.test_sessions import make_snapshots
     from app.sessions.recorder import Recorder

@@ -13,3 +13,24 @@ def test_every_package_of_the_tree_is_listed_in_pyproject():
     found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("app", "calibration")
              for p in (ROOT / top).rglob("__init__.py")}
     assert found - listed == set(), f"packages missing from pyproject.toml: {sorted(found - listed)}"
+
+
+def _readme_test_command() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("Run the tests:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) == 1, f"the README's test command should be one line, found {lines}"
+    return lines[0]
+
+
+def test_ci_runs_the_readmes_test_command_exactly_and_it_installs_the_export_extra():
+    command = _readme_test_command()
+    assert command in (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
+    assert '".[test,export]"' in command, "without [export] a new user's run skips every export test"
+
+
+def test_the_slow_marker_is_registered_run_by_the_readme_command_and_skippable_for_development():
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("slow:") for m in markers)
+    assert _readme_test_command().endswith("-m pytest -q")  # no marker filter: the full run includes the slow tests
+    assert '-m "not slow"' in (ROOT / "README.md").read_text(encoding="utf-8")

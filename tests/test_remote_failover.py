@@ -35,6 +35,7 @@ def wait_until(cond, timeout_s: float, what: str, step_s: float = 0.005) -> floa
     return time.monotonic() - t0
 
 
+@pytest.mark.slow  # kills and restarts a server process: ~25 s
 def test_server_killed_and_restarted_stale_then_reconnect_and_resync_without_jump(scene, caplog):
     caplog.set_level(logging.INFO, logger="app.remote")
     cfg = Config()

@@ -227,9 +227,9 @@ def test_a_replay_keeps_the_replaying_machines_geometry():
     """A session recorded with 'meshes' replays where the package is missing (the look is not physics)."""
     from types import SimpleNamespace
 
-    from app.pipeline import recorded_config
+    from app.pipeline import replay_config
     recorded = _cfg("meshes", mesh_cell_m=0.004).to_dict()
     recorded["mapping"]["scale"] = 0.5
-    cfg = recorded_config(SimpleNamespace(sidecar={"config": recorded}), _cfg("primitives"))
+    cfg = replay_config(SimpleNamespace(sidecar={"config": recorded}), _cfg("primitives"))
     assert (cfg.scene.geometry, cfg.scene.mesh_cell_m) == ("primitives", Config().scene.mesh_cell_m)
     assert cfg.mapping.scale == 0.5  # everything else is the recording's

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -739,3 +740,42 @@ def test_replay_gives_each_rows_events_once_whatever_the_loop_rate(tmp_path):
             slow.extend(src.recorded_events())
     expected = list(parse_events("calibrate;engage:left;cmd:estop;cmd:reset;cmd:mark:x"))
     assert fast == expected and slow == expected
+
+
+@pytest.mark.parametrize("threshold,left_pressed", [(None, True), (0.8, False)])
+def test_replay_reads_an_analog_grip_with_the_config_files_threshold(tmp_path, threshold, left_pressed):
+    """`buttons.grip_engage_threshold` from a config file decides, through the pipeline's replay,
+    whether a file's analog grip (another tool's recording) is pressed."""
+    from app.config import load_config
+    from app.pipeline import Pipeline, StartOptions
+
+    _, rows = input_rows(20)
+    left, right = INPUT_COLUMNS.index("in_left_grip"), INPUT_COLUMNS.index("in_right_grip")
+    for r in rows:
+        r[left], r[right] = "0.7", "0.3"
+    path = write_csv(tmp_path / "analog.csv", list(INPUT_COLUMNS), rows)
+    toml = tmp_path / "cfg.toml"
+    toml.write_text("" if threshold is None else f"[buttons]\ngrip_engage_threshold = {threshold}\n")
+    pipe = Pipeline(load_config(toml))
+    snaps: list[Snapshot] = []
+    pipe.subscribe(snaps.append)
+    try:
+        pipe.start("replay", replay_path=str(path), options=StartOptions(paced=False))
+        assert pipe.wait(30.0)
+    finally:
+        pipe.close()
+    assert len(snaps) >= 20
+    assert {s.sample.left_buttons.grip for s in snaps} == {left_pressed}
+    assert {s.sample.right_buttons.grip for s in snaps} == {False}
+
+
+@pytest.mark.parametrize("missing", ["pyarrow", "foxglove"])
+def test_a_missing_export_extra_names_the_install_command_for_a_package_and_a_checkout(tmp_path, monkeypatch, missing):
+    from app.sessions.export_lerobot import export_lerobot
+    from app.sessions.foxglove_channels import ExportUnavailableError, import_foxglove
+
+    monkeypatch.setitem(sys.modules, missing, None)  # `import` raises ImportError
+    with pytest.raises(ExportUnavailableError) as err:
+        export_lerobot([], tmp_path / "out") if missing == "pyarrow" else import_foxglove()
+    assert 'pip install "pico-teleop[export]"' in str(err.value)
+    assert 'pip install -e ".[export]"' in str(err.value)

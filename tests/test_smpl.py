@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.config import FilterConfig
+from app.config import FilterConfig, SmplBodyConfig
 from app.streaming import protocol as P
 from app.streaming.smpl_body import (
-    SmplBodyConfig,
     SmplBodyError,
     SmplBodyEstimator,
     device_rows_from_sample,
@@ -373,3 +372,22 @@ def test_heading_increment_is_the_pico_formula():
     assert P.pico_heading_increment_rad(float("nan"), 0.02) == 0.0
     with pytest.raises(ValueError):
         P.pico_heading_increment_rad(0.5, -0.02)
+
+
+def test_the_body_tunables_come_from_the_config_files_stream_smpl_table(tmp_path):
+    """`[stream.smpl]` in a config file reaches the estimator of an smpl-mode publisher; a bad value
+    names its key."""
+    from app.config import ConfigError, load_config
+    from app.streaming.publisher import StreamPublisher
+
+    p = tmp_path / "c.toml"
+    p.write_text('[stream]\nmode = "smpl-v3"\n[stream.smpl]\nreach_iterations = 0\n'
+                 'hmd_to_head_m = [-0.1, 0.0, -0.1]\n[stream.smpl.filter]\npos_beta = 6.0\n')
+    cfg = load_config(p).stream
+    assert cfg.smpl == SmplBodyConfig(reach_iterations=0, hmd_to_head_m=(-0.1, 0.0, -0.1),
+                                      filter=FilterConfig(pos_beta=6.0, d_cutoff_hz=2.0))  # the table's own defaults stay
+    pub = StreamPublisher(cfg)
+    assert pub._smpl.estimator.cfg == cfg.smpl
+    p.write_text("[stream.smpl]\nspine_twist_fraction = 1.5\n")
+    with pytest.raises(ConfigError, match=r"stream\.smpl\.spine_twist_fraction.*0\.0\.\.1\.0.*1\.5"):
+        load_config(p)

@@ -114,6 +114,7 @@ def test_modes_options_and_choices():
     assert p.parse_args(["--stream", "smpl-v2"]).gui_stream == "smpl-v2"
 
 
+@pytest.mark.slow  # a 9 s run and the inspector in two processes: ~20 s
 def test_run_stream_smpl_v3_is_fully_conforming_by_inspect(tmp_path):
     """`pico-teleop run --stream smpl-v3` and `pico-teleop inspect`, two processes on a free loopback port."""
     port = _free_port()

@@ -22,6 +22,16 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def plural(n: int, word: str) -> str:
+    """'1 task', '2 tasks': a count with its noun (English -s plural)."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def counts_text(counts: dict) -> str:
+    """A summary's counters as text ('calibrate 2, engage 4'), 'none' when there are none."""
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "none"
+
+
 def positive_seconds(text: str) -> float:
     try:
         v = float(text)

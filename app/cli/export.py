@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError
+from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, plural
 
 
 def add_export_parser(subparsers) -> argparse.ArgumentParser:
@@ -169,6 +169,6 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     for note in r.notes:
         print(f"note: {note}", file=err)
     videos = f", videos {', '.join(k.rsplit('.', 1)[1] for k in r.video_keys)} at {args.video_size}" if r.video_keys else ""
-    print(f"wrote {r.root}: {r.n_episodes} episodes, {r.n_frames} frames at {r.fps} fps{videos}, "
-          f"{len(r.tasks)} tasks, {r.size_bytes / 1e6:.1f} MB ({r.elapsed_s:.1f} s)", file=out)
+    print(f"wrote {r.root}: {plural(r.n_episodes, 'episode')}, {plural(r.n_frames, 'frame')} at {r.fps} fps{videos}, "
+          f"{plural(len(r.tasks), 'task')}, {r.size_bytes / 1e6:.1f} MB ({r.elapsed_s:.1f} s)", file=out)
     return EXIT_OK

@@ -16,7 +16,7 @@ from typing import Callable
 
 from app import __version__
 from app.cli.common import (
-    EXIT_FAILURE, EXIT_OK, UsageError, load_config, positive_seconds, session_path, stream_option_error,
+    EXIT_FAILURE, EXIT_OK, UsageError, counts_text, load_config, plural, positive_seconds, session_path, stream_option_error,
     stream_settings,
 )
 from app.config import MODES
@@ -187,6 +187,9 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     result = _run_result(pipe, summary, started)
     if signals.received:
         result["stopped_by"] = signals.received
+    if session is not None:
+        result["replay"] = {"path": str(args.replay), "rows_read": session.n_rows,
+                            "truncated_last_line": session.truncated_last_line}
     if pipe.foxglove is not None:
         fx = pipe.foxglove.status()
         result["foxglove"] = {k: v for k, v in fx.as_dict().items() if k != "state"}
@@ -364,8 +367,12 @@ def print_summary(r: dict) -> None:
         lines.append(f"robot link: connected {r['ticks'] - not_live} ticks, stale or disconnected {not_live} ticks "
                      f"({not_live / max(t['achieved_rate_hz'], 1e-9):.1f} s); the tracking errors above are for the "
                      "connected ticks only")
-    lines.append(f"events {r.get('events', {})}; rejected samples {sum(r.get('rejected', {}).values())}; "
-                 f"clamps {r.get('clamps', {})}; state {r.get('teleop_state')}")
+    lines.append(f"events: {counts_text(r.get('events', {}))}; rejected samples {sum(r.get('rejected', {}).values())}; "
+                 f"clamps: {counts_text(r.get('clamps', {}))}; state {r.get('teleop_state')}")
+    replay = r.get("replay")
+    if replay and replay.get("truncated_last_line"):
+        lines.append(f"replay: {plural(replay['rows_read'], 'row')} read from {replay['path']}; its last line was "
+                     "incomplete (a write cut short) and was dropped")
     if r.get("error"):
         lines.append(f"fault: {r['error']}")
     if "stream" in r:

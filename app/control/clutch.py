@@ -8,6 +8,11 @@ the robot, so it is tested with booleans alone.
 
 Rules:
 - the grip (or a keyboard engage) held, tracking good and not e-stopped engages;
+- a keyboard engage lasts until the keyboard releases it or the controller's own grip changes
+  (pressed or let go): then the grip is the clutch again. A press re-latches the mapping where
+  the hand and the arm are; a let-go releases. Without this, a source that works its own clutch
+  (the demo operator lets go of the grip to bring its hand back) would have the arm follow the
+  hand's repositioning, which the clutch exists to ignore, and drift out of its workspace;
 - letting go releases; losing tracking while engaged holds (the arm stays where it was) and
   tracking's return re-latches;
 - after a reset from e-stop the grip must be let go before the arm can engage again, so a grip
@@ -52,6 +57,7 @@ class Clutch:
         """A keyboard engage acts like a held grip until the keyboard releases it."""
         self.await_release = False
         """Set by a reset from e-stop: the grip (and keyboard engage) must be let go first."""
+        self._last_grip = False
 
     @property
     def state(self) -> ArmState:
@@ -71,6 +77,11 @@ class Clutch:
     def step(self, grip: bool, precision: bool, tracking_ok: bool, reacquired: bool, estopped: bool) -> ClutchStep:
         """One tick: ``grip`` held, thumbstick ``precision`` click held, the controller's pose
         accepted (``tracking_ok``) and ``reacquired`` this tick, the loop ``estopped``."""
+        relatch = False
+        if grip != self._last_grip and self.forced_engage:  # the grip takes the clutch back
+            self.forced_engage = False
+            relatch = grip
+        self._last_grip = grip
         held = grip or self.forced_engage
         if self.await_release and not held:
             self.await_release = False
@@ -91,7 +102,7 @@ class Clutch:
             if not tracking_ok:
                 self.sm.lose_tracking()
                 return ClutchStep(EventKind.HOLDING, False)
-            if reacquired:
+            if reacquired or relatch:
                 self.precision = precision
                 transition = EventKind.RELATCH
             elif precision != self.precision:

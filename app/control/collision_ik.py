@@ -86,10 +86,11 @@ class CollisionAwareDLS:
     def damper_lower_m(self, dist_m: np.ndarray, dt_s: float | None) -> np.ndarray:
         """Least change of each distance over the tick (m; negative: it may close by that much)."""
         c = self.cfg
-        span = c.influence_m - c.minimum_m
+        kept = c.kept_m
+        span = c.influence_m - kept
         if dt_s is None:  # no tick length: the linearised step may close the whole margin
-            return -(dist_m - c.minimum_m)
-        return -c.approach_speed_m_s * dt_s * (dist_m - c.minimum_m) / span
+            return -(dist_m - kept)
+        return -c.approach_speed_m_s * dt_s * (dist_m - kept) / span
 
     def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         dist, pairs, c = self.distances, self.pairs, self.cfg

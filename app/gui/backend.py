@@ -36,6 +36,11 @@ class SessionBackend(Protocol):
     """The remote simulation's `ClientConfig` when the window drives a server, else None."""
 
     # ----- the session -----
+    asynchronous: bool
+    """True: every request (`start`, `stop`, `start_recording`, ... the ones with an `on_done`)
+    returns at once and its answer (value, error) reaches `on_done`, from another thread
+    (`CoreClient`); False: requests return their answer or raise (`TeleopRunner`). The window
+    goes through `MainWindow.request`, which handles both."""
     source_kind: str
     replay_path: str | None
     note: str

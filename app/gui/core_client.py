@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -36,6 +38,10 @@ from app.sim.scene import Scene, load_scene
 
 log = logging.getLogger(__name__)
 
+START_TIMEOUT_S = 30.0
+"""How long a source start may take in the core (a remote connect, the SteamVR probe) before the
+window says the core did not answer."""
+
 SILENT_AFTER_S = 0.35
 """The core publishes its status ten times a second: this long without any update means it is gone."""
 
@@ -44,6 +50,29 @@ RECEIVER_SWITCH_INTERVAL_S = 0.001
 
 HEARTBEAT_PERIOD_S = 0.1
 """How often the window tells the core it is alive (the core holds the arms after 0.5 s without)."""
+
+WINDOW_STALL_TOLERANCE_S = 1.5
+"""The requests thread sends the heartbeat while the window's Qt thread has shown life (called
+`heartbeat`) within this long. The window's own work never blocks its Qt thread for long (files
+are read, cores started and requests answered off it), but a loaded 2-core machine can keep it
+from running for a second (measured: gaps up to 1.5 s at load average 11, idle window or not):
+that must not hold the arms. A Qt thread silent for longer is hung: the heartbeat stops and the
+core holds the arms `core.heartbeat_timeout_s` (0.5 s) later, so a hung window holds the arms
+within 2 s, a killed or frozen process within 0.5 s (docs/safety.md)."""
+
+Done = Callable[[Any, "BaseException | None"], None]
+"""Receives a request's answer: (value, None), or (None, the error)."""
+
+
+def _answer(on_done: Done | None, value: Any, error: BaseException | None) -> None:
+    if on_done is None:
+        if error is not None:
+            log.warning("a request to the core failed: %s", error)
+        return
+    try:
+        on_done(value, error)
+    except Exception:
+        log.exception("handling the core's answer failed")
 
 
 class CoreUnavailable(PipelineError):
@@ -83,7 +112,8 @@ class StreamProxy:
         self._client.refresh_status()
 
     def estop(self) -> None:
-        self._client.call("stream", "estop", timeout_s=1.0)
+        """One-way: the e-stop never waits for an answer."""
+        self._client.tell("stream", "estop")
 
     def pose_distance(self):
         return self._client.call("stream", "pose_distance")
@@ -144,12 +174,27 @@ class CoreClient:
         self._dealer.linger = 0
         self._dealer.sndhwm = 1000
         self._dealer.connect(endpoints.requests)
+        self._teller = self._ctx.socket(zmq.DEALER)
+        self._teller.linger = 0
+        self._teller.sndhwm = 1000
+        self._teller.connect(endpoints.requests)
+        self._tell_lock = threading.Lock()
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._waker_r, self._waker_w = socket.socketpair()
+        self._waker_r.setblocking(False)
+        self._waker_w.setblocking(False)
+        self._window_alive_s = 0.0
+        self.heartbeats_sent = 0
         self._stop = threading.Event()
         # The receiver must get the interpreter lock soon after an update arrives (an e-stop's
         # snapshot above all); the window's threads may otherwise hold it for Python's default 5 ms.
         sys.setswitchinterval(min(sys.getswitchinterval(), RECEIVER_SWITCH_INTERVAL_S))
         self._receiver = threading.Thread(target=self._receive, name="core-receiver", daemon=True)
         self._receiver.start()
+        # The only thread that touches the request socket: sends, heartbeats, answers. A request
+        # from the window is a queue put; nothing the core does (a slow source start) can block it.
+        self._requests = threading.Thread(target=self._serve_requests, name="core-requests", daemon=True)
+        self._requests.start()
         self._stream_proxy = StreamProxy(self)
         self._closed = False
 
@@ -160,45 +205,152 @@ class CoreClient:
         process, endpoints = launch_core(config_path, state_dir, connect)
         return cls(cfg, endpoints, process, remote=remote, **kwargs)
 
-    # ----- requests -----
+    # ----- requests (the requests thread owns the socket) -----
+
+    def submit(self, op: str, *args: Any, on_reply: Done | None = None, timeout_s: float = 15.0) -> None:
+        """Send a request and return at once (never blocks, whatever the core is doing): the
+        answer reaches `on_reply(value, error)` in the requests thread; a core that does not answer
+        within `timeout_s` gives `CoreUnavailable`. Requests reach the core in the order submitted."""
+        request_id = next(self._ids)
+        self._outbox.put((request_id, op, args, on_reply, time.monotonic() + timeout_s))
+        self._wake()
 
     def call(self, op: str, *args: Any, timeout_s: float = 15.0) -> Any:
-        """A request the core answers; its error is raised here. CoreUnavailable after `timeout_s`."""
-        request_id = next(self._ids)
-        try:
-            self._dealer.send_multipart(wire.encode_request(self.endpoints.token, request_id, op, args), zmq.NOBLOCK)
-        except zmq.Again:
-            raise CoreUnavailable(f"the core is not taking requests ({op})") from None
-        deadline = time.monotonic() + timeout_s
-        while True:
-            remaining_ms = int(max(0.0, deadline - time.monotonic()) * 1000)
-            if not self._dealer.poll(remaining_ms):
-                raise CoreUnavailable(f"the core did not answer within {timeout_s:g} s ({op})")
-            reply_id, ok, value = wire.decode_reply(self._dealer.recv_multipart())
-            if reply_id != request_id:
-                continue  # the late answer to an earlier request that timed out
-            if ok:
-                return value
-            raise value
+        """A request whose answer this waits for; its error is raised here. Not for the Qt thread
+        (the window uses `submit` and the `on_done` of the request methods): for start-up, shutdown
+        and tools."""
+        done = threading.Event()
+        answer: list = [None, None]
+
+        def on_reply(value: Any, error: BaseException | None) -> None:
+            answer[0], answer[1] = value, error
+            done.set()
+
+        self.submit(op, *args, on_reply=on_reply, timeout_s=timeout_s)
+        if not done.wait(timeout_s + 1.0):
+            raise CoreUnavailable(f"the core did not answer within {timeout_s:g} s ({op})")
+        if answer[1] is not None:
+            raise answer[1]
+        return answer[0]
 
     def tell(self, op: str, *args: Any) -> None:
-        """A one-way request (no answer awaited); dropped, not blocking, if the core is gone."""
-        try:
-            self._dealer.send_multipart(wire.encode_request(self.endpoints.token, 0, op, args), zmq.NOBLOCK)
-        except zmq.Again:
-            pass
+        """A one-way request (no answer awaited: commands, the e-stop first), sent from the calling
+        thread on a socket of its own at once (no hand-over to the requests thread, whose wake-up
+        would add to the e-stop's latency); dropped, not blocking, if the core is gone. It may
+        overtake a request submitted earlier that still waits in the requests thread's queue."""
+        frames = wire.encode_request(self.endpoints.token, 0, op, args)
+        with self._tell_lock:
+            if self._closed:
+                return
+            try:
+                self._teller.send_multipart(frames, zmq.NOBLOCK)
+            except zmq.Again:
+                pass
 
     def heartbeat(self) -> None:
-        self.tell("heartbeat")
+        """The window's Qt thread is alive (its timer calls this every `HEARTBEAT_PERIOD_S`): the
+        requests thread tells the core so every `HEARTBEAT_PERIOD_S` for as long as this was called
+        within the last `WINDOW_STALL_TOLERANCE_S`."""
+        first = self._window_alive_s == 0.0
+        self._window_alive_s = time.monotonic()
+        if first:
+            self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._waker_w.send(b"x")
+        except (BlockingIOError, OSError):
+            pass  # already woken (the buffer is full), or closing
+
+    def _serve_requests(self) -> None:
+        """The requests thread: sends what was submitted, the heartbeat, and hands out the answers."""
+        poller = zmq.Poller()
+        poller.register(self._dealer, zmq.POLLIN)
+        poller.register(self._waker_r, zmq.POLLIN)
+        pending: dict[int, tuple[str, Done | None, float]] = {}
+        next_beat = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if self._window_alive_s and now - self._window_alive_s <= WINDOW_STALL_TOLERANCE_S and now >= next_beat:
+                self._send(0, "heartbeat", ())
+                self.heartbeats_sent += 1
+                next_beat = now + HEARTBEAT_PERIOD_S
+            wait_s = min([0.05, max(0.0, next_beat - now)] + [max(0.0, d - now) for _, _, d in pending.values()])
+            events = dict(poller.poll(int(wait_s * 1000) + 1))
+            if self._waker_r in events or self._waker_r.fileno() in events:
+                try:
+                    self._waker_r.recv(4096)
+                except (BlockingIOError, OSError):
+                    pass
+            while True:
+                try:
+                    request_id, op, args, on_reply, deadline = self._outbox.get_nowait()
+                except queue.Empty:
+                    break
+                if not self._send(request_id, op, args):
+                    _answer(on_reply, None, CoreUnavailable(f"the core is not taking requests ({op})"))
+                elif request_id > 0:
+                    pending[request_id] = (op, on_reply, deadline)
+            if self._dealer in events:
+                for _ in range(100):
+                    try:
+                        frames = self._dealer.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    try:
+                        reply_id, ok, value = wire.decode_reply(frames)
+                    except Exception as exc:
+                        log.warning("an answer from the core did not decode: %s", exc)
+                        continue
+                    entry = pending.pop(reply_id, None)
+                    if entry is not None:  # else the late answer to a request that timed out
+                        _answer(entry[1], value if ok else None, None if ok else value)
+            now = time.monotonic()
+            for request_id in [i for i, (_, _, d) in pending.items() if d <= now]:
+                op, on_reply, _ = pending.pop(request_id)
+                _answer(on_reply, None, CoreUnavailable(f"the core did not answer in time ({op})"))
+        for op, on_reply, _ in pending.values():
+            _answer(on_reply, None, CoreUnavailable(f"disconnected from the core before it answered ({op})"))
+
+    def _send(self, request_id: int, op: str, args: tuple) -> bool:
+        try:
+            self._dealer.send_multipart(wire.encode_request(self.endpoints.token, request_id, op, args), zmq.NOBLOCK)
+            return True
+        except zmq.Again:
+            return False
 
     def poll(self) -> None:
         """Nothing to do here: the core does its own housekeeping (the stream's auto-start)."""
 
     def refresh_status(self) -> wire.CoreStatus:
-        """Ask for the status now (after a change: the periodic one may be 0.1 s old)."""
+        """Ask for the status now and wait for it (start-up, tools; the window uses the updates)."""
         st = self.call("status")
         self._apply_status(st)
         return st
+
+    def _request(self, op: str, *args: Any, on_done: Done | None = None, then: Callable[[Any], None] | None = None,
+                 timeout_s: float = 15.0) -> None:
+        """`submit` a request that changes the session; once answered, the status is asked for
+        (the periodic one may be 0.1 s old), `then(value)` runs, and `on_done(value, error)` last."""
+        def on_reply(value: Any, error: BaseException | None) -> None:
+            if error is not None:
+                _answer(on_done, None, error)
+                return
+
+            def on_status(st: Any, status_error: BaseException | None) -> None:
+                try:
+                    if status_error is None:
+                        self._apply_status(st)
+                    if then is not None:
+                        then(value)
+                except Exception as exc:
+                    _answer(on_done, None, exc)
+                    return
+                _answer(on_done, value, None)
+
+            self.submit("status", on_reply=on_status)
+
+        self.submit(op, *args, on_reply=on_reply, timeout_s=timeout_s)
 
     # ----- updates (receiver thread) -----
 
@@ -282,26 +434,35 @@ class CoreClient:
     @live_cfg.setter
     def live_cfg(self, cfg: Config) -> None:
         self._live_cfg = cfg
-        self.call("set_live_cfg", cfg)
+        self.submit("set_live_cfg", cfg)
+
+    asynchronous = True
+    """Every request method returns at once; its answer reaches the `on_done` given to it (in the
+    requests thread), after the status has been refreshed."""
 
     def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None) -> str:
-        note = self.call("start", kind, replay_path, cfg, None if record_path is None else str(record_path))
-        st = self.refresh_status()
-        if st.cfg.scene != self.cfg.scene or self.scene.path is None:
-            self.scene = load_scene(st.cfg)
-            self.mirror = SceneMirror(self.scene.model.nq)
-        return note
+              record_path: str | Path | None = None, on_done: Done | None = None) -> None:
+        """Start a source in the core; `on_done` gets the note for the operator. Returns at once
+        (a remote connect or the SteamVR probe may take seconds in the core)."""
+        scene_before = self.cfg.scene
 
-    def restart(self, cfg: Config) -> str:
-        note = self.call("restart", cfg)
-        self.refresh_status()
-        return note
+        def then(note: str) -> None:
+            st = self.core_status
+            if st is not None and (st.cfg.scene != scene_before or self.scene.path is None):
+                self.scene = load_scene(st.cfg)
+                self.mirror = SceneMirror(self.scene.model.nq)
 
-    def stop(self) -> None:
-        if not self.core_problem():
-            self.call("stop")
-            self.refresh_status()
+        self._request("start", kind, replay_path, cfg, None if record_path is None else str(record_path),
+                      on_done=on_done, then=then, timeout_s=START_TIMEOUT_S)
+
+    def restart(self, cfg: Config, on_done: Done | None = None) -> None:
+        self._request("restart", cfg, on_done=on_done, timeout_s=START_TIMEOUT_S)
+
+    def stop(self, on_done: Done | None = None) -> None:
+        if self.core_problem():
+            _answer(on_done, None, None)
+            return
+        self._request("stop", on_done=on_done)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Ask the core to close the session (recording completed) and exit; then disconnect."""
@@ -324,10 +485,16 @@ class CoreClient:
 
     def disconnect(self) -> None:
         """Leave the core running (it holds the arms once our heartbeat stops)."""
-        self._closed = True
+        with self._tell_lock:
+            self._closed = True
         self._stop.set()
+        self._wake()
         self._receiver.join(2.0)
+        self._requests.join(2.0)
+        self._teller.close(0)
         self._dealer.close(0)
+        self._waker_r.close()
+        self._waker_w.close()
         self._ctx.term()
 
     @property
@@ -359,18 +526,19 @@ class CoreClient:
         return self._stream_proxy if st is not None and st.stream is not None else None
 
     def open_stream(self, stream_cfg) -> StreamProxy:
+        """Waits for the core (the stream panel calls it off the Qt thread)."""
         self.call("open_stream", stream_cfg)
         self.refresh_status()
         return self._stream_proxy
 
     def close_stream(self) -> None:
+        """Waits for the core (the stream panel calls it off the Qt thread, the window at exit)."""
         if not self.core_problem():
             self.call("close_stream")
             self.refresh_status()
 
-    def stream_when_calibrated(self, stream_cfg) -> None:
-        self.call("stream_when_calibrated", stream_cfg)
-        self.refresh_status()
+    def stream_when_calibrated(self, stream_cfg, on_done: Done | None = None) -> None:
+        self._request("stream_when_calibrated", stream_cfg, on_done=on_done)
 
     def feedback_snapshot(self):
         """The core's robot feedback subscriber (`FeedbackSnapshot`, as of the last status), or None."""
@@ -402,23 +570,24 @@ class CoreClient:
         st = self.core_status
         return st.recorder if st is not None else None
 
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
-        """Serve the core's session live to Foxglove; the `host:port` bound."""
-        return self.call("open_foxglove", endpoint, allow_remote)
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False, on_done: Done | None = None) -> None:
+        """Serve the core's session live to Foxglove; `on_done` gets the `host:port` bound."""
+        self._request("open_foxglove", endpoint, allow_remote, on_done=on_done)
 
-    def close_foxglove(self) -> None:
-        if not self.core_problem():
-            self.call("close_foxglove")
+    def close_foxglove(self, on_done: Done | None = None) -> None:
+        if self.core_problem():
+            _answer(on_done, None, None)
+            return
+        self._request("close_foxglove", on_done=on_done)
 
-    def start_recording(self, path: str | Path) -> Path:
-        written = self.call("start_recording", str(path))
-        self.refresh_status()
-        return written
+    def start_recording(self, path: str | Path, on_done: Done | None = None) -> None:
+        """`on_done` gets the path written to."""
+        self._request("start_recording", str(path), on_done=on_done)
 
-    def stop_recording(self):
-        status = self.call("stop_recording")
-        self.refresh_status()
-        return status
+    def stop_recording(self, on_done: Done | None = None) -> None:
+        """`on_done` gets the recording's final `RecorderStatus`."""
+        self._request("stop_recording", on_done=on_done)
 
 
-__all__ = ["CoreClient", "CoreUnavailable", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "StreamProxy"]
+__all__ = ["CoreClient", "CoreUnavailable", "Done", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy",
+           "WINDOW_STALL_TOLERANCE_S"]

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog, QLabel, QMessageBox, QTableWidget, QTable
 
 from app import __version__
 
-NOTES = ("Space is the e-stop everywhere except while typing in a text field.\n"
+NOTES = ("Space is the e-stop everywhere: in every window and dialog, text fields included (no field needs a space).\n"
          "3D view: left drag orbits, right drag pans, wheel zooms; Shift for the horizontal variants.")
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
-                               QPushButton, QScrollArea, QToolBar, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QScrollArea, QToolBar, QVBoxLayout, QWidget)
 
 from app import __version__
 from app.config import Config, ConfigError, load_config
@@ -32,9 +32,12 @@ from app.control.engine import Command, CommandKind
 from app.gui import theme
 from app.gui.backend import SessionBackend
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
+from app.gui.estop_filter import EstopKeyFilter
 from app.gui.help import about, shortcuts_dialog
+from app.gui.qt_post import OffQtWorker, QtPoster
 from app.gui.icon import app_icon
-from app.gui.presenter import LIVE_WINDOW_LABEL, Presentation, WindowPresenter, review_banner, source_label
+from app.gui.presenter import (LIVE_WINDOW_LABEL, Presentation, WindowPresenter, live_again_banner, review_banner,
+                               source_label)
 from app.gui.plots import PlotsPanel
 from app.gui.raw_input import RawInputPanel
 from app.gui.settings import SettingsDialog
@@ -61,6 +64,14 @@ has its own timer (up to 30 fps). Every refresh costs GIL time the control loop 
 
 VIEW_FPS_CHOICES = (30, 20, 10)
 """3D view frame-rate caps offered in the View menu (the first is the default)."""
+
+ENGAGE_SETTLE_S = 1.0
+"""After a keyboard engage, how long before an idle arm in the snapshots means the engage ended
+(the command takes a tick or two to reach the loop and come back in a snapshot)."""
+
+FILE_DIALOG_OPTIONS = QFileDialog.Option.DontUseNativeDialog
+"""Qt's own file dialogs: a platform's native one runs outside Qt's event loop, where the
+application's E-STOP key filter cannot see its keys."""
 
 OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, ConfigError, SceneError, OSError)
 """Errors whose message is written for the operator: shown as they are."""
@@ -130,10 +141,10 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 1), ("Source", 1))),
     ActionRow("pause_plots", "Pause plots", lambda w: w.plots.set_paused, "P", "Freeze the plots; the loop keeps running",
               checkable=True, menus=(("View", 3),)),
-    ActionRow("reset_view", "Front view", lambda w: w.viewport.reset_camera, "Home",
-              "3D camera across the table, facing the robots (the default view)", menus=(("View", 1),)),
-    ActionRow("operator_view", "Operator view", lambda w: lambda: w.viewport.set_view("operator"), "End",
-              "3D camera over the robots' shoulders, where the operator stands", menus=(("View", 1),)),
+    ActionRow("reset_view", "Operator view", lambda w: w.viewport.reset_camera, "Home",
+              "3D camera over the robots' shoulders, where the operator stands (the default view)", menus=(("View", 1),)),
+    ActionRow("front_view", "Front view", lambda w: lambda: w.viewport.set_view("front"), "End",
+              "3D camera across the table, facing the robots (their left arm on the right)", menus=(("View", 1),)),
     ActionRow("top_view", "Top view", lambda w: lambda: w.viewport.set_view("top"), "T",
               "3D camera looking down on the table", menus=(("View", 1),)),
     ActionRow("boxes", "Show workspace boxes", lambda w: w._show_boxes, "W", "Draw each arm's workspace box",
@@ -165,6 +176,9 @@ class Banner(QLabel):
         self.hide()
 
     def show_message(self, text: str, level: str = "info") -> None:
+        if not text:
+            self.clear()
+            return
         bg, fg = self.STYLES[level]
         self.setStyleSheet(f"background: {bg}; color: {fg}; font-weight: 600; border-radius: 3px;")
         self.setText(text)
@@ -194,6 +208,11 @@ class MainWindow(QMainWindow):
         self.last_error = ""
         self._ui_ticks = 0
         self.presenter = WindowPresenter()
+        self._poster = QtPoster(self)
+        self._review_worker = OffQtWorker(self._poster, "review-load")
+        self._restart_worker = OffQtWorker(self._poster, "core-restart")
+        self._engage_key_s: dict[str, float] = {}
+        """When keys 1 / 2 last engaged or released each arm (`time.monotonic`)."""
         self.setWindowTitle("pico-teleop")
         self.setWindowIcon(app_icon())
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
@@ -215,6 +234,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_statusbar()
+        # Space e-stops before any widget of any window or dialog sees it (app/gui/estop_filter.py).
+        self._estop_filter = EstopKeyFilter(self._guard(self.estop), self)
+        QApplication.instance().installEventFilter(self._estop_filter)
 
         self.qsettings = QSettings(str(store.folder / "window.ini"), QSettings.Format.IniFormat)
         self._restore_layout()
@@ -224,6 +246,7 @@ class MainWindow(QMainWindow):
         if self.viewport.error:
             self.show_error("3D view unavailable", self.viewport.error, modal=False)
         if self.runner.running:  # attached to a core that was already running: show it as it is
+            self.presenter.attached = True
             self._show_source(self.runner.note)
         else:
             self._start_source(source, replay_path, initial=True, record_path=record_path)
@@ -233,7 +256,8 @@ class MainWindow(QMainWindow):
         self._ui_timer = QTimer(self)
         self._ui_timer.timeout.connect(self._on_ui_timer)
         self._ui_timer.start(int(1000 / UI_RATE_HZ))
-        # From the Qt thread on purpose: a hung window must look like a lost GUI to the core.
+        # The Qt thread's sign of life: the core client's requests thread sends the heartbeat while
+        # this timer keeps running (a hung window must look like a lost GUI to the core; a busy one not).
         self._heartbeat_timer = QTimer(self)
         self._heartbeat_timer.timeout.connect(lambda: self.runner.heartbeat())
         self._heartbeat_timer.start(int(HEARTBEAT_PERIOD_S * 1000))
@@ -248,13 +272,16 @@ class MainWindow(QMainWindow):
         lay.setSpacing(0)
         self.banner = Banner()
         lay.addWidget(self.banner)
-        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render)
+        self.viewport = SceneViewport(self.runner.scene.model, threaded=threaded_render,
+                                      arm_bases={n: h.base_body_id for n, h in self.runner.scene.arms.items()})
         lay.addWidget(self.viewport, 1)
         self.timeline = TimelineBar()
         self.timeline.close_button.clicked.connect(self._guard(lambda checked=False: self.close_review()))
         self.timeline.hide()
         lay.addWidget(self.timeline)
         self.review: SessionReview | None = None
+        self._review_loading: str | None = None
+        """The file being read for review (in a thread of its own), None when none is."""
         self.setCentralWidget(central)
 
     def _build_docks(self, cfg: Config) -> None:
@@ -380,6 +407,13 @@ class MainWindow(QMainWindow):
         self.sb_loop = QLabel()
         self.sb_loop.setToolTip(f"Control-loop rate and 99th percentile of tick lateness over the {LIVE_WINDOW_LABEL}")
         self.sb_record = QLabel()
+        self.review_progress = QProgressBar()
+        self.review_progress.setRange(0, 100)  # percent of the file read
+        self.review_progress.setFormat("review %p%")
+        self.review_progress.setMaximumWidth(160)
+        self.review_progress.setToolTip("Reading the session file for review (the live session goes on)")
+        self.review_progress.hide()
+        sb.addPermanentWidget(self.review_progress)
         for w in (self.sb_render, self.sb_loop, self.sb_record):
             w.setContentsMargins(6, 0, 6, 0)
             sb.addPermanentWidget(w)
@@ -415,16 +449,56 @@ class MainWindow(QMainWindow):
                 self.show_error("Unexpected error", f"{type(exc).__name__}: {exc}\nDetails are in the log.")
         return slot
 
+    def report(self, exc: BaseException) -> None:
+        """An operator error as a message; anything else as one line (and the traceback in the log)."""
+        if isinstance(exc, OPERATOR_ERRORS):
+            self.show_error("pico-teleop", _describe(exc))
+        else:
+            log.error("unexpected error", exc_info=exc)
+            self.show_error("Unexpected error", f"{type(exc).__name__}: {exc}\nDetails are in the log.")
+
+    def request(self, method: Callable, *args: Any, then: Callable[[Any], None] | None = None,
+                failed: Callable[[BaseException], None] | None = None) -> None:
+        """Make a request of the session backend without waiting on it: `then(answer)` runs on the
+        Qt thread when it is answered, `failed(error)` (default: `report`) when it failed.
+        (An in-process backend answers at once: it is called here, as it always was.)"""
+        on_error = failed or self.report
+        if not self.runner.asynchronous:
+            try:
+                value = method(*args)
+            except Exception as exc:
+                on_error(exc)
+                return
+            if then is not None:
+                self._guard(then)(value)
+            return
+
+        def on_done(value: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._poster.post(lambda: self._guard(on_error)(error))
+            elif then is not None:
+                self._poster.post(lambda: self._guard(then)(value))
+
+        method(*args, on_done=on_done)
+
     def show_error(self, title: str, text: str, modal: bool = False) -> None:
         self.last_error = text
         log.error("%s: %s", title, text)
         self.statusBar().showMessage(text.splitlines()[0], 15000)
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(self._focus_back)
         if modal:
             box.exec()
         else:
             box.open()
+
+    def _focus_back(self, *_: object) -> None:
+        """After a dialog closed: the main window takes the keys again without a click."""
+        self.activateWindow()
+        self.raise_()
+        if QApplication.focusWidget() is None or QApplication.focusWidget().window() is not self:
+            self.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
 
     # ----- commands -----
 
@@ -435,15 +509,14 @@ class MainWindow(QMainWindow):
         try:
             self.stream_panel.estop()  # first: the humanoid must stop even if the loop is gone
         finally:
-            if self.review is None:  # reviewing a session, no loop runs: nothing to stop
-                self._send(Command(CommandKind.ESTOP))
+            self._send(Command(CommandKind.ESTOP))  # the live loop runs on behind a review too
         self._uncheck_engage()
         self.statusBar().showMessage("E-STOP: the arms hold. Ctrl+R resets.", 10000)
 
     def reset(self) -> None:
         self._send(Command(CommandKind.RESET))
         self._uncheck_engage()
-        self.statusBar().showMessage("Reset: the arms stay idle until engaged", 5000)
+        self.statusBar().showMessage("Reset: each arm engages again at its next grip press (or key 1 / 2)", 5000)
 
     def calibrate(self) -> None:
         self._send(Command(CommandKind.CALIBRATE))
@@ -454,12 +527,42 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Mark added", 3000)
 
     def set_engaged(self, arm: str, on: bool) -> None:
-        if self.runner.running:
-            self._send(Command(CommandKind.ENGAGE if on else CommandKind.RELEASE, arm=arm))
+        """Keys 1 / 2: engage (latched where the hand and the arm are now: the arm then moves only by
+        the hand's motion) or release; refused, with a message, when it cannot take effect."""
+        snap = self.runner.latest()
+        refusal = ""
+        if not self.runner.running:
+            refusal = "no control loop runs (choose a source)"
+        elif on and snap is not None and snap.teleop_state == "estopped":
+            refusal = "the arms are e-stopped: Reset (Ctrl+R) first"
+        elif on and snap is not None and not snap.arm(arm).tracking_ok:
+            refusal = f"the {arm} controller is not tracked"
+        if refusal:
+            self._uncheck_engage(arm)
+            self.statusBar().showMessage(f"{'Engage' if on else 'Release'} {arm} refused: {refusal}", 8000)
+            return
+        self._send(Command(CommandKind.ENGAGE if on else CommandKind.RELEASE, arm=arm))
+        self._engage_key_s[arm] = time.monotonic()
+        if on:
+            self.statusBar().showMessage(
+                f"{arm.capitalize()} arm engaged from the keyboard where it stands: it follows the hand's motion "
+                "from here; the controller's grip takes over when pressed or let go", 10000)
+        else:
+            self.statusBar().showMessage(f"{arm.capitalize()} arm released from the keyboard", 5000)
 
-    def _uncheck_engage(self) -> None:
+    def _sync_engage_keys(self, snap) -> None:
+        """A keyboard engage ends when the controller's grip takes over (or the loop drops it): the
+        toggle follows, and the status bar says why."""
+        for arm, act in self.act_engage.items():
+            if (act.isChecked() and snap.arm(arm).state == "idle"
+                    and time.monotonic() - self._engage_key_s.get(arm, 0.0) > ENGAGE_SETTLE_S):
+                self._uncheck_engage(arm)
+                self.statusBar().showMessage(f"{arm.capitalize()} arm released: its controller's grip took over "
+                                             "from the keyboard engage", 8000)
+
+    def _uncheck_engage(self, arm: str | None = None) -> None:
         # The engine drops keyboard engagement on e-stop/reset; keep the toggles in step without resending.
-        for a in self.act_engage.values():
+        for a in (self.act_engage.values() if arm is None else (self.act_engage[arm],)):
             a.blockSignals(True)
             a.setChecked(False)
             a.blockSignals(False)
@@ -469,49 +572,57 @@ class MainWindow(QMainWindow):
     def toggle_recording(self, on: bool) -> None:
         if on == self.runner.recording:
             return
-        try:
-            if on:
-                self.start_recording(self.sessions_dir / generated_session_name())
-            else:
-                self.stop_recording()
-        finally:
-            self._sync_record_action()
+        if on:
+            self.start_recording(self.sessions_dir / generated_session_name())
+        else:
+            self.stop_recording()
 
     def toggle_foxglove(self, on: bool) -> None:
-        try:
-            if on:
-                endpoint = self.runner.open_foxglove()
-                self.statusBar().showMessage(f"Foxglove live on ws://{endpoint}", 8000)
-            else:
-                self.runner.close_foxglove()
-        except BaseException:
+        def failed(exc: BaseException) -> None:
+            self.act_foxglove.blockSignals(True)
             self.act_foxglove.setChecked(False)
-            raise
+            self.act_foxglove.blockSignals(False)
+            self.report(exc)
+
+        if on:
+            self.request(self.runner.open_foxglove, None, False, failed=failed,
+                         then=lambda endpoint: self.statusBar().showMessage(f"Foxglove live on ws://{endpoint}", 8000))
+        else:
+            self.request(self.runner.close_foxglove)
 
     def record_as(self) -> None:
         if self.runner.recording:
             raise PipelineError("already recording: stop the current recording first (F9)")
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
         path, _ = QFileDialog.getSaveFileName(self, "Record session to", str(self.sessions_dir / generated_session_name()),
-                                              "Session CSV (*.csv)")
+                                              "Session CSV (*.csv)", options=FILE_DIALOG_OPTIONS)
+        self._focus_back()
         if path:
             self.start_recording(Path(path))
-        self._sync_record_action()
+        else:
+            self._sync_record_action()
 
-    def start_recording(self, path: Path) -> Path:
-        written = self.runner.start_recording(path)
-        self.statusBar().showMessage(f"Recording to {written}", 8000)
-        self._sync_record_action()
-        return written
+    def start_recording(self, path: Path) -> None:
+        def started(written: Path) -> None:
+            self.statusBar().showMessage(f"Recording to {written}", 8000)
+            self._sync_record_action()
+
+        def failed(exc: BaseException) -> None:
+            self._sync_record_action()
+            self.report(exc)
+
+        self.request(self.runner.start_recording, path, then=started, failed=failed)
 
     def stop_recording(self) -> None:
-        st = self.runner.stop_recording()
-        msg = f"Recorded {st.rows_written} rows to {st.path}" + (f" ({st.dropped_rows} dropped)" if st.dropped_rows else "")
-        if st.error:
-            self.show_error("Recording failed", f"{msg}: {st.error}")
-        else:
-            self.statusBar().showMessage(msg, 10000)
-        self._sync_record_action()
+        def stopped(st) -> None:
+            msg = f"Recorded {st.rows_written} rows to {st.path}" + (f" ({st.dropped_rows} dropped)" if st.dropped_rows else "")
+            if st.error:
+                self.show_error("Recording failed", f"{msg}: {st.error}")
+            else:
+                self.statusBar().showMessage(msg, 10000)
+            self._sync_record_action()
+
+        self.request(self.runner.stop_recording, then=stopped)
 
     def _sync_record_action(self) -> None:
         self.act_record.blockSignals(True)
@@ -522,23 +633,38 @@ class MainWindow(QMainWindow):
     # ----- sources and settings -----
 
     def _start_source(self, kind: str, replay_path: str | None = None, initial: bool = False,
-                      cfg: Config | None = None, record_path: Path | None = None) -> None:
+                      cfg: Config | None = None, record_path: Path | None = None,
+                      then: Callable[[], None] | None = None) -> None:
+        """Ask for `kind` to drive the loop; the window shows it once the backend has started it
+        (the core answers later: a remote connect or the SteamVR probe take seconds there)."""
         self._leave_review()
-        try:
-            note = self.runner.start(kind, replay_path, cfg, record_path=record_path)
-        except (TrackingSourceError, SessionFormatError, OSError) as exc:
-            if not initial or kind == "demo":
-                raise
-            # The operator asked for a source that is not there: say so and keep a working window.
-            note = f"{_describe(exc)} Running the built-in demo operator instead."
-            self.runner.start("demo", record_path=record_path)
-        self._show_source(note)
+        self.statusBar().showMessage(f"Starting: {SOURCE_LABELS.get(kind, kind)}…", 30000)
 
-    def _show_source(self, note: str) -> None:
+        def started(note: str) -> None:
+            self._show_source(note)
+            if then is not None:
+                then()
+
+        def failed(exc: BaseException) -> None:
+            if initial and kind != "demo" and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
+                # The operator asked for a source that is not there: say so and keep a working window.
+                note = f"{_describe(exc)} Running the built-in demo operator instead."
+                self.request(self.runner.start, "demo", None, None, record_path, then=lambda _: started(note))
+                return
+            self._sync_source_actions()
+            self.report(exc)
+
+        self.request(self.runner.start, kind, replay_path, cfg, record_path, then=started, failed=failed)
+
+    def _show_source(self, note: str, announce: bool = True) -> None:
+        """The window shows the backend's (new) source; `announce`: a new loop started (not a
+        return from review)."""
         self.viewport.set_mirror(self.runner.mirror)
+        self.plots.buffers = self.runner.buffers
         self._show_boxes(self.act_boxes.isChecked())
-        self.presenter.source_changed()
-        self._uncheck_engage()
+        if announce:
+            self.presenter.source_changed()
+            self._uncheck_engage()
         self._sync_source_actions()
         if note:
             self.banner.show_message(note, "info")
@@ -547,7 +673,7 @@ class MainWindow(QMainWindow):
         remote = self.runner.remote
         label = source_label(self.runner.source_kind, self.runner.replay_path,
                              remote.endpoints.state if remote is not None else None)
-        self.setWindowTitle(f"pico-teleop — {label}")
+        self.setWindowTitle(label)  # the application's display name is added by Qt: "label — pico-teleop"
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
     def _sync_source_actions(self) -> None:
@@ -556,47 +682,86 @@ class MainWindow(QMainWindow):
             act.setChecked(True)
 
     def select_source(self, kind: str) -> None:
-        try:
-            self._start_source(kind)
-        finally:
-            self._sync_source_actions()
+        self._start_source(kind)
+        self._sync_source_actions()
 
     def open_replay(self) -> None:
         try:
-            path, _ = QFileDialog.getOpenFileName(self, "Replay session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(self, "Replay session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
+                                                  options=FILE_DIALOG_OPTIONS)
+            self._focus_back()
             if path:
                 self.replay_file(path)
         finally:
             self._sync_source_actions()
 
     def open_review(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)")
+        if self.runner.recording:  # before the file dialog: the operator must not pick a file for nothing
+            raise PipelineError("stop the recording (F9) before reviewing a session")
+        path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
+                                              options=FILE_DIALOG_OPTIONS)
+        self._focus_back()
         if path:
             self.review_file(path)
 
     def review_file(self, path: str | Path) -> None:
-        """Stop the loop and show session file `path` along a timeline (display only)."""
+        """Show session file `path` along a timeline (display only). The file is read in a thread
+        of its own (a 20 MB session takes seconds) while the window and the live session go on;
+        the review appears when it is read. The live loop is not stopped: it runs on behind the
+        review (Space still e-stops it), and closing the review shows it as it is."""
         if self.runner.recording:
-            raise PipelineError("stop the recording before reviewing a session")
-        runner = self.runner
-        review = SessionReview(path, runner.scene, runner.buffers, runner.mirror,
-                               window_rows=int(self.plots.window_s * runner.cfg.loop.rate_hz))
-        self._review_return = runner.source_kind or "demo", runner.replay_path
-        runner.stop()
+            raise PipelineError("stop the recording (F9) before reviewing a session")
+        if self._review_loading is not None:
+            raise PipelineError(f"already loading {Path(self._review_loading).name} for review")
+        path = Path(path)
+        size_mb = path.stat().st_size / 1e6 if path.exists() else 0.0
+        self._review_loading = str(path)
+        self.review_progress.setValue(0)
+        self.review_progress.show()
+        self.statusBar().showMessage(f"Loading {path.name} ({size_mb:.1f} MB) for review…")
+        scene, window_rows = self.runner.scene, int(self.plots.window_s * self.runner.cfg.loop.rate_hz)
+
+        def loaded(review: SessionReview) -> None:
+            self._review_loaded()
+            self._show_review(review)
+
+        def failed(exc: BaseException) -> None:
+            self._review_loaded()
+            self.report(exc)
+
+        shown_percent = [-1]
+
+        def progress(fraction: float) -> None:  # in the reading thread: hand over only what changed
+            percent = int(fraction * 100)
+            if percent != shown_percent[0]:
+                shown_percent[0] = percent
+                self._poster.post(lambda: self.review_progress.setValue(percent))
+
+        self._review_worker.run(lambda: SessionReview(path, scene, window_rows, progress=progress), loaded, failed)
+
+    def _review_loaded(self) -> None:
+        self._review_loading = None
+        self.review_progress.hide()
+        self.statusBar().clearMessage()
+
+    def _show_review(self, review: SessionReview) -> None:
+        if self.review is not None:
+            self._leave_review()
         self.review = review
-        self.viewport.set_mirror(runner.mirror)
+        self.viewport.set_mirror(review.mirror)
+        self.plots.buffers = review.buffers
         self.timeline.set_review(review)
         self.timeline.show()
-        self._uncheck_engage()
-        for a in self.source_group.actions():
-            a.setChecked(False)
         self.banner.show_message(*review_banner(review.path.name, review.n_rows, review.duration_s))
-        self.setWindowTitle(f"pico-teleop — review: {review.path.name}")
+        self.setWindowTitle(f"review: {review.path.name}")
 
     def close_review(self) -> None:
-        """Leave review mode and restart the source that ran before it."""
-        kind, path = getattr(self, "_review_return", ("demo", None))
-        self._start_source(kind, path if kind == "replay" else None)
+        """Leave review mode: the live session is shown again as it is (nothing restarts)."""
+        if self.review is None:
+            return
+        self._leave_review()
+        self._show_source(self.runner.note, announce=False)
+        self.banner.show_message(*live_again_banner(self.runner.latest(), self.runner.running), )
 
     def _leave_review(self) -> None:
         if self.review is None:
@@ -604,17 +769,19 @@ class MainWindow(QMainWindow):
         self.timeline.set_review(None)
         self.timeline.hide()
         self.review = None
+        self.viewport.set_mirror(self.runner.mirror)
+        self.plots.buffers = self.runner.buffers
 
     def replay_file(self, path: str | Path) -> None:
         """Restart the loop on the inputs recorded in session file `path`."""
-        try:
-            self._start_source("replay", str(path))
-        finally:
-            self._sync_source_actions()
+        self._start_source("replay", str(path))
+        self._sync_source_actions()
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.runner.live_cfg, self.base_cfg, self)
-        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.config is not None:
+        accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        self._focus_back()
+        if accepted and dialog.config is not None:
             self.apply_config(dialog.config)
 
     def apply_config(self, cfg: Config) -> None:
@@ -624,11 +791,14 @@ class MainWindow(QMainWindow):
         overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
         self.store.save(overrides)
         kind = self.runner.source_kind or "auto"
+
+        def applied() -> None:
+            self.runner.live_cfg = cfg
+            self.raw_panel.set_button_map(cfg.buttons)
+            self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
+
         # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.
-        self._start_source(kind, self.runner.replay_path, cfg=None if kind == "replay" else cfg)
-        self.runner.live_cfg = cfg
-        self.raw_panel.set_button_map(cfg.buttons)
-        self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
+        self._start_source(kind, self.runner.replay_path, cfg=None if kind == "replay" else cfg, then=applied)
 
     def _on_button_learned(self, role: str, bit: int) -> None:
         from app.config import config_from_dict
@@ -650,10 +820,13 @@ class MainWindow(QMainWindow):
                 for a in self.actions() if not a.shortcut().isEmpty()]
 
     def show_shortcuts(self) -> None:
-        shortcuts_dialog(self, self.shortcut_rows()).open()
+        dialog = shortcuts_dialog(self, self.shortcut_rows())
+        dialog.finished.connect(self._focus_back)
+        dialog.open()
 
     def show_about(self) -> None:
         about(self, self.viewport.renderer_name, self.viewport.software, self.store.path)
+        self._focus_back()
 
     # ----- display refresh -----
 
@@ -668,7 +841,7 @@ class MainWindow(QMainWindow):
         runner = self.runner
         runner.poll()
         snap = runner.latest()
-        shown = self.presenter.present(runner, time.perf_counter(), self.review, self.banner.level)
+        shown = self.presenter.present(runner, time.perf_counter(), self.review, self.banner.level, self.banner.text())
         vars(self.viewport.hud).update(vars(shown.hud))  # in place: the view (and tests) hold this one
         if shown.repaint:
             self.viewport.update()
@@ -678,6 +851,8 @@ class MainWindow(QMainWindow):
         self.plots.refresh(snap)
         if self._ui_ticks % 2 == 0:
             self._refresh_status(snap, shown)
+        if snap is not None:
+            self._sync_engage_keys(snap)
         if snap is not None and self.raw_dock.isVisible() and not self.raw_dock.visibleRegion().isEmpty():
             self.raw_panel.update_sample(snap.sample)
         if shown.banner is not None:
@@ -692,9 +867,12 @@ class MainWindow(QMainWindow):
         self.status_panel.update_core(shown.core_problem or runner.core_description(), ok=not shown.core_problem)
         self.status_panel.update_remote(shown.remote_status_text,
                                         ok=shown.remote_status_text is not None and not shown.hud.alert)
-        self.status_panel.update_status(
-            snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
-            loop_rate_hz=shown.loop_rate_hz, running=runner.running, fatal=runner.fatal_error)
+        if self.review is not None:  # the file's figures at the cursor, not the live session's behind it
+            self.status_panel.update_review(self.review)
+        else:
+            self.status_panel.update_status(
+                snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
+                loop_rate_hz=shown.loop_rate_hz, running=runner.running, fatal=runner.fatal_error)
         self.sb_loop.setText(shown.statusbar_loop)
         self.sb_record.setText(shown.statusbar_record)
         self.sb_record.setStyleSheet(f"color: {theme.ALERT};")
@@ -704,23 +882,37 @@ class MainWindow(QMainWindow):
         """Replace a dead (or any) core with a new one running the same source."""
         old = self.runner
         kind, path = old.source_kind or "demo", old.replay_path
-        try:
-            if old.core_problem():
-                old.disconnect()
-            else:
-                old.close()
-        except Exception:
-            log.exception("closing the old core failed")
-        self.runner = self.runner_factory(old.live_cfg)
-        self.stream_panel.runner = self.runner
-        self.plots.buffers = self.runner.buffers
-        self.presenter.core_replaced()
-        self.banner.clear()
-        self._start_source(kind, path if kind == "replay" else None)
+        factory = self.runner_factory
+
+        def replace() -> SessionBackend:
+            # Off the Qt thread: closing a core waits for it to exit, launching one for it to start.
+            try:
+                if old.core_problem():
+                    old.disconnect()
+                else:
+                    old.close()
+            except Exception:
+                log.exception("closing the old core failed")
+            return factory(old.live_cfg)
+
+        def replaced(runner: SessionBackend) -> None:
+            self.runner = runner
+            self.stream_panel.runner = self.runner
+            self.plots.buffers = self.runner.buffers
+            self.presenter.core_replaced()
+            self.banner.clear()
+            self._start_source(kind, path if kind == "replay" else None)
+
+        self.statusBar().showMessage("Restarting the core…", 30000)
+        if not old.asynchronous:
+            replaced(replace())
+            return
+        self._restart_worker.run(replace, replaced, self.report)
 
     # ----- shutdown -----
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        QApplication.instance().removeEventFilter(self._estop_filter)
         self._ui_timer.stop()
         self._heartbeat_timer.stop()
         lifetime_s = time.perf_counter() - self._opened_s
@@ -795,7 +987,7 @@ def run_gui(config_path: str | None, connect: str | None = None, record_path: Pa
         window = MainWindow(base, store, remote=remote, runner_factory=factory, record_path=record_path)
         if stream is not None:
             import dataclasses
-            window.runner.stream_when_calibrated(dataclasses.replace(window.runner.cfg.stream, **stream))
+            window.request(window.runner.stream_when_calibrated, dataclasses.replace(window.runner.cfg.stream, **stream))
     except (SceneError, OSError, RuntimeError, ConfigError) as exc:
         log.exception("the window could not start")
         print(f"pico-teleop: error: {exc}", file=sys.stderr)

@@ -102,13 +102,30 @@ def core_lost_banner(problem: str) -> Banner:
             "Session > Restart core (Ctrl+Shift+R) starts a new one."), "error"
 
 
-GUI_LOST_BANNER: Banner = ("Attached to a running core: the arms were held when its window went away. "
-                           "Reset (Ctrl+R) to continue.", "warn")
+GUI_LOST_BANNER: Banner = ("The core stopped hearing from this window (its heartbeat was missing for longer than "
+                           "core.heartbeat_timeout_s) and held both arms. Reset (Ctrl+R) to continue.", "warn")
+"""The core held the arms because this window's heartbeat stopped (the window hung)."""
+
+ATTACHED_HELD_BANNER: Banner = ("Attached to a running core whose window went away: it held both arms then. "
+                                "Reset (Ctrl+R) to continue.", "warn")
+"""This window attached to a core that had held the arms when its previous window went away."""
+
+CLEAR_BANNER: Banner = ("", "info")
+"""Hide the banner (what it said is over)."""
 
 
 def review_banner(name: str, n_rows: int, duration_s: float) -> Banner:
-    return (f"Reviewing {name} ({n_rows} ticks, {duration_s:.1f} s): recorded state, no simulation. "
-            "Choose a source to go live again."), "info"
+    return (f"Reviewing {name} ({n_rows} ticks, {duration_s:.1f} s): the recorded state, no simulation. "
+            "The live session goes on behind it (Space still e-stops it); Close review shows it again."), "info"
+
+
+def live_again_banner(snap: Snapshot | None, running: bool) -> Banner:
+    """After a review: what the live session is doing now, as its newest snapshot says."""
+    if snap is None or not running:
+        return "Back to live: the control loop is not running. Choose a source (Source menu) to start it.", "info"
+    arms = ", ".join(f"{n} arm {snap.arm(n).state}" for n in ARMS)
+    state = "E-STOPPED (Ctrl+R resets)" if snap.teleop_state == "estopped" else snap.teleop_state
+    return f"Back to live: the session ran on during the review ({state}; {arms}).", "info"
 
 
 def window_timing(rows: np.ndarray, period_ms: float) -> TimingFigures:
@@ -164,6 +181,11 @@ class WindowPresenter:
         self.rate = RateMeter()
         self._core_reported = ""
         self._loop_end_reported = False
+        self.attached = False
+        """The window attached to a core that was already running (set by the window)."""
+        self._held_banner: Banner | None = None
+        """The GUI-lost banner on screen until the arms run again (after Reset)."""
+        self._held_seen_estopped = False
 
     def source_changed(self) -> None:
         """A new loop: its rate starts afresh and its end is announced again."""
@@ -172,9 +194,13 @@ class WindowPresenter:
 
     def core_replaced(self) -> None:
         self._core_reported = ""
+        self._held_banner = None
+        self.attached = False
 
-    def present(self, runner: Any, now_s: float, review: Any = None, banner_level: str = "") -> Presentation:
-        """`review`: the `SessionReview` on screen (None when live); `banner_level`: the current banner's."""
+    def present(self, runner: Any, now_s: float, review: Any = None, banner_level: str = "",
+                banner_text: str = "") -> Presentation:
+        """`review`: the `SessionReview` on screen (None when live); `banner_level`, `banner_text`:
+        the current banner's."""
         snap = runner.latest()
         rate_hz = self.rate.update(now_s, snap.tick) if snap is not None and review is None else 0.0
         hud = Hud(source="session review" if review is not None else SOURCE_LABELS.get(runner.source_kind,
@@ -192,7 +218,7 @@ class WindowPresenter:
         p = Presentation(hud, figures, label, rate_hz, statusbar_loop_text(rate_hz, figures.lateness_p99_ms),
                          statusbar_record_text(runner.recorder_status()), None, runner.core_problem())
         self._remote(runner, p)
-        self._banners(runner, snap, p, banner_level)
+        self._banners(runner, snap, p, banner_level, banner_text)
         return p
 
     @staticmethod
@@ -214,13 +240,25 @@ class WindowPresenter:
             p.hud.alert = CORE_LOST_ALERT
             p.repaint = True  # no new frames arrive from a dead core; the alert must still show
 
-    def _banners(self, runner: Any, snap: Snapshot | None, p: Presentation, level: str) -> None:
-        """Shown in this order, the last one winning: the core's state, a fault, the loop's end."""
+    def _banners(self, runner: Any, snap: Snapshot | None, p: Presentation, level: str, text: str = "") -> None:
+        """Shown in this order, the last one winning: the core's state, a fault, the loop's end.
+        The GUI-lost banner appears only while the core says it lost this window (or had lost
+        the one before, when this window attached) and goes once the arms run again (Reset)."""
         problem = p.core_problem
         if problem and problem != self._core_reported:
             p.banner = core_lost_banner(problem)
-        elif not problem and runner.gui_lost and level != "warn":
-            p.banner = GUI_LOST_BANNER
+        elif not problem and runner.gui_lost and self._held_banner is None:
+            self._held_banner = ATTACHED_HELD_BANNER if self.attached else GUI_LOST_BANNER
+            self._held_seen_estopped = False
+            p.banner = self._held_banner
+        elif self._held_banner is not None and not runner.gui_lost and snap is not None:
+            if snap.teleop_state == "estopped":
+                self._held_seen_estopped = True
+            elif self._held_seen_estopped:  # reset: the arms run again, the banner's news is over
+                if text == self._held_banner[0]:
+                    p.banner = CLEAR_BANNER
+                self._held_banner = None
+                self.attached = False
         self._core_reported = problem
         level = p.banner[1] if p.banner is not None else level
         if snap is not None and snap.error and level != "error":
@@ -230,7 +268,7 @@ class WindowPresenter:
             p.banner = loop_end_banner(runner.fatal_error, runner.source_kind) or p.banner
 
 
-__all__ = ["CORE_LOST_ALERT", "GUI_LOST_BANNER", "Hud", "LIVE_WINDOW_LABEL", "LIVE_WINDOW_S", "Presentation",
+__all__ = ["ATTACHED_HELD_BANNER", "CLEAR_BANNER", "CORE_LOST_ALERT", "GUI_LOST_BANNER", "Hud", "LIVE_WINDOW_LABEL", "LIVE_WINDOW_S", "Presentation",
            "REVIEW_WINDOW_LABEL", "RateMeter", "WindowPresenter", "core_lost_banner", "fault_banner", "hud_lines",
-           "loop_end_banner", "review_banner", "source_label", "statusbar_loop_text", "statusbar_record_text",
+           "live_again_banner", "loop_end_banner", "review_banner", "source_label", "statusbar_loop_text", "statusbar_record_text",
            "window_timing"]

@@ -24,7 +24,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("model", "Model"),
     ("arm", "Arm"),
     ("gripper", "Gripper cmd"),
-    ("limits", "Clamping"),
+    ("limits", "Clamping now"),
 )
 
 _TRACKING_NAMES = {int(r): r.name.replace("_", " ").lower() for r in TrackingResult}
@@ -150,9 +150,37 @@ class StatusPanel(QWidget):
                                 f"late; since start: {snap.timing.late_ticks} late, {snap.timing.skipped_ticks} skipped")
         rejected = sum(n for _, n in snap.rejected)
         clamps = sum(n for _, n in snap.clamp_counts)
-        safety = f"{rejected} rejected samples, {clamps} clamps"
+        safety = f"since start: {rejected} rejected samples, {clamps} clamps"
         self.faults_label.setText(_chip(f"fault: {snap.error}", theme.ALERT) + "<br>" + safety if snap.error else safety)
         self._update_devices(snap, device_info or {})
+
+    def update_review(self, review: Any) -> None:
+        """Session review (`SessionReview`): REVIEW, and the file's figures at the cursor, not the live ones."""
+        self.source_label.setText(f"review: {review.path.name}")
+        self.state_label.setText(_chip("REVIEW", theme.ACCENT))
+        i = max(review.index, 0)
+        tick = review.row("tick")
+        state = _recorded_text(review, "teleop_state")
+        self.loop_label.setText(f"recorded: row {i + 1} of {review.n_rows}"
+                                + (f", tick {tick:.0f}" if math.isfinite(tick) else "")
+                                + (f", teleop {state}" if state else "")
+                                + f", lateness {review.row('lateness_ms'):.2f} ms")
+        rejected, clamps = review.row("rejected_total"), review.row("clamps_total")
+        self.faults_label.setText("recorded, since its start: "
+                                  + (f"{rejected:.0f} rejected samples, " if math.isfinite(rejected) else "")
+                                  + (f"{clamps:.0f} clamps" if math.isfinite(clamps) else "clamps not recorded"))
+        for device, _ in DEVICES:
+            for row, _ in ROWS:
+                self._set(row, device, "-", theme.MUTED)
+        for arm in ("left", "right"):
+            arm_state = _recorded_text(review, f"{arm}_state") or "-"
+            self._set("arm", arm, f"{arm_state} (recorded)", {"engaged": theme.OK, "holding": theme.WARN}.get(arm_state,
+                                                                                                      theme.MUTED))
+            g = review.row(f"{arm}_gripper_cmd")
+            self._set("gripper", arm, f"{g:.2f}" if math.isfinite(g) else "-")
+            flags = [n for n, col in (("workspace", "workspace_clamped"), ("joint limit", "joint_limit_clamped"),
+                                      ("velocity", "velocity_clamped")) if review.row(f"{arm}_{col}", 0.0) > 0]
+            self._set("limits", arm, ", ".join(flags) or "none", theme.WARN if flags else theme.MUTED)
 
     def _update_recording(self, st: RecorderStatus | None) -> None:
         if st is None:
@@ -199,3 +227,10 @@ class StatusPanel(QWidget):
                                      ("velocity", a.velocity_clamped)) if on]
             self._set("limits", device, ", ".join(flags) or "none", theme.WARN if flags else theme.MUTED)
 
+
+def _recorded_text(review: Any, column: str) -> str:
+    """A text column (state names) of the review at its cursor, '' when not recorded."""
+    arr = review.session.data.get(column)
+    if arr is None or review.index < 0:
+        return ""
+    return str(arr[review.index])

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable
+import queue
+import threading
+from typing import Any, Callable
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer
@@ -28,6 +30,7 @@ from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigErro
 from app.gui import theme
 from app.gui.backend import SessionBackend
 from app.gui.humanoid_preview import PreviewThread
+from app.gui.qt_post import QtPoster
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
 from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
 from app.streaming.threepoint import CalibrationError
@@ -41,7 +44,7 @@ PREVIEW_FPS = 10.0
 def status_text(st: StreamStatus | None) -> tuple[str, str]:
     """(text, colour) of the stream's state for the panel and the status panel's Streaming row."""
     if st is None:
-        return "off (opens when you calibrate or start)", theme.MUTED
+        return "off: not asked for (the Humanoid stream panel's Calibrate or Start opens it)", theme.MUTED
     colour = {StreamState.STREAMING: theme.OK, StreamState.STOPPED: theme.WARN}.get(st.state, theme.MUTED)
     text = (f"{st.state.value.upper()} {st.mode} on {st.endpoint}: {st.messages_sent} sent, {st.dropped} dropped, "
             f"{st.subscribers} subscriber(s){', calibrated' if st.calibrated else ', not calibrated'}")
@@ -115,12 +118,20 @@ class StreamPanel(QWidget):
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Space stays the E-stop
             row.addWidget(b)
         layout.addLayout(row)
-        self.calibrate_button.clicked.connect(lambda: self._guarded(self.calibrate))
-        self.start_button.clicked.connect(lambda: self._guarded(self.start))
-        self.stop_button.clicked.connect(lambda: self._guarded(self.stop))
-        self.mode_box.currentTextChanged.connect(lambda mode: self._guarded(lambda: self.change_mode(mode)))
+        self._poster = QtPoster(self)
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        # Started now: starting a thread waits for it to run (tens of ms on a loaded machine).
+        self._worker = threading.Thread(target=self._work, name="stream-actions", daemon=True)
+        self._worker.start()
+        self.pending = 0
+        """Stream actions handed to the worker thread and not yet answered."""
+        self.calibrate_button.clicked.connect(lambda: self._action(self.calibrate, self._calibrate_async))
+        self.start_button.clicked.connect(lambda: self._action(self.start, self._start_async))
+        self.stop_button.clicked.connect(lambda: self._action(self.stop, self._stop_async))
+        self.mode_box.currentTextChanged.connect(
+            lambda mode: self._action(lambda: self.change_mode(mode), lambda: self._change_mode_async(mode)))
         self.locomotion_box.currentTextChanged.connect(
-            lambda name: self._guarded(lambda: self.change_locomotion(name)))
+            lambda name: self._action(lambda: self.change_locomotion(name), lambda: self._locomotion_async(name)))
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
         layout.addWidget(self.status_label)
@@ -156,7 +167,16 @@ class StreamPanel(QWidget):
     def ensure_open(self) -> StreamPublisher:
         """The open publisher for the panel's settings: the same one switched to the panel's mode
         when it can (`_switchable`), else (re)opened."""
-        cfg = self.stream_config()
+        pub = self._open_for(self.stream_config())
+        self._ensure_preview()
+        return pub
+
+    def _ensure_preview(self) -> None:
+        if self._preview is None and self._preview_enabled and self.publisher is not None:
+            self._preview = PreviewThread(self._preview_pose)
+
+    def _open_for(self, cfg: StreamConfig) -> StreamPublisher:
+        """`ensure_open`'s requests to the backend, without touching a widget (any thread)."""
         pub = self.publisher
         if pub is not None and (pub.cfg.endpoint != cfg.endpoint or pub.cfg.feedback_endpoint != cfg.feedback_endpoint
                                 or not _switchable(pub.cfg.mode, cfg.mode)):
@@ -168,8 +188,6 @@ class StreamPanel(QWidget):
             pub.set_locomotion(cfg.locomotion)
         if pub is None:
             pub = self.runner.open_stream(cfg)
-            if self._preview is None and self._preview_enabled:
-                self._preview = PreviewThread(self._preview_pose)
         return pub
 
     def change_mode(self, mode: str) -> None:
@@ -218,6 +236,89 @@ class StreamPanel(QWidget):
             raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
         pub.stop_streaming()
         self.refresh()
+
+    # ----- the same actions off the Qt thread (a backend in another process: `runner.asynchronous`) -----
+
+    def _action(self, sync: Callable[[], None], asynchronous: Callable[[], None]) -> None:
+        """A button or box: done here when the backend answers at once, else handed to the worker."""
+        if self.runner.asynchronous:
+            self._guarded(asynchronous)
+        else:
+            self._guarded(sync)
+
+    def _submit(self, work: Callable[[], Any], then: Callable[[Any], None] | None = None) -> None:
+        """Run `work` (requests to the core, which may wait for it) in the panel's worker thread, in
+        order; `then(result)` and any error come back to the Qt thread."""
+        self.pending += 1
+        self._jobs.put((work, then))
+
+    def _work(self) -> None:
+        while True:
+            work, then = self._jobs.get()
+            try:
+                result = work()
+            except Exception as exc:  # noqa: BLE001 - reported on the Qt thread
+                self._poster.post(lambda exc=exc: self._answered(lambda: _raise(exc)))
+                continue
+            self._poster.post(lambda result=result, then=then: self._answered(
+                lambda: then(result) if then is not None else None))
+
+    def _answered(self, fn: Callable[[], None]) -> None:
+        self.pending -= 1
+        self._guarded(fn)
+
+    def _calibrate_async(self) -> None:
+        cfg = self.stream_config()
+
+        def done(_: Any) -> None:
+            self._ensure_preview()
+            self._say("Humanoid 3-point calibrated")
+
+        self._submit(lambda: self._open_for(cfg).calibrate(), done)
+
+    def _start_async(self) -> None:
+        cfg = self.stream_config()
+
+        def work():
+            pub = self._open_for(cfg)
+            try:
+                pub.start_streaming()
+                return None
+            except StartRefused:
+                dist = _far_distance(pub)
+                if dist is None:
+                    raise
+                return dist
+
+        def done(dist) -> None:
+            self._ensure_preview()
+            if dist is not None:
+                if not self.confirm(f"Your pose is far from the robot's: {dist.describe()}.\n\nStart streaming anyway?"):
+                    self._say("Start cancelled")
+                    return
+                self._submit(lambda: self.publisher.start_streaming(confirm_large=True))
+
+        self._submit(work, done)
+
+    def _stop_async(self) -> None:
+        pub = self.publisher
+        if pub is None:
+            raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
+        self._submit(pub.stop_streaming)
+
+    def _change_mode_async(self, mode: str) -> None:
+        pub = self.publisher
+        st = pub.status() if pub is not None else None
+        if st is None or st.state is not StreamState.STREAMING or st.mode == mode:
+            return
+        if not _switchable(pub.cfg.mode, mode):
+            self.change_mode(mode)  # raises, and puts the box back
+        self._submit(lambda: pub.switch_mode(mode), lambda _: self._say(f"Humanoid stream switched to {mode}"))
+
+    def _locomotion_async(self, name: str) -> None:
+        pub = self.publisher
+        if pub is not None:
+            self._submit(lambda: pub.set_locomotion(name))
 
     def estop(self) -> None:
         """The window's E-stop: stop the stream too (a no-op unless streaming)."""
@@ -308,6 +409,7 @@ class StreamPanel(QWidget):
         answer = QMessageBox.question(self, "Start the humanoid stream?", text,
                                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                       QMessageBox.StandardButton.No)
+        self.window().activateWindow()  # the keys go back to the main window without a click
         return answer == QMessageBox.StandardButton.Yes
 
     def _tell(self, text: str) -> None:
@@ -316,6 +418,10 @@ class StreamPanel(QWidget):
         box = QMessageBox(QMessageBox.Icon.Warning, "Humanoid stream", text, QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 def _switchable(opened_mode: str, mode: str) -> bool:

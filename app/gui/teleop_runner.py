@@ -30,6 +30,9 @@ class TeleopRunner(Pipeline):
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.subscribe(self.buffers.on_snapshot)
 
+    asynchronous = False
+    """Requests are answered before they return (the in-process debugging mode blocks; see above)."""
+
     def heartbeat(self) -> None:
         """Nothing to tell: the loop shares this process (the core client's heartbeat keeps its core holding on)."""
 

@@ -1,18 +1,22 @@
 """Session review: a recorded session shown as it was, along a timeline the operator plays and scrubs.
 
-Display only: the recorded joints (`<arm>_q1_rad..q7_rad`) are put into the 3D view's model
-through the `SceneMirror` (no dynamics run, no loop), and the plot buffers are filled with the
-recorded rows of the plot window ending at the cursor. Re-simulating a session's inputs is the
+Display only: the recorded joints (`<arm>_q1_rad..q7_rad`, both arms, and the grippers when
+recorded) are put into the 3D view's model through a `SceneMirror` of the review's own (no
+dynamics run), and plot buffers of its own are filled with the recorded rows of the plot window
+ending at the cursor. The live session goes on behind the review, in its own mirror and buffers,
+untouched: closing the review shows it again as it is. Re-simulating a session's inputs is the
 other option ("Replay session file", a tracking source).
 
-`SessionReview` (Qt-free) converts the session once into plot rows and scene poses; `seek`
-costs one block copy. `TimelineBar` is the play / pause / slider widget.
+`SessionReview` (Qt-free, built off the Qt thread: reading a 20 MB file takes seconds) converts
+the session once into plot rows and scene poses; `seek` costs one block copy. `TimelineBar` is
+the play / pause / slider widget.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -22,11 +26,50 @@ from app.config import ARMS
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sessions.metrics import tracking_errors
-from app.sessions.reader import Session, SessionFormatError, read_session
+from app.sessions.chunks import SessionChunks
+from app.sessions.reader import Session, SessionFormatError
 from app.sim.scene import Scene
 
 PLAY_FPS = 30.0
 """Timeline advance rate while playing (display only)."""
+
+REVIEW_CHUNK_ROWS = 256
+"""Rows parsed per step when a session is read for review: a step holds the interpreter lock for
+a millisecond or two, then the reading thread lets the window's threads (Qt, the core client's
+receiver and requests threads) have it; a whole-file read holds it for tens of ms at a time."""
+
+YIELD_S = 0.005
+"""The least the reading thread sleeps between steps; it sleeps as long as the step took, if
+longer, so it takes at most half of the window process's time. On a loaded 2-core machine each
+hand-over of the interpreter lock waits for the OS to run the thread that wanted it, so a thread
+that only yields the lock for an instant starves the others (the Qt thread, the heartbeat's
+requests thread, the receiver). It makes a read about twice as long (20 MB: ~8 s on a quiet
+machine)."""
+
+
+def read_session_for_review(path: str | Path, progress: Callable[[float], None] | None = None) -> Session:
+    """`reader.read_session`'s result (the same rules: `SessionChunks` applies them), read in small
+    steps that give the interpreter lock away, with `progress(fraction of the file read)` after each."""
+    parts: dict[str, list[np.ndarray]] = {}
+    with SessionChunks(path, REVIEW_CHUNK_ROWS) as chunks:
+        step_start = time.perf_counter()
+        for chunk in chunks:
+            for name, arr in chunk.data.items():
+                parts.setdefault(name, []).append(arr)
+            if progress is not None:
+                progress(chunk.bytes_read / max(chunks.size_bytes, 1))
+            # At most half of the process's time: as long asleep as the step took awake.
+            time.sleep(max(YIELD_S, time.perf_counter() - step_start))
+            step_start = time.perf_counter()
+        columns, sidecar, n_rows, truncated = chunks.columns, chunks.sidecar, chunks.n_rows, chunks.truncated_last_line
+    data = {}
+    for name in columns:
+        arrs = parts.get(name, [])
+        arr = np.concatenate(arrs) if arrs else np.zeros(0)
+        arr.setflags(write=False)
+        data[name] = arr
+    return Session(path=Path(path), columns=tuple(columns), data=data, sidecar=sidecar, n_rows=n_rows,
+                   truncated_last_line=truncated)
 
 _RAD_TO_DEG = 180.0 / np.pi
 
@@ -58,6 +101,7 @@ def session_plot_rows(session: Session) -> np.ndarray:
         for i, a in enumerate("xyz"):
             rows[:, COL[f"{arm}_target_{a}_m"]] = target[:, i]
             rows[:, COL[f"{arm}_tcp_{a}_m"]] = tcp[:, i]
+        time.sleep(YIELD_S)  # built off the Qt thread: the window's threads get the lock between steps
         pos_err_m, rot_err_rad = tracking_errors(target, tcp, _quat(session, arm, "target"), _quat(session, arm, "tcp"))
         rows[:, COL[f"{arm}_pos_err_mm"]] = pos_err_m * 1e3
         rows[:, COL[f"{arm}_rot_err_deg"]] = rot_err_rad * _RAD_TO_DEG
@@ -68,10 +112,12 @@ def session_plot_rows(session: Session) -> np.ndarray:
 
 
 def session_qpos(session: Session, scene: Scene) -> np.ndarray:
-    """The scene's qpos per recorded tick, (n, nq): the home pose with each arm's recorded joints.
+    """The scene's qpos per recorded tick, (n, nq): the home pose with each arm's recorded joints
+    and gripper opening (`<arm>_gripper_m`, the finger joints', when recorded).
     SessionFormatError when the session has no joint columns (not a recording of this program)."""
     qpos = np.tile(scene.home_qpos, (session.n_rows, 1))
     for arm, h in scene.arms.items():
+        _gripper_qpos(session, scene, arm, qpos)
         adr = np.asarray(h.qpos_adr)
         names = [f"{arm}_q{i}_rad" for i in range(1, len(adr) + 1)]
         missing = [c for c in names if c not in session.data]
@@ -82,15 +128,34 @@ def session_qpos(session: Session, scene: Scene) -> np.ndarray:
     return qpos
 
 
-class SessionReview:
-    """A session loaded for review; `seek` shows one of its ticks in the mirror and the plot buffers."""
+def _gripper_qpos(session: Session, scene: Scene, arm: str, qpos: np.ndarray) -> None:
+    """Open `arm`'s fingers in `qpos` as the recorded gripper command says (`<arm>_gripper_cmd`,
+    0 open .. 1 closed): the recording has no measured finger positions, so the fingers are drawn
+    where they were commanded. Left at home when the column is absent."""
+    g = session.data.get(f"{arm}_gripper_cmd")
+    if g is None:
+        return
+    h = scene.arms[arm]
+    adr = np.asarray(h.finger_qpos_adr)
+    joint_ids = [int(np.nonzero(scene.model.jnt_qposadr == a)[0][0]) for a in adr]
+    open_m = np.array([scene.model.jnt_range[j][1] for j in joint_ids])
+    closing = np.clip(np.nan_to_num(np.asarray(g, dtype=float), nan=0.0), 0.0, 1.0)
+    qpos[:, adr] = (1.0 - closing)[:, None] * open_m[None, :]
 
-    def __init__(self, path: str | Path, scene: Scene, buffers: PlotBuffers, mirror: SceneMirror,
-                 window_rows: int) -> None:
-        """`window_rows`: how many rows up to the cursor the plots show (their time window)."""
-        self.session = read_session(path)
+
+class SessionReview:
+    """A session loaded for review; `seek` shows one of its ticks in its mirror and plot buffers."""
+
+    def __init__(self, path: str | Path, scene: Scene, window_rows: int, buffers: PlotBuffers | None = None,
+                 mirror: SceneMirror | None = None, progress: Callable[[float], None] | None = None) -> None:
+        """`window_rows`: how many rows up to the cursor the plots show (their time window).
+        `buffers`, `mirror`: where the cursor's rows and pose go (default: the review's own, so the
+        live session's stay as they are). `progress`: told the fraction of the file read, as it goes."""
+        self.session = read_session_for_review(path, progress)
         if self.session.n_rows == 0:
             raise SessionFormatError(f"{path}: the session has no rows")
+        buffers = buffers if buffers is not None else PlotBuffers()
+        mirror = mirror if mirror is not None else SceneMirror(scene.model.nq)
         if mirror.nq != scene.model.nq:
             raise ValueError(f"mirror of size {mirror.nq} does not fit the scene's {scene.model.nq} qpos")
         self.path = Path(path)
@@ -105,6 +170,11 @@ class SessionReview:
     @property
     def n_rows(self) -> int:
         return self.session.n_rows
+
+    def row(self, name: str, default: float = float("nan")) -> float:
+        """Column `name` at the cursor (`default` when it was not recorded)."""
+        arr = self.session.data.get(name)
+        return default if arr is None or self.index < 0 else float(arr[self.index])
 
     @property
     def duration_s(self) -> float:
@@ -208,4 +278,4 @@ class TimelineBar(QWidget):
             self.set_playing(False)
 
 
-__all__ = ["PLAY_FPS", "SessionReview", "TimelineBar", "session_plot_rows", "session_qpos"]
+__all__ = ["PLAY_FPS", "REVIEW_CHUNK_ROWS", "SessionReview", "read_session_for_review", "TimelineBar", "session_plot_rows", "session_qpos"]

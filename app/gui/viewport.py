@@ -31,7 +31,7 @@ from app.config import ARMS, Config
 from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
 from app.gui.presenter import Hud, hud_lines
-from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer
+from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer, TextMarker
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,18 @@ class _Frame:
     snap: Snapshot | None
     published_s: float
     render_ms: float
+
+
+BASE_LABEL_OFFSET_M = (-0.15, 0.0, 0.01)
+"""Where an arm's label ('L', 'R') stands from its base, world frame (m): on the table, on the
+operator's side (-x, where the operator view looks from)."""
+
+
+def base_labels(data: mujoco.MjData, arm_bases: dict[str, int]) -> tuple[TextMarker, ...]:
+    """'L' / 'R' beside each arm's base (`arm_bases`: arm name -> base body id), so the view says which is which."""
+    offset = np.asarray(BASE_LABEL_OFFSET_M)
+    return tuple(TextMarker(tuple(float(v) for v in data.xpos[b] + offset), name[:1].upper())
+                 for name, b in arm_bases.items())
 
 
 def markers_for(snap: Snapshot | None, boxes: tuple[BoxMarker, ...]) -> tuple:
@@ -96,8 +108,10 @@ def _lower_rasterizer_priority() -> int:
 class _RenderJob:
     """The render thread's state: the renderer, pending camera moves, the frame request flag."""
 
-    def __init__(self, model: mujoco.MjModel) -> None:
+    def __init__(self, model: mujoco.MjModel, arm_bases: dict[str, int]) -> None:
         self.model = model
+        self.arm_bases = arm_bases
+        self.labels: tuple[TextMarker, ...] = ()
         self.renderer: SceneRenderer | None = None
         self.error = ""
         self.ready = threading.Event()
@@ -116,6 +130,7 @@ class _RenderJob:
     def open(self) -> None:
         try:
             self.renderer = SceneRenderer(self.model)
+            self.labels = base_labels(self.renderer.data, self.arm_bases)
         except Exception as exc:  # no GL at all: the rest of the window still works
             self.error = str(exc)
             log.error("3D view unavailable: %s", exc)
@@ -143,10 +158,10 @@ class _RenderJob:
             if self.qpos.shape[0] != mirror.nq:
                 self.qpos = np.zeros(mirror.nq)
             snap, published = mirror.read(self.qpos)
-            if snap is not None:
+            if published:  # a tick's pose, or a reviewed recording's (which comes without a snapshot)
                 r.set_qpos(self.qpos)
         t0 = time.perf_counter()
-        rgb = r.render(width, height, markers_for(snap, boxes))
+        rgb = r.render(width, height, markers_for(snap, boxes + self.labels))
         h, w = rgb.shape[:2]
         image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
         return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3)
@@ -162,17 +177,18 @@ class SceneViewport(QWidget):
     """Emitted (in the GUI thread, queued from the render thread) with each new `_Frame`."""
 
     def __init__(self, model: mujoco.MjModel, parent: QWidget | None = None, *, max_fps: float = 30.0,
-                 threaded: bool | None = None) -> None:
+                 threaded: bool | None = None, arm_bases: dict[str, int] | None = None) -> None:
+        """`arm_bases`: arm name -> base body id (`ArmHandles.base_body_id`), labelled 'L' / 'R' in the view."""
         super().__init__(parent)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMinimumSize(320, 240)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.setToolTip("3D view: left drag orbits, right drag pans, wheel zooms (Shift: horizontal variants). "
-                        "View > Reset view (Home) restores the camera.")
+                        "View > Operator view (Home) restores the camera; End: from the front.")
         self.hud = Hud()
         self._full_res = False
         self.threaded = sys.platform.startswith("linux") if threaded is None else threaded
-        self._job = _RenderJob(model)
+        self._job = _RenderJob(model, dict(arm_bases or {}))
         self._frame: _Frame | None = None
         self._frame_painted = True
         self._mouse_button = Qt.MouseButton.NoButton
@@ -353,7 +369,7 @@ class SceneViewport(QWidget):
                 self._frame_painted = True
                 now = time.perf_counter()
                 self._fps_times.append(now)
-                if frame.published_s > 0:
+                if frame.published_s > 0 and frame.snap is not None:  # a review pose is no tick
                     self.latency_ms.append((now - frame.published_s) * 1e3)
         self._paint_hud(p, frame.snap if frame is not None else None)
         p.end()

@@ -142,12 +142,4 @@ class G1Preview(OffscreenRenderer):
                 scene.ngeom += 1
 
 
-def render_g1_frame(q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None, ghost_q_mujoco_rad=None,
-                    root_yaw_rad: float = 0.0, width: int = 480, height: int = 480, smpl_joints_m=None) -> np.ndarray:
-    """One-off render (creates and frees a GL context): prefer a long-lived `G1Preview` in a GUI."""
-    with G1Preview(width, height) as preview:
-        return preview.render(q_mujoco_rad, targets, ghost_q_mujoco_rad, root_yaw_rad, smpl_joints_m)
-
-
-__all__ = ["G1Preview", "GHOST_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "SMPL_BESIDE_ROOT_M", "SMPL_RGBA", "TARGET_RGBA",
-           "render_g1_frame"]
+__all__ = ["G1Preview", "GHOST_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "SMPL_BESIDE_ROOT_M", "SMPL_RGBA", "TARGET_RGBA"]

@@ -46,20 +46,30 @@ class BoxMarker:
     rgba: Rgba
 
 
+@dataclass(frozen=True)
+class TextMarker:
+    """A text label at `pos_m` (world frame), e.g. which arm stands on a base."""
+
+    pos_m: Vec3
+    text: str
+
+
 _AXIS_RGBA = (np.array([0.95, 0.25, 0.2, 1.0], np.float32), np.array([0.3, 0.9, 0.3, 1.0], np.float32),
               np.array([0.3, 0.5, 1.0, 1.0], np.float32))
 
 
 CAMERA_VIEWS: dict[str, tuple[Vec3, float, float, float]] = {
-    "front": ((0.3, 0.0, 0.15), 1.75, 212.0, -28.0),
     "operator": ((0.45, 0.0, 0.1), 1.9, 0.0, -45.0),
+    "front": ((0.3, 0.0, 0.15), 1.75, 212.0, -28.0),
     "top": ((0.4, 0.0, 0.0), 2.0, 180.0, -88.0),
 }
 """Named free-camera views: look-at point (world, m), distance (m), azimuth and elevation (deg).
-'front' faces the robots from across the table (nothing hides the grippers; the robot's left
-is on the right of the picture); 'operator' looks over the robots' shoulders, as the operator stands."""
+'operator' looks over the robots' shoulders from behind and above the bases, as the operator
+stands: the left arm is on the left of the picture and a hand moved right moves an arm right.
+'front' faces the robots from across the table (nothing hides the grippers, but the robots' left
+is on the right of the picture); 'top' looks down on the table."""
 
-DEFAULT_VIEW = "front"
+DEFAULT_VIEW = "operator"
 
 
 def set_camera_view(model: mujoco.MjModel, cam: mujoco.MjvCamera, view: str = DEFAULT_VIEW) -> None:
@@ -94,12 +104,15 @@ class SceneRenderer(OffscreenRenderer):
         mujoco.mj_comPos(self.model, self.data)
         mujoco.mj_camlight(self.model, self.data)
 
-    def render(self, width: int, height: int, markers: tuple[FrameMarker | BoxMarker, ...] = ()) -> np.ndarray:
+    def render(self, width: int, height: int,
+               markers: tuple[FrameMarker | BoxMarker | TextMarker, ...] = ()) -> np.ndarray:
         """An (height, width, 3) uint8 image, top row first; the size is clipped by `fit`."""
         self.update_scene(self.data, self.camera)
         for m in markers:
             if isinstance(m, FrameMarker):
                 self._add_frame(m)
+            elif isinstance(m, TextMarker):
+                self._add_label(m.pos_m, m.text)
             else:
                 self._add_box(m)
         return self.draw(width, height)
@@ -145,12 +158,15 @@ class SceneRenderer(OffscreenRenderer):
             mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_ARROW, self._size, pos, self._mat, _AXIS_RGBA[k])
             mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + m.axis_len_m * rot[:, k])
         if m.label:
-            g = self._new_geom()
-            if g is None:
-                return
-            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LABEL, np.zeros(3), pos + np.array([0.0, 0.0, 1.5 * m.radius_m]),
-                                np.eye(3).ravel(), np.ones(4, dtype=np.float32))
-            g.label = m.label
+            self._add_label(pos + np.array([0.0, 0.0, 1.5 * m.radius_m]), m.label)
+
+    def _add_label(self, pos_m, text: str) -> None:
+        g = self._new_geom()
+        if g is None:
+            return
+        mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LABEL, np.zeros(3), np.asarray(pos_m, dtype=float),
+                            np.eye(3).ravel(), np.ones(4, dtype=np.float32))
+        g.label = text
 
     def _add_box(self, m: BoxMarker) -> None:
         lo, hi = np.asarray(m.min_m, dtype=float), np.asarray(m.max_m, dtype=float)
@@ -161,5 +177,5 @@ class SceneRenderer(OffscreenRenderer):
                             np.eye(3).ravel(), np.asarray(m.rgba, dtype=np.float32))
 
 
-__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer",
+__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer", "TextMarker",
            "is_software_renderer", "set_camera_view"]

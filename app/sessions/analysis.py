@@ -37,9 +37,8 @@ from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
 from app.config import CollisionConfig
 from app.sessions.schema import ARMS
+from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s
 
-DEFAULT_RATE_HZ = 200.0
-"""Loop rate assumed when neither the sidecar nor the row times say otherwise."""
 GRASP_CLOSE_THRESHOLD = 0.6
 """Gripper command (0 open .. 1 closed) at or above which the gripper counts as closed."""
 GRASP_OPEN_THRESHOLD = 0.4
@@ -373,19 +372,6 @@ class _Events:
             self.listed.append((t_s, text))
 
 
-def _period_s(sidecar: dict | None, first_t: np.ndarray) -> tuple[float, str]:
-    """The loop period and where it came from."""
-    if sidecar:
-        rate = sidecar.get("loop_rate_hz")
-        if rate is None:
-            rate = (sidecar.get("config") or {}).get("loop", {}).get("rate_hz")
-        if isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0:
-            return 1.0 / float(rate), "sidecar"
-    if len(first_t) > 1:
-        return float(np.median(np.diff(first_t))), "row times"
-    return 1.0 / DEFAULT_RATE_HZ, "default"
-
-
 class _Analyzer:
     def __init__(self, columns: tuple[str, ...], sidecar: dict | None, max_plot_points: int) -> None:
         self.columns = columns
@@ -418,7 +404,7 @@ class _Analyzer:
         t = d["t_s"]
         n = len(t)
         if self.period_s is None:
-            self.period_s, self.period_source = _period_s(self.sidecar, t)
+            self.period_s, self.period_source = loop_period_s(self.sidecar, t)
             self.t0 = float(t[0])
             for c in ("t_s", "tick", "lateness_ms", "rejected_total", "skipped_ticks"):
                 if c in d:

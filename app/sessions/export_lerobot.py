@@ -67,7 +67,8 @@ import numpy as np
 
 from app.events import CommandKind, EventKind, parse_events
 from app.sessions.chunks import SessionChunks
-from app.sessions.foxglove_channels import ExportUnavailableError
+from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
+from app.sessions.sidecar import loop_period_s
 from app.sessions.schema import ARMS
 
 CODEBASE_VERSION = "v3.0"
@@ -171,10 +172,10 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict | None, int]:
     return {c: np.concatenate(p) if p else np.zeros(0) for c, p in parts.items() if p}, sidecar, n
 
 
-def _loop_rate_hz(sidecar: dict | None) -> int:
-    from app.sessions.limits import recorded_config
-    cfg, _ = recorded_config(sidecar)
-    return int(round(cfg.loop.rate_hz))
+def _loop_rate_hz(sidecar: dict | None, t_s: np.ndarray) -> int:
+    """The session's loop rate (`sidecar.loop_period_s`), whole Hz."""
+    period_s, _ = loop_period_s(sidecar, t_s)
+    return int(round(1.0 / period_s))
 
 
 def _segments(data: dict[str, np.ndarray], mode: str) -> list[tuple[int, int, str | None]]:
@@ -350,151 +351,167 @@ def _tasks_table(pa, tasks: list[str]):
     return table.replace_schema_metadata({b"pandas": json.dumps(meta).encode()})
 
 
-def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = LeRobotOptions(), *,
-                   overwrite: bool = False, frames: FrameSource | None = None,
-                   progress: Progress | None = None) -> LeRobotExport:
-    """Write the sessions at `csv_paths` as one dataset in the folder `root`; what was written.
+_FRAME_COLUMNS = ("observation.state", "action", "observation.tcp_target", "timestamp", "frame_index",
+                  "episode_index", "index", "task_index")
 
-    `frames`: add one `observation.images.<name>` video per camera it names, drawn for every frame;
-    `progress` hears of each picture drawn. Raises ExportUnavailableError without pyarrow (or PyAV
-    for videos), FileExistsError when `root` exists (and is not empty) without `overwrite`,
-    SessionFormatError for a bad file, ValueError when the sessions do not share a rate, the fps
-    does not divide it, or no episode is found; and whatever `frames` raises.
-    """
+
+def _import_packages(videos: bool):
+    """(pyarrow, pyarrow.parquet, av or None); ExportUnavailableError naming the extra when one is missing."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise ExportUnavailableError(f"pyarrow is not installed ({exc}); install it with: "
-                                     "pip install -e \".[export]\"") from None
-    av = None
-    if frames is not None:
-        try:
-            import av
-        except ImportError as exc:
-            raise ExportUnavailableError(f"PyAV is not installed ({exc}), needed for the videos; install it with: "
-                                         "pip install -e \".[export]\" (or export without videos)") from None
-        # SVT-AV1 prints its whole configuration on stderr unless told otherwise (read when an encoder starts).
-        os.environ.setdefault("SVT_LOG", "1")
-    started = time.perf_counter()
-    root = Path(root)
-    if root.exists() and any(root.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{root} exists and is not empty")
-        shutil.rmtree(root)
-
-    notes: list[str] = []
-    tasks: list[str] = []
-    cols_out: dict[str, list] = {k: [] for k in ("observation.state", "action", "observation.tcp_target",
-                                                 "timestamp", "frame_index", "episode_index", "index", "task_index")}
-    episodes: list[dict] = []
-    video_keys = tuple(IMAGE_KEY_PREFIX + name for name in frames.names) if frames is not None else ()
-    videos: dict[str, _VideoFile] = {}
-    ep_image_stats: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in video_keys}
-    rendering: list = []
-    rate = fps = None
+        raise ExportUnavailableError(f"pyarrow is not installed ({exc}); install it with: {EXPORT_INSTALL_HINT}") from None
+    if not videos:
+        return pa, pq, None
     try:
-        for path in csv_paths:
-            path = Path(path)
-            data, sidecar, n_rows = _read(path)
-            r = _loop_rate_hz(sidecar)
-            if rate is None:
-                rate = r
-                fps = options.fps or default_fps(rate, frames is not None)
-                if rate % fps:
-                    raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {fps}")
-                for key in video_keys:
-                    videos[key] = _VideoFile(av, root / VIDEO_PATH.format(video_key=key, chunk_index=0, file_index=0),
-                                             fps, frames.width, frames.height)
-            elif r != rate:
-                raise ValueError(f"{path}: recorded at {r} Hz, the first session at {rate} Hz; one dataset has one rate")
-            segs = _segments(data, options.episodes)
-            if not segs:
-                notes.append(f"{path.name}: no {'engaged stretch' if options.episodes == 'engaged' else 'marked segment'}"
-                             f"; no episode")
-            ep_rows = [frame_rows(data["t_s"], a, b, fps) for a, b, _ in segs]
-            pictures = None
-            if frames is not None and ep_rows:
-                all_rows = np.concatenate(ep_rows)
-                pictures = frames.render(path, all_rows)
-                rendering.append(pictures)
-                drawn, total = 0, len(all_rows)
-            for (a, b, label), rows in zip(segs, ep_rows):
-                task = options.task or label or DEFAULT_TASK
-                if task not in tasks:
-                    tasks.append(task)
-                ep = len(episodes)
-                start = sum(e["length"] for e in episodes)
-                n = len(rows)
-                held_s = np.arange(n) / fps - (data["t_s"][rows] - data["t_s"][a])
-                if held_s.max() > 1.5 / rate:
-                    notes.append(f"{path.name} episode {ep}: skipped deadlines, frames hold the previous row "
-                                 f"for up to {1e3 * held_s.max():.0f} ms")
-                cols_out["observation.state"].append(_state(data, rows))
-                cols_out["action"].append(_action(data, rows))
-                if options.tcp_targets:
-                    cols_out["observation.tcp_target"].append(_f32(data, TARGET_NAMES, rows))
-                cols_out["timestamp"].append((np.arange(n) / fps).astype(np.float32))
-                cols_out["frame_index"].append(np.arange(n, dtype=np.int64))
-                cols_out["episode_index"].append(np.full(n, ep, dtype=np.int64))
-                cols_out["index"].append(np.arange(start, start + n, dtype=np.int64))
-                cols_out["task_index"].append(np.full(n, tasks.index(task), dtype=np.int64))
-                episode = {"episode_index": ep, "tasks": [task], "length": n, "dataset_from_index": start,
-                           "dataset_to_index": start + n}
-                if pictures is not None:
-                    sampled = set(image_sample_indices(n).tolist())
-                    samples: dict[str, list[np.ndarray]] = {k: [] for k in video_keys}
-                    first_frame = {k: videos[k].frames for k in video_keys}
-                    for i in range(n):
-                        shot = next(pictures)
-                        for name, key in zip(frames.names, video_keys):
-                            img = shot[name]
-                            videos[key].add(img)
-                            if i in sampled:
-                                samples[key].append(_downsample(img))
-                        drawn += 1
-                        if progress is not None:
-                            progress(path.name, drawn, total)
-                    for key in video_keys:
-                        episode[f"videos/{key}/chunk_index"] = 0
-                        episode[f"videos/{key}/file_index"] = 0
-                        episode[f"videos/{key}/from_timestamp"] = first_frame[key] / fps
-                        episode[f"videos/{key}/to_timestamp"] = videos[key].frames / fps
-                        ep_image_stats[key].append(image_stats(np.stack(samples[key])))
-                episodes.append(episode)
-            if frames is not None:
-                notes.extend(frames.notes)
-                frames.notes.clear()
-        if not episodes:
-            raise ValueError("no episode in the given sessions (" + "; ".join(notes) + ")")
-    except BaseException:
-        for v in videos.values():
+        import av
+    except ImportError as exc:
+        raise ExportUnavailableError(f"PyAV is not installed ({exc}), needed for the videos; install it with: "
+                                     f"{EXPORT_INSTALL_HINT}, or export without videos") from None
+    # SVT-AV1 prints its whole configuration on stderr unless told otherwise (read when an encoder starts).
+    os.environ.setdefault("SVT_LOG", "1")
+    return pa, pq, av
+
+
+class _Episodes:
+    """The dataset's frames gathered session by session: the columns, the episodes and their tasks,
+    and (with `frames`) the videos and their per-episode image statistics."""
+
+    def __init__(self, root: Path, options: LeRobotOptions, frames: FrameSource | None, av,
+                 progress: Progress | None) -> None:
+        self.root, self.options, self.frames, self._av, self._progress = root, options, frames, av, progress
+        self.notes: list[str] = []
+        self.tasks: list[str] = []
+        self.columns: dict[str, list] = {k: [] for k in _FRAME_COLUMNS}
+        self.episodes: list[dict] = []
+        self.video_keys = tuple(IMAGE_KEY_PREFIX + name for name in frames.names) if frames is not None else ()
+        self.videos: dict[str, _VideoFile] = {}
+        self.image_stats: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in self.video_keys}
+        self.rendering: list = []
+        self.rate: int | None = None
+        self.fps: int | None = None
+
+    def add_session(self, path: Path) -> None:
+        """Every episode of one session: its frames, and (with `frames`) its pictures."""
+        data, sidecar, _ = _read(path)
+        self._check_rate(path, _loop_rate_hz(sidecar, data["t_s"]))
+        segs = _segments(data, self.options.episodes)
+        if not segs:
+            self.notes.append(f"{path.name}: no {'engaged stretch' if self.options.episodes == 'engaged' else 'marked segment'}"
+                              f"; no episode")
+        ep_rows = [frame_rows(data["t_s"], a, b, self.fps) for a, b, _ in segs]
+        pictures = None
+        drawn = [0, sum(len(rows) for rows in ep_rows)]
+        if self.frames is not None and ep_rows:
+            pictures = self.frames.render(path, np.concatenate(ep_rows))
+            self.rendering.append(pictures)
+        for (a, _, label), rows in zip(segs, ep_rows):
+            episode = self._add_frames(path, data, a, rows, label)
+            if pictures is not None:
+                self._add_pictures(path, episode, pictures, drawn)
+            self.episodes.append(episode)
+        if self.frames is not None:
+            self.notes.extend(self.frames.notes)
+            self.frames.notes.clear()
+
+    def _check_rate(self, path: Path, rate: int) -> None:
+        """The first session sets the dataset's rate and fps (and opens the videos); the others must match."""
+        if self.rate is None:
+            self.rate = rate
+            self.fps = self.options.fps or default_fps(rate, self.frames is not None)
+            if rate % self.fps:
+                raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {self.fps}")
+            for key in self.video_keys:
+                self.videos[key] = _VideoFile(self._av, self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
+                                                                                      file_index=0),
+                                              self.fps, self.frames.width, self.frames.height)
+        elif rate != self.rate:
+            raise ValueError(f"{path}: recorded at {rate} Hz, the first session at {self.rate} Hz; one dataset has one rate")
+
+    def _add_frames(self, path: Path, data, first_row: int, rows: np.ndarray, label: str | None) -> dict:
+        """One episode's columns (the rows at each frame time); its entry in meta/episodes."""
+        fps, cols = self.fps, self.columns
+        task = self.options.task or label or DEFAULT_TASK
+        if task not in self.tasks:
+            self.tasks.append(task)
+        ep = len(self.episodes)
+        start = sum(e["length"] for e in self.episodes)
+        n = len(rows)
+        held_s = np.arange(n) / fps - (data["t_s"][rows] - data["t_s"][first_row])
+        if held_s.max() > 1.5 / self.rate:
+            self.notes.append(f"{path.name} episode {ep}: skipped deadlines, frames hold the previous row "
+                              f"for up to {1e3 * held_s.max():.0f} ms")
+        cols["observation.state"].append(_state(data, rows))
+        cols["action"].append(_action(data, rows))
+        if self.options.tcp_targets:
+            cols["observation.tcp_target"].append(_f32(data, TARGET_NAMES, rows))
+        cols["timestamp"].append((np.arange(n) / fps).astype(np.float32))
+        cols["frame_index"].append(np.arange(n, dtype=np.int64))
+        cols["episode_index"].append(np.full(n, ep, dtype=np.int64))
+        cols["index"].append(np.arange(start, start + n, dtype=np.int64))
+        cols["task_index"].append(np.full(n, self.tasks.index(task), dtype=np.int64))
+        return {"episode_index": ep, "tasks": [task], "length": n, "dataset_from_index": start,
+                "dataset_to_index": start + n}
+
+    def _add_pictures(self, path: Path, episode: dict, pictures, drawn: list[int]) -> None:
+        """One episode's pictures into each camera's video, its image statistics and its place in
+        the videos; `drawn` is (pictures drawn, of) for the session, for `progress`."""
+        n, keys = episode["length"], self.video_keys
+        sampled = set(image_sample_indices(n).tolist())
+        samples: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+        first_frame = {k: self.videos[k].frames for k in keys}
+        for i in range(n):
+            shot = next(pictures)
+            for name, key in zip(self.frames.names, keys):
+                img = shot[name]
+                self.videos[key].add(img)
+                if i in sampled:
+                    samples[key].append(_downsample(img))
+            drawn[0] += 1
+            if self._progress is not None:
+                self._progress(path.name, drawn[0], drawn[1])
+        for key in keys:
+            episode[f"videos/{key}/chunk_index"] = 0
+            episode[f"videos/{key}/file_index"] = 0
+            episode[f"videos/{key}/from_timestamp"] = first_frame[key] / self.fps
+            episode[f"videos/{key}/to_timestamp"] = self.videos[key].frames / self.fps
+            self.image_stats[key].append(image_stats(np.stack(samples[key])))
+
+    def abandon(self) -> None:
+        """After a failure: close the videos without reporting their errors (the failure is the one to report)."""
+        for v in self.videos.values():
             try:
                 v.close()
-            except Exception:  # the error that brought us here is the one to report
+            except Exception:
                 pass
-        shutil.rmtree(root, ignore_errors=True)  # a dataset with half its videos is no dataset
-        raise
-    finally:
-        for pictures in rendering:
-            pictures.close()
-    for v in videos.values():
-        v.close()
 
-    cols = {k: np.concatenate(v) for k, v in cols_out.items() if v}
-    n_total = len(cols["index"])
+    def close_renderers(self) -> None:
+        for pictures in self.rendering:
+            pictures.close()
+
+    def close_videos(self) -> None:
+        for v in self.videos.values():
+            v.close()
+
+
+def _features(eps: _Episodes, av) -> dict[str, dict]:
+    """info.json's `features`: the frame columns, then each video, then the indices."""
     features = {"observation.state": _feature("float32", (16,), STATE_NAMES),
                 "action": _feature("float32", (16,), ACTION_NAMES)}
-    if options.tcp_targets:
+    if eps.options.tcp_targets:
         features["observation.tcp_target"] = _feature("float32", (14,), TARGET_NAMES)
-    for key in video_keys:
-        features[key] = {**_feature("video", (frames.height, frames.width, 3), ["height", "width", "channels"]),
-                         "info": video_info(av, videos[key].path)}
+    for key in eps.video_keys:
+        features[key] = {**_feature("video", (eps.frames.height, eps.frames.width, 3), ["height", "width", "channels"]),
+                         "info": video_info(av, eps.videos[key].path)}
     for k, dt in (("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"),
                   ("index", "int64"), ("task_index", "int64")):
         features[k] = _feature(dt, (1,), None)
-    data_features = [k for k in features if k not in video_keys]
+    return features
 
+
+def _write_data(pa, pq, root: Path, cols: dict[str, np.ndarray], data_features: list[str]) -> None:
+    """data/chunk-000/file-000.parquet: one row per frame, vectors as fixed-size lists."""
     def arrow(k: str):
         v = cols[k]
         if v.ndim == 2:
@@ -505,23 +522,23 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
     data_file.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({k: arrow(k) for k in data_features}), data_file)
 
-    stats = {k: _stats(cols[k]) for k in data_features}
-    for key in video_keys:
-        stats[key] = _listed(aggregate_stats(ep_image_stats[key]))
+
+def _write_episodes(pa, pq, root: Path, eps: _Episodes, cols: dict[str, np.ndarray], features: dict) -> None:
+    """meta/episodes/chunk-000/file-000.parquet: each episode's place in the files and its statistics."""
     ep_cols: dict[str, list] = {k: [] for k in ("episode_index", "tasks", "length", "data/chunk_index",
                                                 "data/file_index", "dataset_from_index", "dataset_to_index")}
-    for key in video_keys:
+    for key in eps.video_keys:
         for k in ("chunk_index", "file_index", "from_timestamp", "to_timestamp"):
             ep_cols[f"videos/{key}/{k}"] = []
     ep_cols.update({"meta/episodes/chunk_index": [], "meta/episodes/file_index": []})
     ep_stats: dict[str, list] = {}
-    for e in episodes:
+    for e in eps.episodes:
         for k in ep_cols:
             ep_cols[k].append(0 if k.startswith(("data/", "meta/")) else e[k])
         sl = slice(e["dataset_from_index"], e["dataset_to_index"])
         for feat in features:
-            if feat in video_keys:
-                values = _listed(ep_image_stats[feat][e["episode_index"]])
+            if feat in eps.video_keys:
+                values = _listed(eps.image_stats[feat][e["episode_index"]])
             else:
                 values = _stats(cols[feat][sl])
             for stat, value in values.items():
@@ -529,17 +546,64 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
     ep_file = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
     ep_file.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({**ep_cols, **ep_stats}), ep_file)
-    pq.write_table(_tasks_table(pa, tasks), root / "meta" / "tasks.parquet")
 
+
+def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = LeRobotOptions(), *,
+                   overwrite: bool = False, frames: FrameSource | None = None,
+                   progress: Progress | None = None) -> LeRobotExport:
+    """Write the sessions at `csv_paths` as one dataset in the folder `root`; what was written.
+
+    `frames`: add one `observation.images.<name>` video per camera it names, drawn for every frame;
+    `progress` hears of each picture drawn. Raises ExportUnavailableError without pyarrow (or PyAV
+    for videos), FileExistsError when `root` exists (and is not empty) without `overwrite`,
+    SessionFormatError for a bad file, ValueError when the sessions do not share a rate, the fps
+    does not divide it, or no episode is found; and whatever `frames` raises.
+
+    Steps: gather every session's episodes (`_Episodes`: frames, pictures, statistics), then write
+    the data file, the episodes file, the tasks and info.json / stats.json.
+    """
+    pa, pq, av = _import_packages(frames is not None)
+    started = time.perf_counter()
+    root = Path(root)
+    if root.exists() and any(root.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{root} exists and is not empty")
+        shutil.rmtree(root)
+
+    eps = _Episodes(root, options, frames, av, progress)
+    try:
+        for path in csv_paths:
+            eps.add_session(Path(path))
+        if not eps.episodes:
+            raise ValueError("no episode in the given sessions (" + "; ".join(eps.notes) + ")")
+    except BaseException:
+        eps.abandon()
+        shutil.rmtree(root, ignore_errors=True)  # a dataset with half its videos is no dataset
+        raise
+    finally:
+        eps.close_renderers()
+    eps.close_videos()
+
+    cols = {k: np.concatenate(v) for k, v in eps.columns.items() if v}
+    features = _features(eps, av)
+    data_features = [k for k in features if k not in eps.video_keys]
+    _write_data(pa, pq, root, cols, data_features)
+    _write_episodes(pa, pq, root, eps, cols, features)
+    pq.write_table(_tasks_table(pa, eps.tasks), root / "meta" / "tasks.parquet")
+
+    stats = {k: _stats(cols[k]) for k in data_features}
+    for key in eps.video_keys:
+        stats[key] = _listed(aggregate_stats(eps.image_stats[key]))
+    n_total, n_episodes = len(cols["index"]), len(eps.episodes)
     info = {
         "codebase_version": CODEBASE_VERSION, "robot_type": options.robot_type,
-        "total_episodes": len(episodes), "total_frames": n_total, "total_tasks": len(tasks),
+        "total_episodes": n_episodes, "total_frames": n_total, "total_tasks": len(eps.tasks),
         "chunks_size": CHUNKS_SIZE, "data_files_size_in_mb": 100, "video_files_size_in_mb": 500,
-        "fps": fps, "splits": {"train": f"0:{len(episodes)}"}, "data_path": DATA_PATH,
-        "video_path": VIDEO_PATH if video_keys else None, "features": features,
+        "fps": eps.fps, "splits": {"train": f"0:{n_episodes}"}, "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH if eps.video_keys else None, "features": features,
     }
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=4) + "\n")
     (root / "meta" / "stats.json").write_text(json.dumps(stats, indent=4) + "\n")
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
-    return LeRobotExport(root, len(episodes), n_total, fps, tuple(tasks), time.perf_counter() - started, tuple(notes),
-                         video_keys, size)
+    return LeRobotExport(root, n_episodes, n_total, eps.fps, tuple(eps.tasks), time.perf_counter() - started,
+                         tuple(eps.notes), eps.video_keys, size)

@@ -50,7 +50,7 @@ def export_mcap(csv_path: str | Path, out_path: str | Path, *, overwrite: bool =
 
     `progress(bytes_read, total_bytes, rows)` is called after each chunk."""
     fg = import_foxglove()
-    from app.sessions.limits import recorded_config
+    from app.sessions.sidecar import recorded_config
     from app.sim.scene import load_scene
 
     started = time.perf_counter()

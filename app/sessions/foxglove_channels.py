@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from app.config import is_finite_vector
 from app.events import EventKind, parse_events
 from app.sessions.analysis import tracking_errors
 from app.sessions.schema import ARMS
@@ -66,6 +67,10 @@ class ExportUnavailableError(RuntimeError):
     """The optional packages an export needs are not installed (the message says which extra)."""
 
 
+EXPORT_INSTALL_HINT = 'pip install "pico-teleop[export]" (in a source checkout: pip install -e ".[export]")'
+"""How to get the `[export]` extra, for an installed package and for a source checkout."""
+
+
 def import_foxglove():
     """The `foxglove` package, or ExportUnavailableError saying how to install it."""
     try:
@@ -74,7 +79,7 @@ def import_foxglove():
         import foxglove.messages  # noqa: F401
     except ImportError as exc:
         raise ExportUnavailableError(
-            f"the Foxglove SDK is not installed ({exc}); install it with: pip install -e \".[export]\"") from None
+            f"the Foxglove SDK is not installed ({exc}); install it with: {EXPORT_INSTALL_HINT}") from None
     return foxglove
 
 
@@ -101,10 +106,7 @@ def visual_bodies(scene: Scene) -> list[BodyFrame]:
     """The bodies with at least one visual geom, each with the frame id it is published under
     (`world` for the world body, `<arm>/base` for an arm's root link, else its MuJoCo name)."""
     model = scene.model
-    roots = {}
-    for arm, h in scene.arms.items():
-        b = int(model.jnt_bodyid[h.joint_ids[0]])
-        roots[int(model.body_parentid[b])] = f"{arm}/base"
+    roots = {h.base_body_id: f"{arm}/base" for arm, h in scene.arms.items()}
     out = []
     for b in range(model.nbody):
         geoms = range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b])
@@ -162,10 +164,6 @@ def scene_entities(m, scene: Scene, bodies: list[BodyFrame], t_ns: int) -> list:
             entities.append(m.SceneEntity(timestamp=_stamp(m, t_ns), frame_id=bf.frame_id, id=bf.frame_id,
                                           frame_locked=True, cubes=cubes, spheres=spheres, cylinders=cylinders))
     return entities
-
-
-def _finite(*arrays) -> bool:
-    return all(math.isfinite(float(v)) for a in arrays for v in a)
 
 
 class FoxgloveChannels:
@@ -266,7 +264,7 @@ class FoxgloveChannels:
         out = []
 
         def add(parent: str, child: str, pos, quat_wxyz) -> None:
-            if _finite(pos, quat_wxyz):
+            if is_finite_vector(pos, 3) and is_finite_vector(quat_wxyz, 4):
                 out.append(m.FrameTransform(timestamp=stamp, parent_frame_id=parent, child_frame_id=child,
                                             translation=_vec(m, pos), rotation=_quat(m, quat_wxyz)))
 
@@ -287,7 +285,7 @@ class FoxgloveChannels:
                 continue
             p_vr = [data[f"in_{dev}_{a}_m"][i] for a in "xyz"]
             q_vr = [data[f"in_{dev}_q{a}"][i] for a in "wxyz"]
-            if not _finite(p_vr, q_vr):
+            if not (is_finite_vector(p_vr, 3) and is_finite_vector(q_vr, 4)):
                 continue
             p, q = vr_pose_to_operator_frame(p_vr, q_vr, heading)
             add("operator", frame, p, q)

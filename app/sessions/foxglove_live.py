@@ -21,13 +21,13 @@ accepted, the server advertises no client publishing or services).
 from __future__ import annotations
 
 import collections
-import ipaddress
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
 
+from app.config import is_loopback_host
 from app.control.snapshot import Snapshot
 from app.lifecycle import IllegalTransition
 from app.sessions.foxglove_channels import FoxgloveChannels, import_foxglove
@@ -100,15 +100,6 @@ def parse_endpoint(text: str, allow_remote: bool = False) -> tuple[str, int]:
         raise FoxgloveEndpointError(f"the Foxglove server binds loopback (127.0.0.1, ::1, localhost) unless "
                                     f"remote access is allowed (--foxglove-allow-remote), got {text!r}")
     return host, int(port_text)
-
-
-def is_loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class FoxgloveLive:
@@ -250,14 +241,13 @@ class FoxgloveLive:
         return out
 
     def _publish(self, snaps: list[Snapshot]) -> None:
-        from app.sessions.reader import _Columns
+        from app.sessions.chunks import columns_from_rows
         from app.sessions.schema import COLUMNS, snapshot_to_row
-        cols = _Columns("live snapshots", list(COLUMNS))
-        cols.add_chunk([snapshot_to_row(s) for s in snaps], list(range(len(snaps))))
+        data = columns_from_rows("live snapshots", list(COLUMNS), [snapshot_to_row(s) for s in snaps])
         if not self._offset_ns:
             self._offset_ns = time.time_ns() - int(round(snaps[0].t_s * 1e9))
         offset = self._offset_ns
-        self._channels.log_rows(cols.arrays(), lambda t_s: offset + int(round(t_s * 1e9)))
+        self._channels.log_rows(data, lambda t_s: offset + int(round(t_s * 1e9)))
         self._published += len(snaps)
 
 

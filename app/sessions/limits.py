@@ -13,6 +13,8 @@ from typing import Callable
 
 import numpy as np
 
+from app.sessions.sidecar import recorded_config
+
 
 def joint_ranges(cfg) -> dict[str, np.ndarray]:
     """Joint ranges per arm, (7, 2) rad, of the scene `cfg` names. Raises `SceneError` or `OSError`
@@ -23,21 +25,6 @@ def joint_ranges(cfg) -> dict[str, np.ndarray]:
 
     model = load_model(resolve_asset(cfg.scene.file))
     return {name: resolve_arm(model, name, cfg.arms.arm(name).prefix).joint_range_rad for name in ARMS}
-
-
-def recorded_config(sidecar: dict | None, what: str = "settings"):
-    """(the `Config` a session's sidecar records, a note): the defaults, and a note naming `what`
-    comes from them, when the sidecar has no configuration or it no longer loads."""
-    from app.config import Config, ConfigError, config_from_dict
-
-    if sidecar and isinstance(sidecar.get("config"), dict):
-        try:
-            return config_from_dict(sidecar["config"]), ""
-        except ConfigError as exc:
-            return Config(), f"the sidecar's configuration does not load ({exc}); {what} from the defaults"
-    if sidecar is not None:
-        return Config(), f"the sidecar holds no configuration; {what} from the defaults"
-    return Config(), ""
 
 
 def session_limits(sidecar: dict | None) -> tuple[dict | None, tuple[float, ...] | None, str]:

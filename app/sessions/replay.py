@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from app.config import ButtonMapConfig
 from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
 from app.sessions.schema import INPUT_COLUMNS, row_to_sample
@@ -36,6 +37,8 @@ class ReplaySource(SourceBase):
     as fast as possible; the source itself does not sleep. `clock` stamps each sample's host
     `read_time_s` when its row is first read; `device_time_s` and `sample_time_s` are the
     row's time relative to the first row, i.e. the loop time at which the row is due.
+    `grip_engage_threshold`: an analog grip value at or above it counts as pressed (the
+    button map's `buttons.grip_engage_threshold`; the recorder's 0/1 are unaffected).
     Raises `SessionFormatError` for a malformed file or one without data rows.
     """
 
@@ -43,7 +46,8 @@ class ReplaySource(SourceBase):
     follows_recording = True
 
     def __init__(self, path_or_session: str | Path | Session, realtime: bool = True,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 grip_engage_threshold: float = ButtonMapConfig.grip_engage_threshold) -> None:
         super().__init__()
         session = path_or_session if isinstance(path_or_session, Session) else read_session(path_or_session)
         if session.n_rows == 0:
@@ -51,6 +55,7 @@ class ReplaySource(SourceBase):
         self.session = session
         self.realtime = realtime
         self._clock = clock
+        self._grip_engage_threshold = grip_engage_threshold
         t = session.data["t_s"]
         self.t0_s = float(t[0])
         """Recorded `t_s` of the first row; replay time 0 corresponds to it."""
@@ -75,11 +80,6 @@ class ReplaySource(SourceBase):
     def sidecar(self) -> dict | None:
         return self.session.sidecar
 
-    @property
-    def row_index(self) -> int:
-        """Index of the row returned by the last `read()`, -1 before the first read."""
-        return self._row
-
     def read(self, loop_time_s: float) -> TrackingSample:
         if self._state is not ConnectionState.CONNECTED:
             raise IllegalSourceState("read", self._state, "connected")
@@ -89,7 +89,8 @@ class ReplaySource(SourceBase):
         self._finished = loop_time_s > self._t_rel[-1] + _TIME_TOL_S
         if k != self._row or self._sample is None:
             values = {c: a[k] for c, a in self._inputs}
-            self._sample = row_to_sample(values, time_s=float(self._t_rel[k]), read_time_s=self._clock())
+            self._sample = row_to_sample(values, time_s=float(self._t_rel[k]), read_time_s=self._clock(),
+                                         grip_engage_threshold=self._grip_engage_threshold)
             self._row = k
         return self._sample
 

@@ -1,8 +1,9 @@
 """Running statistics of a session, fed one snapshot per tick (cheap, no allocation per tick).
 
 Tracking error (`metrics.tracking_error`) is the distance and the rotation angle between the
-commanded TCP target and the achieved TCP, counted only while the arm is engaged. Lateness
-percentiles use the same histogram as the loop's timer and the session analysis.
+commanded TCP target and the achieved TCP, counted only while the arm is engaged. Every
+percentile (lateness, tracking error) is `app.stats.Distribution`'s, as in the loop's timer and the
+session analysis, so a run's summary and `analyze` of its recording agree.
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ class ErrorStats:
 
 
 def error_stats(values: np.ndarray) -> ErrorStats:
+    """The figures `analyze` reports for the same values (`app.stats.Distribution`: the one percentile)."""
     if len(values) == 0:
         return ErrorStats(0, float("nan"), float("nan"), float("nan"))
-    return ErrorStats(len(values), float(np.sqrt(np.mean(values ** 2))), float(np.percentile(values, 95)), float(values.max()))
+    d = Distribution()
+    d.add(values)
+    return ErrorStats(d.count, d.rms, d.percentile(95), d.max)
 
 
 class RunSummary:

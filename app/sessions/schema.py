@@ -6,8 +6,10 @@ world frame, Z up). Quaternions are w, x, y, z. Floats are written with `repr(fl
 shortest text that parses back to the identical double, so a recorded session replays
 bit-exactly. Booleans are written as 0/1. The full description is `docs/session-format.md`.
 
-This module is the only place that knows the column names; the recorder, the reader, the
-replay source and the analysis tools all take them from here.
+This module defines the column names and their kinds (`COLUMNS`, `COLUMN_KINDS`): the recorder
+writes them, the reader types them and the replay source reads its inputs by them from here. The
+analysis and the exports name the columns they read by the same per-arm patterns
+(`<arm>_q<i>_rad`, `<arm>_target_x_m`, ...), documented in `docs/session-format.md`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.config import ButtonMapConfig
 from app.events import format_events
 from app.tracking.sample import (
     CONTROLLERS,
@@ -292,12 +295,12 @@ def _pose_from(values: Mapping[str, str | float], dev: str, time_s: float, read_
     )
 
 
-def _buttons_from(values: Mapping[str, str | float], ctrl: str) -> ControllerButtons:
+def _buttons_from(values: Mapping[str, str | float], ctrl: str, grip_engage_threshold: float) -> ControllerButtons:
     pre = f"in_{ctrl}_"
     return ControllerButtons(
         trigger=_number(values, pre + "trigger"),
-        # The button map's threshold for an analog grip; 0/1 from the recorder map to themselves.
-        grip=_number(values, pre + "grip") >= 0.5,
+        # 0/1 from the recorder map to themselves under any threshold in (0, 1].
+        grip=_number(values, pre + "grip") >= grip_engage_threshold,
         a=_flag(values, pre + "a"),
         b=_flag(values, pre + "b"),
         stick_x=_number(values, pre + "stick_x"),
@@ -312,6 +315,7 @@ def row_to_sample(
     *,
     time_s: float | None = None,
     read_time_s: float | None = None,
+    grip_engage_threshold: float = ButtonMapConfig.grip_engage_threshold,
 ) -> TrackingSample:
     """The inverse of `sample_to_input_row`: a `TrackingSample` from the input columns of one row.
 
@@ -320,6 +324,8 @@ def row_to_sample(
     stamps the poses' host read time (default: `time_s`). Not recorded and therefore
     reconstructed: `connected` equals `valid`, `raw_pressed_bits` is 0, a missing
     `in_<dev>_result` is RUNNING_OK when valid else UNINITIALIZED, a missing menu is released.
+    An analog grip (a file written by another tool) counts as pressed at or above
+    `grip_engage_threshold` (the button map's `buttons.grip_engage_threshold`).
     Raises ValueError naming the column when a value is missing or malformed.
     """
     t = _number(values, "t_s") if time_s is None else float(time_s)
@@ -328,7 +334,7 @@ def row_to_sample(
         left=_pose_from(values, "left", t, rt),
         right=_pose_from(values, "right", t, rt),
         head=_pose_from(values, "head", t, rt),
-        left_buttons=_buttons_from(values, "left"),
-        right_buttons=_buttons_from(values, "right"),
+        left_buttons=_buttons_from(values, "left", grip_engage_threshold),
+        right_buttons=_buttons_from(values, "right", grip_engage_threshold),
         sample_time_s=t,
     )

@@ -26,6 +26,7 @@ import mujoco
 import numpy as np
 
 from app.config import ARMS, Config, SceneConfig
+from app.frozen import frozen_array
 from app.paths import resolve_asset
 from app.sim import franka_meshes
 from app.sim.franka_meshes import PACKAGE, PRIMITIVES, MeshError, SceneGeometry, add_franka_meshes
@@ -43,12 +44,6 @@ HOME_KEY = "home"
 
 class SceneError(RuntimeError):
     """A scene file cannot be loaded, or lacks a part the app needs (named in the message)."""
-
-
-def _frozen(values, dtype) -> np.ndarray:
-    arr = np.array(values, dtype=dtype)
-    arr.setflags(write=False)
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +76,8 @@ class ArmHandles:
     """(2,) float: lower (closed), upper (open) gripper ctrl."""
     finger_qpos_adr: np.ndarray
     """(2,) int: addresses of finger_joint1, finger_joint2 in `data.qpos` (m, 0 = closed)."""
+    base_body_id: int
+    """The arm's root link (`link0`, the parent of joint1's body), fixed in the world."""
 
 
 def _names(model: mujoco.MjModel, obj: mujoco.mjtObj, count: int) -> list[str]:
@@ -136,17 +133,18 @@ def resolve_arm(model: mujoco.MjModel, name: str, prefix: str) -> ArmHandles:
     return ArmHandles(
         name=name,
         prefix=prefix,
-        joint_ids=_frozen(joints, np.int64),
-        qpos_adr=_frozen(model.jnt_qposadr[joints], np.int64),
-        dof_adr=_frozen(model.jnt_dofadr[joints], np.int64),
-        actuator_ids=_frozen(actuators, np.int64),
+        joint_ids=frozen_array(joints, np.int64),
+        qpos_adr=frozen_array(model.jnt_qposadr[joints], np.int64),
+        dof_adr=frozen_array(model.jnt_dofadr[joints], np.int64),
+        actuator_ids=frozen_array(actuators, np.int64),
         gripper_actuator_id=int(gripper),
         tcp_site_id=int(tcp),
         flange_site_id=int(flange),
-        joint_range_rad=_frozen(model.jnt_range[joints], np.float64),
-        ctrl_range=_frozen(model.actuator_ctrlrange[actuators], np.float64),
-        gripper_ctrl_range=_frozen(model.actuator_ctrlrange[gripper], np.float64),
-        finger_qpos_adr=_frozen(model.jnt_qposadr[fingers], np.int64),
+        joint_range_rad=frozen_array(model.jnt_range[joints], np.float64),
+        ctrl_range=frozen_array(model.actuator_ctrlrange[actuators], np.float64),
+        gripper_ctrl_range=frozen_array(model.actuator_ctrlrange[gripper], np.float64),
+        finger_qpos_adr=frozen_array(model.jnt_qposadr[fingers], np.int64),
+        base_body_id=int(model.body_parentid[model.jnt_bodyid[joints[0]]]),
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from app.frozen import frozen_array
 from app.paths import resolve_asset
 from app.sim.scene import SceneError, home_qpos, load_model
 from app.streaming.g1_joints import G1_JOINT_NAMES_MUJOCO, NUM_G1_JOINTS
@@ -37,12 +38,6 @@ KEYPOINT_SITES: tuple[str, str, str] = ("left_wrist_keypoint", "right_wrist_keyp
 TORSO_BODY = "torso_link"
 
 
-def _frozen(values, dtype=np.float64) -> np.ndarray:
-    arr = np.array(values, dtype=dtype)
-    arr.setflags(write=False)
-    return arr
-
-
 @dataclass(frozen=True, eq=False)
 class KeyPoses:
     """Left wrist, right wrist and neck key poses in the root (pelvis) frame.
@@ -54,8 +49,8 @@ class KeyPoses:
     quat_wxyz: np.ndarray
 
     def __post_init__(self) -> None:
-        pos = _frozen(self.pos_m)
-        quat = _frozen(self.quat_wxyz)
+        pos = frozen_array(self.pos_m)
+        quat = frozen_array(self.quat_wxyz)
         if pos.shape != (3, 3) or quat.shape != (3, 4):
             raise ValueError(f"KeyPoses expects pos (3, 3) and quat (3, 4), got {pos.shape} and {quat.shape}")
         object.__setattr__(self, "pos_m", pos)
@@ -89,22 +84,22 @@ class G1Model:
             problems.append("the first joint must be the pelvis free joint")
         if problems:
             raise SceneError("G1 model: " + "; ".join(problems))
-        self.joint_ids = _frozen(joint_ids, np.int64)
-        self.qpos_adr = _frozen(model.jnt_qposadr[joint_ids], np.int64)
+        self.joint_ids = frozen_array(joint_ids, np.int64)
+        self.qpos_adr = frozen_array(model.jnt_qposadr[joint_ids], np.int64)
         """(29,) addresses of the hinges in `qpos`, MuJoCo order."""
-        self.dof_adr = _frozen(model.jnt_dofadr[joint_ids], np.int64)
+        self.dof_adr = frozen_array(model.jnt_dofadr[joint_ids], np.int64)
         """(29,) addresses of the hinges in `qvel` and Jacobian columns."""
-        self.joint_range_rad = _frozen(model.jnt_range[joint_ids])
+        self.joint_range_rad = frozen_array(model.jnt_range[joint_ids])
         """(29, 2) lower, upper limits in rad."""
-        self.site_ids = _frozen(site_ids, np.int64)
+        self.site_ids = frozen_array(site_ids, np.int64)
         self.torso_body_id = int(torso)
         stand = home_qpos(model, STAND_KEY)
-        self.stand_q_rad = _frozen(stand[self.qpos_adr])
+        self.stand_q_rad = frozen_array(stand[self.qpos_adr])
         """(29,) the `stand` keyframe's joint angles."""
         self._data = self.new_data()
         self.stand_key_poses = self.key_poses(self.stand_q_rad)
         """Key poses at the standing keyframe: the calibration reference."""
-        self.torso_origin_root_m = _frozen(self._data.xpos[self.torso_body_id])
+        self.torso_origin_root_m = frozen_array(self._data.xpos[self.torso_body_id])
         """Origin of torso_link in the root frame at `stand` (waist yaw moves it by at most 4 mm)."""
 
     def new_data(self) -> mujoco.MjData:

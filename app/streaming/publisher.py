@@ -277,7 +277,7 @@ class StreamPublisher:
         self._mapper = ThreePointMapper(self.g1.stand_key_poses, self.g1.torso_origin_root_m, self.cfg.threepoint)
         self._retarget = G1Retargeter(self.g1, self.cfg.retarget)
         self._fk_data = self.g1.new_data()
-        self._smpl = (SmplStream(SMPL_MODE_VERSIONS[self.cfg.mode], self.cfg.period_s)
+        self._smpl = (SmplStream(SMPL_MODE_VERSIONS[self.cfg.mode], self.cfg.period_s, self.cfg.smpl)
                       if self.cfg.mode in SMPL_MODE_VERSIONS else None)
         self._state = StreamState.IDLE
         self._mode = self.cfg.mode

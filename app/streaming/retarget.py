@@ -25,6 +25,7 @@ import mujoco
 import numpy as np
 
 from app.config import RetargetConfig
+from app.frozen import frozen_array
 from app.control.dls import DampedLeastSquares, Group, orientation_error, position_error
 from app.streaming.g1_joints import mujoco_to_isaaclab
 from app.streaming.g1_model import JOINT_NAMES_MUJOCO, NUM_JOINTS, G1Model, KeyPoses
@@ -65,9 +66,7 @@ class JointFrame:
 
     def __post_init__(self) -> None:
         for name in ("joint_pos_isaaclab_rad", "joint_vel_isaaclab_rad_s", "body_quat_wxyz", "q_mujoco_rad"):
-            arr = np.array(getattr(self, name), dtype=np.float64)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
 
 def heading_quat(yaw_rad: float) -> np.ndarray:
@@ -147,11 +146,6 @@ class G1Retargeter:
         self._prev_q: np.ndarray | None = None
 
     # ---- state ----
-
-    @property
-    def previous_q_mujoco_rad(self) -> np.ndarray:
-        """Joint angles of the last `step` (the standing pose before the first)."""
-        return (self._prev_q if self._prev_q is not None else self._stand).copy()
 
     def reset(self, q_mujoco_rad=None) -> None:
         """Forget the previous frame; the next `step` starts from ``q`` (default: standing) with zero speed."""

@@ -36,11 +36,12 @@ axis-angle `smpl_pose_rad`, see `app.streaming.smpl_skeleton`) plus world joints
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import FilterConfig
+from app.config import SmplBodyConfig, is_finite_vector
+from app.frozen import frozen_array
 from app.streaming.smpl_skeleton import (
     NUM_SMPL_JOINTS,
     SMPL_PARENTS,
@@ -77,67 +78,6 @@ class SmplBodyError(ValueError):
     """Invalid input or configuration of the SMPL body estimator."""
 
 
-def _finite_vec(v, n: int) -> bool:
-    try:
-        return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
-    except TypeError:
-        return False
-
-
-@dataclass(frozen=True)
-class SmplBodyConfig:
-    """Tunables of the SMPL upper-body estimate (defaults are estimates for an adult with a PICO / Quest)."""
-
-    hmd_to_head_m: tuple[float, float, float] = (-0.09, 0.0, -0.09)
-    """Head joint (top of the neck, skull base) relative to the headset origin (between the eyes), in
-    the headset frame (+X forward, +Y left, +Z up), m."""
-    controller_to_wrist_m: tuple[float, float, float] = (-0.08, 0.0, -0.01)
-    """Wrist joint relative to a controller's origin (the grip), in the controller frame, m."""
-    pelvis_yaw_deadband_rad: float = 0.6
-    """Head yaw relative to the pelvis (rad) absorbed by the neck and spine before the pelvis turns."""
-    spine_twist_fraction: float = 0.5
-    """Share (0..1) of the head's yaw relative to the pelvis taken by spine1..3 (the neck and head take the rest)."""
-    lean_radius_m: float = 0.35
-    """Horizontal head displacement (m) from upright above the stance that is a lean; beyond it the stance steps."""
-    max_lean_rad: float = 1.2
-    """Largest spine swing from upright (rad), shared by spine1..3."""
-    collar_fraction: float = 0.15
-    """Share (0..1) of the upper arm's swing from its rest direction toward the wrist target given to the collar."""
-    max_collar_rad: float = 0.35
-    """Largest collar rotation from rest (rad)."""
-    elbow_pole_body: tuple[float, float, float] = (-0.3, 0.5, -1.0)
-    """Preferred elbow direction for the left arm in the pelvis frame (+X forward, +Y left, +Z up): down,
-    out and a little back; mirrored (Y negated) for the right arm. Need not be unit."""
-    reach_iterations: int = 3
-    """Trunk moves (lean / crouch) allowed per frame to bring out-of-reach wrist targets within the arms;
-    0 keeps the head exact and leaves such wrists short."""
-    max_swivel_rate_rad_s: float = 8.0
-    """Largest elbow swivel speed about the shoulder->wrist axis (rad/s); bounds the change between frames."""
-    filter: FilterConfig = field(default_factory=lambda: FilterConfig(pos_beta=12.0, d_cutoff_hz=2.0))
-    """One-Euro filtering of the device poses (same filter and parameters' meaning as the 3-point's). Faster
-    to follow motion than the arms' default (beta 12 vs 4 per m/s, speed estimate at 2 vs 1 Hz): the body
-    must land on the devices, and at 50 Hz with the defaults the filter's lag alone put the wrists up to
-    25 mm behind the controllers over the demo session (12 / 2: 10.5 mm), for the same steadiness at rest
-    (cut-off 1.5 Hz) and a little more jitter in motion (RMS second difference 0.41 vs 0.36 mm per frame,
-    raw 0.72 mm)."""
-
-    def __post_init__(self) -> None:
-        for name in ("hmd_to_head_m", "controller_to_wrist_m", "elbow_pole_body"):
-            if not _finite_vec(getattr(self, name), 3):
-                raise SmplBodyError(f"smpl.{name}: expected 3 finite numbers, got {getattr(self, name)!r}")
-        if math.hypot(*self.elbow_pole_body) < 1e-6:
-            raise SmplBodyError(f"smpl.elbow_pole_body: expected a non-zero direction, got {self.elbow_pole_body!r}")
-        if isinstance(self.reach_iterations, bool) or not isinstance(self.reach_iterations, int) \
-                or not 0 <= self.reach_iterations <= 20:
-            raise SmplBodyError(f"smpl.reach_iterations: expected an int in 0..20, got {self.reach_iterations!r}")
-        for name, lo, hi in (("pelvis_yaw_deadband_rad", 0.0, math.pi), ("spine_twist_fraction", 0.0, 1.0),
-                             ("lean_radius_m", 0.0, 2.0), ("max_lean_rad", 0.0, 2.0), ("collar_fraction", 0.0, 1.0),
-                             ("max_collar_rad", 0.0, 1.0), ("max_swivel_rate_rad_s", 0.1, 1000.0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
-                raise SmplBodyError(f"smpl.{name}: expected a number in {lo}..{hi}, got {v!r}")
-
-
 @dataclass(frozen=True, eq=False)
 class SmplFrame:
     """One estimated body. Arrays are read-only float64.
@@ -167,9 +107,7 @@ class SmplFrame:
     def __post_init__(self) -> None:
         for name in ("body_quat_wxyz", "smpl_joints_m", "smpl_pose_rad", "joints_world_m", "head_target_m",
                      "wrist_targets_m", "elbow_swivel_dir", "trunk_shift_m"):
-            arr = np.array(getattr(self, name), dtype=np.float64)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
     @property
     def head_error_m(self) -> float:
@@ -202,7 +140,7 @@ def device_rows_from_sample(sample, heading_rad: float) -> tuple[np.ndarray, np.
     valid = []
     for row, name in enumerate(ROWS):
         pose = sample.pose(name)
-        ok = bool(pose.valid) and _finite_vec(pose.pos_vr_m, 3) and _finite_vec(pose.quat_vr_wxyz, 4) \
+        ok = bool(pose.valid) and is_finite_vector(pose.pos_vr_m, 3) and is_finite_vector(pose.quat_vr_wxyz, 4) \
             and Q.is_unit(pose.quat_vr_wxyz, 1e-3)
         if ok:
             pos[row], quat[row] = frames.vr_pose_to_operator_frame(pose.pos_array(), pose.quat_array(), heading_rad)
@@ -254,10 +192,6 @@ def _swing(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
         perp = _cross(a, (1.0, 0.0, 0.0) if abs(a[0]) < 0.9 else (0.0, 1.0, 0.0))
         return _unit(perp), angle
     return axis / s, angle
-
-
-def _wrap(a: float) -> float:
-    return math.atan2(math.sin(a), math.cos(a))
 
 
 class SmplBodyEstimator:
@@ -368,12 +302,12 @@ class SmplBodyEstimator:
         if self._pelvis_yaw is None:
             self._pelvis_yaw = yaw_h if yaw_h is not None else 0.0
         elif yaw_h is not None:
-            d = _wrap(yaw_h - self._pelvis_yaw)
+            d = frames.wrap_angle_rad(yaw_h - self._pelvis_yaw)
             db = cfg.pelvis_yaw_deadband_rad
             if abs(d) > db:
-                self._pelvis_yaw = _wrap(self._pelvis_yaw + d - math.copysign(db, d))
+                self._pelvis_yaw = frames.wrap_angle_rad(self._pelvis_yaw + d - math.copysign(db, d))
         yaw_p = self._pelvis_yaw
-        twist = cfg.spine_twist_fraction * (_wrap(yaw_h - yaw_p) if yaw_h is not None else 0.0)
+        twist = cfg.spine_twist_fraction * (frames.wrap_angle_rad(yaw_h - yaw_p) if yaw_h is not None else 0.0)
         Rz = _rot_z(yaw_p)
 
         # Stance: stays while the head is within lean_radius_m of upright above it, then follows.
@@ -520,5 +454,5 @@ def _halfway(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     rel = Q.canonical(Q.multiply(Q.conjugate(a), b))
     return Q.normalize(Q.multiply(a, Q.from_rotvec(0.5 * Q.to_rotvec(rel))))
 
-__all__ = ["ROWS", "SmplBodyConfig", "SmplBodyError", "SmplBodyEstimator", "SmplFrame", "device_rows_from_sample",
+__all__ = ["ROWS", "SmplBodyError", "SmplBodyEstimator", "SmplFrame", "device_rows_from_sample",
            "smpl_window"]

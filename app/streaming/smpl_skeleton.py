@@ -161,11 +161,6 @@ class SmplSkeleton:
         """Pelvis height above the floor (m) standing at rest."""
         return float(self.rest_joints_m()[0, 2])
 
-    @property
-    def head_height_m(self) -> float:
-        """Head joint height above the floor (m) standing at rest: ``scale * TEMPLATE_HEAD_HEIGHT_M``."""
-        return self.scale * TEMPLATE_HEAD_HEIGHT_M
-
 
 # ---- kinematics (body axes) ---------------------------------------------------------------------
 

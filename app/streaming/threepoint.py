@@ -40,6 +40,7 @@ import numpy as np
 from app.config import DeviceOffset, ThreePointConfig
 from app.control.pose_input import PoseInput
 from app.control.snapshot import Snapshot
+from app.frozen import frozen_array
 from app.streaming.g1_model import KeyPoses
 from app.tracking.sample import TrackingSample
 from calibration import frames
@@ -72,10 +73,9 @@ class ThreePoint:
 
     def __post_init__(self) -> None:
         for name, shape in (("pos_m", (3, 3)), ("quat_wxyz", (3, 4))):
-            arr = np.array(getattr(self, name), dtype=np.float64)
+            arr = frozen_array(getattr(self, name))
             if arr.shape != shape:
                 raise ValueError(f"ThreePoint.{name} must have shape {shape}, got {arr.shape}")
-            arr.setflags(write=False)
             object.__setattr__(self, name, arr)
 
     @property
@@ -91,10 +91,6 @@ class ThreePoint:
     @property
     def key_poses(self) -> KeyPoses:
         return KeyPoses(self.pos_m, self.quat_wxyz)
-
-
-def _wrap(a: float) -> float:
-    return math.atan2(math.sin(a), math.cos(a))
 
 
 class _Device:
@@ -264,7 +260,7 @@ class ThreePointMapper:
                 q_tilt = Q.from_axis_angle(axis, min(tilt, c.max_lean_rad))
         yaw = frames.heading_yaw_rad(head_quat_op)
         if yaw is not None:  # None: looking (nearly) straight up or down, no yaw to read
-            d_yaw = _wrap(yaw - cal.neck_yaw_op_0)
+            d_yaw = frames.wrap_angle_rad(yaw - cal.neck_yaw_op_0)
             self._neck_psi = max(-c.max_neck_yaw_rad, min(c.max_neck_yaw_rad, c.neck_yaw_gain * d_yaw))
         q = Q.multiply(q_tilt, Q.from_axis_angle((0.0, 0.0, 1.0), cal.neck_yaw_ref + self._neck_psi))
         pos = self.torso_origin + NECK_LINK_LENGTH_M * Q.rotate(q, (0.0, 0.0, 1.0))

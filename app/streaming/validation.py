@@ -204,80 +204,136 @@ class PoseCheck:
     catch_up: bool = True
 
 
+class _Refused(Exception):
+    """The receiver drops the message at its field checks, before the version lock (stage 'fields')."""
+
+    def __init__(self, text: str, code: str, detail: str = "", fld: str | None = None) -> None:
+        super().__init__(text)
+        self.text, self.code, self.detail, self.field = text, code, detail, fld
+
+
+@dataclass(frozen=True)
+class _PoseFields:
+    """The specs the receiver looks up (the last header entry of each name), None when absent."""
+
+    body_quat: FieldSpec | None
+    frame_index: FieldSpec | None
+    joint_pos: FieldSpec | None
+    joint_vel: FieldSpec | None
+    smpl_joints: FieldSpec | None
+    smpl_pose: FieldSpec | None
+
+
 def check_pose(msg: Message) -> PoseCheck:
-    """The `ZMQEndpointInterface::DecodeIntoMotionSequence` checks, in its order (doc §3)."""
+    """The `ZMQEndpointInterface::DecodeIntoMotionSequence` checks, in its order (doc §3).
+
+    Steps: the required fields of the version, the frame count, the joint count (a failure of any
+    drops the message: stage 'fields'); then what goes wrong as the receiver decodes and merges:
+    the joints, body_quat, the SMPL fields, frame_index (unusable SMPL or indices: stage
+    'after_lock'), the optional fields and the catch-up flag.
+    """
     out = _common(msg)
     v = msg.version
-
-    def stop(text: str, code: str, detail: str = "", fld: str | None = None, source: str | None = SRC_ENDPOINT,
-             stage: str = "fields") -> PoseCheck:
-        out.append(_v(E, code, text, detail, source, fld))
-        return PoseCheck(tuple(out), stage, v)
-
     if v == 4:
         return _check_pose_v4(msg, out)
+    try:
+        f = _pose_fields(msg, v)
+        n = _pose_frame_count(v, f)
+        n_joints = _pose_joint_count(f)
+    except _Refused as r:
+        out.append(_v(E, r.code, r.text, r.detail, SRC_ENDPOINT, r.field))
+        return PoseCheck(tuple(out), "fields", v)
+    out += _pose_joint_issues(msg, f, n, n_joints)
+    out += _check_body_quat(msg, f.body_quat, n)
+    smpl_issues, smpl_ok = _pose_smpl_issues(msg, f, n, v)
+    out += smpl_issues
+    indices, step, idx_issues, idx_ok = _check_frame_index(msg, f.frame_index, n)
+    out += idx_issues
+    out += _check_pose_optional(msg)
+    catch_up, cu_issues = _catch_up(msg)
+    out += cu_issues
+    return PoseCheck(tuple(out), None if smpl_ok and idx_ok else "after_lock", v, n, indices, step, catch_up)
 
-    bq = _last_spec(msg, "body_quat_w", "body_quat")
-    fi = _last_spec(msg, "frame_index", "last_smpl_global_frames")
-    if bq is None:
-        return stop("Missing required field 'body_quat' (or 'body_quat_w')", "pose.missing_body_quat")
-    if fi is None:
-        return stop("Missing required field 'frame_index' (or 'last_smpl_global_frames')", "pose.missing_frame_index")
-    jp, jv = _last_spec(msg, "joint_pos"), _last_spec(msg, "joint_vel")
-    sj, sp = _last_spec(msg, "smpl_joints"), _last_spec(msg, "smpl_pose")
+
+def _pose_fields(msg: Message, v: int) -> _PoseFields:
+    """The fields version `v` requires, looked up as the receiver does; `_Refused` for a missing one
+    or a version the receiver does not know."""
+    f = _PoseFields(_last_spec(msg, "body_quat_w", "body_quat"), _last_spec(msg, "frame_index", "last_smpl_global_frames"),
+                    _last_spec(msg, "joint_pos"), _last_spec(msg, "joint_vel"),
+                    _last_spec(msg, "smpl_joints"), _last_spec(msg, "smpl_pose"))
+    if f.body_quat is None:
+        raise _Refused("Missing required field 'body_quat' (or 'body_quat_w')", "pose.missing_body_quat")
+    if f.frame_index is None:
+        raise _Refused("Missing required field 'frame_index' (or 'last_smpl_global_frames')", "pose.missing_frame_index")
     if v in (2, 3):
-        if sj is None:
-            return stop(f"Version {v} missing required field 'smpl_joints' ", "pose.missing_smpl_joints")
-        if sp is None:
-            return stop(f"Version {v} missing required field 'smpl_pose'", "pose.missing_smpl_pose")
-        if v == 3 and jp is None:
-            return stop("Version 3 missing required field 'joint_pos'", "pose.missing_joint_pos")
-        if v == 3 and jv is None:
-            return stop("Version 3 missing required field 'joint_vel'", "pose.missing_joint_vel")
+        if f.smpl_joints is None:
+            raise _Refused(f"Version {v} missing required field 'smpl_joints' ", "pose.missing_smpl_joints")
+        if f.smpl_pose is None:
+            raise _Refused(f"Version {v} missing required field 'smpl_pose'", "pose.missing_smpl_pose")
+        if v == 3 and f.joint_pos is None:
+            raise _Refused("Version 3 missing required field 'joint_pos'", "pose.missing_joint_pos")
+        if v == 3 and f.joint_vel is None:
+            raise _Refused("Version 3 missing required field 'joint_vel'", "pose.missing_joint_vel")
     elif v == 1:
-        if jp is None or jv is None:
-            return stop("Version 1 missing required fields (joint_pos, joint_vel)", "pose.missing_joints")
+        if f.joint_pos is None or f.joint_vel is None:
+            raise _Refused("Version 1 missing required fields (joint_pos, joint_vel)", "pose.missing_joints")
     else:
         detail = "the header has no 'v'" if not msg.has_version_key else "versions 1-4 exist"
-        return stop(f"Unsupported protocol version: {v}", "pose.version", detail)
+        raise _Refused(f"Unsupported protocol version: {v}", "pose.version", detail)
+    return f
 
+
+def _pose_frame_count(v: int, f: _PoseFields) -> int:
+    """N, the frames of the message: from smpl_joints (v2, v3; v3's joints must agree) or from
+    joint_pos and joint_vel (v1); `_Refused` for a shape the receiver rejects."""
+    jp, jv, sj = f.joint_pos, f.joint_vel, f.smpl_joints
     if v in (2, 3):
         if len(sj.shape) < 2:
-            return stop("Invalid smpl_joints shape", "pose.shape", fld="smpl_joints")
+            raise _Refused("Invalid smpl_joints shape", "pose.shape", fld="smpl_joints")
         n = sj.shape[0]
         if n <= 0:
-            return stop(f"Invalid number of frames from smpl_joints: {n}", "pose.n_frames", fld="smpl_joints")
+            raise _Refused(f"Invalid number of frames from smpl_joints: {n}", "pose.n_frames", fld="smpl_joints")
         if v == 3:
             if len(jp.shape) != 2:
-                return stop("Version 3 has invalid joint_pos shape (expected [N, num_joints])", "pose.shape",
-                            fld="joint_pos")
+                raise _Refused("Version 3 has invalid joint_pos shape (expected [N, num_joints])", "pose.shape",
+                               fld="joint_pos")
             if len(jv.shape) != 2:
-                return stop("Version 3 has invalid joint_vel shape (expected [N, num_joints])", "pose.shape",
-                            fld="joint_vel")
+                raise _Refused("Version 3 has invalid joint_vel shape (expected [N, num_joints])", "pose.shape",
+                               fld="joint_vel")
             if jp.shape[0] != n:
-                return stop(f"Version 3 frame count mismatch between smpl_joints ({n}) and joint_pos ({jp.shape[0]})",
-                            "pose.frame_mismatch", fld="joint_pos")
+                raise _Refused(f"Version 3 frame count mismatch between smpl_joints ({n}) and joint_pos ({jp.shape[0]})",
+                               "pose.frame_mismatch", fld="joint_pos")
             if jv.shape[0] != n:
-                return stop(f"Version 3 frame count mismatch between smpl_joints ({n}) and joint_vel ({jv.shape[0]})",
-                            "pose.frame_mismatch", fld="joint_vel")
+                raise _Refused(f"Version 3 frame count mismatch between smpl_joints ({n}) and joint_vel ({jv.shape[0]})",
+                               "pose.frame_mismatch", fld="joint_vel")
     else:
         if len(jp.shape) != 2:
-            return stop("Invalid joint_pos shape", "pose.shape", fld="joint_pos")
+            raise _Refused("Invalid joint_pos shape", "pose.shape", fld="joint_pos")
         if len(jv.shape) != 2:
-            return stop("Invalid joint_vel shape", "pose.shape", fld="joint_vel")
+            raise _Refused("Invalid joint_vel shape", "pose.shape", fld="joint_vel")
         n = jp.shape[0]
         if n != jv.shape[0]:
-            return stop("Frame count mismatch between joint_pos and joint_vel", "pose.frame_mismatch")
+            raise _Refused("Frame count mismatch between joint_pos and joint_vel", "pose.frame_mismatch")
     if n <= 0:
-        return stop(f"Invalid number of frames: {n}", "pose.n_frames")
-    n_joints = 0
-    if jp is not None and jv is not None and len(jp.shape) == 2 and len(jv.shape) == 2:
-        n_joints = jp.shape[1]
-        if n_joints <= 0:
-            return stop(f"Invalid number of joints: {n_joints}", "pose.n_joints", fld="joint_pos")
+        raise _Refused(f"Invalid number of frames: {n}", "pose.n_frames")
+    return n
 
-    # From here on the receiver decodes and merges; what follows are the ways it can go wrong.
-    stage: str | None = None
+
+def _pose_joint_count(f: _PoseFields) -> int:
+    """Joints per frame when both joint fields are present and 2-D, else 0; `_Refused` for none."""
+    jp, jv = f.joint_pos, f.joint_vel
+    if jp is None or jv is None or len(jp.shape) != 2 or len(jv.shape) != 2:
+        return 0
+    n_joints = jp.shape[1]
+    if n_joints <= 0:
+        raise _Refused(f"Invalid number of joints: {n_joints}", "pose.n_joints", fld="joint_pos")
+    return n_joints
+
+
+def _pose_joint_issues(msg: Message, f: _PoseFields, n: int, n_joints: int) -> list[Violation]:
+    """How the receiver decodes joint_pos / joint_vel (or ignores them, v2)."""
+    out: list[Violation] = []
+    jp, jv = f.joint_pos, f.joint_vel
     if n_joints > 0:
         out += _float_field_issues(msg, jp, n * n_joints, "joint_pos is decoded only as f32/f64", zeros_if_other=True)
         out += _float_field_issues(msg, jv, n * n_joints, "joint_vel is decoded only as f32/f64", zeros_if_other=True)
@@ -295,9 +351,14 @@ def check_pose(msg: Message) -> PoseCheck:
     elif jp is not None or jv is not None:  # v2: joint data present but not usable
         out.append(_v(W, "pose.joints_ignored", "joint_pos/joint_vel ignored",
                       "the receiver uses them only when both are present and 2-D"))
+    return out
 
-    out += _check_body_quat(msg, bq, n)
-    for spec, width, expect in ((sj, 24, "smpl_joints"), (sp, 21, "smpl_pose")):
+
+def _pose_smpl_issues(msg: Message, f: _PoseFields, n: int, v: int) -> tuple[list[Violation], bool]:
+    """(violations of smpl_joints and smpl_pose, whether the merger can use them): v2 and v3 need both."""
+    out: list[Violation] = []
+    ok = True
+    for spec, width, expect in ((f.smpl_joints, 24, "smpl_joints"), (f.smpl_pose, 21, "smpl_pose")):
         if spec is None:
             continue
         issues, usable = _check_smpl(msg, spec, n, width, required=v in (2, 3))
@@ -305,16 +366,8 @@ def check_pose(msg: Message) -> PoseCheck:
         if not usable and v in (2, 3):
             out.append(_v(E, "pose.merge_smpl", f"Protocol v{v} missing smpl_joints or smpl_pose",
                           f"{expect} could not be decoded", SRC_MERGER, spec.name))
-            stage = "after_lock"
-
-    indices, step, idx_issues, idx_ok = _check_frame_index(msg, fi, n)
-    out += idx_issues
-    if not idx_ok:
-        stage = "after_lock"
-    out += _check_pose_optional(msg)
-    catch_up, cu_issues = _catch_up(msg)
-    out += cu_issues
-    return PoseCheck(tuple(out), stage, v, n, indices, step, catch_up)
+            ok = False
+    return out, ok
 
 
 def _check_pose_v4(msg: Message, out: list[Violation]) -> PoseCheck:
