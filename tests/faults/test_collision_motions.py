@@ -141,6 +141,17 @@ def test_recorded_collision_columns_agree_with_the_independent_distances(replaye
         starts = int(np.count_nonzero(held & ~np.concatenate(([False], held[:-1]))))
         events = sum(e.startswith(f"collision_hold:{arm}:") for cell in d["events"] for e in cell.split(";") if e)
         assert events == starts
+        # Every recorded closest pair (arm-arm, table or self), against the same pair measured independently.
+        by_name: dict[frozenset, list[int]] = {}
+        for i, name in enumerate(pairs.names):
+            by_name.setdefault(frozenset(name.split(" ~ ")), []).append(i)
+        checked = 0
+        for r in near.tolist():
+            cols = by_name.get(frozenset(str(pair[r]).split("~")))
+            if cols:
+                assert abs(at_start[r, cols].min() - rec[r]) <= AGREE_M, (motion.name, arm, r, pair[r])
+                checked += 1
+        assert checked == near.size, f"{motion.name} {arm}: {near.size - checked} recorded pairs not among the independent ones"
         measured = dist[:, arm_arm].min(axis=1)
         gap = np.abs(rec[k] - measured[k]) if k.size else np.zeros(1)
         lines.append(f"{arm}: {k.size} arm-arm rows, least {rec[k].min() * 1e3 if k.size else np.nan:.1f} mm, "
