@@ -315,3 +315,90 @@ def test_tracking_loss_rejections_clamps_and_estops_are_counted(demo, tmp_path):
     assert verdict.level is Level.FAIL
     text = " ".join(f.message for f in verdict.findings)
     assert "1 e-stop" in text and "left: tracking lost while engaged 1 time" in text and "30 rejected" in text
+
+
+# --- the collision constraint's figures -----------------------------------------------------
+
+
+def test_collision_figures_of_a_demo_match_its_columns_and_events(demo, demo_analysis):
+    d = read_session(demo).data
+    for arm in ARMS:
+        c = demo_analysis.metrics["arms"][arm]["collision"]
+        dist = d[f"{arm}_collision_distance_m"]
+        k = int(np.argmin(dist))
+        assert c["recorded"] and c["enabled"] and c["min_distance_m"] == dist[k] < 0.1
+        assert c["min_pair"] == d[f"{arm}_collision_pair"][k] != ""
+        assert c["held_ticks"] == int(np.sum(d[f"{arm}_collision_held"]))
+        holds = sum(e.startswith(f"collision_hold:{arm}:") for cell in d["events"] for e in cell.split(";") if e)
+        assert c["hold_events"] == holds
+        assert c["infeasible_ticks"] == int(d[f"{arm}_collision_infeasible_ticks"][-1])
+
+
+def _with_collisions(demo: Path, tmp_path: Path, name: str, min_left_m: float) -> Path:
+    """400 demo rows whose left arm collision columns are set to a known story: a pair closing to
+    `min_left_m` at row 123, held back on rows 100..149 and 300..309 (60 ticks, 2 episodes, each with
+    its event), the problem infeasible on 3 ticks; the right arm with avoidance off (inf)."""
+    header, rows = _rows(demo)
+    rows = rows[:400]
+    col = {c: header.index(c) for c in header}
+    ev = col["events"]
+    for i, r in enumerate(rows):
+        r[col["left_engaged"]] = "1"
+        d = 0.1 if not 90 <= i < 160 else 0.02 + abs(i - 123) * 1e-3
+        r[col["left_collision_distance_m"]] = repr(min_left_m if i == 123 else d)
+        r[col["left_collision_pair"]] = "left/hand~right/link7" if d < 0.1 else ""
+        r[col["left_collision_held"]] = "1" if 100 <= i < 150 or 300 <= i < 310 else "0"
+        r[col["left_collision_infeasible_ticks"]] = str(0 if i < 120 else 3 if i >= 122 else i - 119)
+        r[col["right_collision_distance_m"]] = "inf"
+        r[col["right_collision_pair"]] = ""
+        if i in (100, 300):
+            r[ev] = ";".join(filter(None, [r[ev], "collision_hold:left:left/hand~right/link7"]))
+    return _write(tmp_path / name, header, rows, json.loads(sidecar_path(demo).read_text()))
+
+
+def test_collision_figures_of_a_known_story(demo, tmp_path):
+    an = analyze_session(_with_collisions(demo, tmp_path, "overlap.csv", -0.002), chunk_rows=64)
+    c = an.metrics["arms"]["left"]["collision"]
+    assert c["min_distance_m"] == -0.002 and c["min_pair"] == "left/hand~right/link7"
+    assert c["min_t_s"] == pytest.approx(an.metrics["file"]["first_t_s"] + 123 * 0.005)
+    assert (c["held_ticks"], c["held_episodes"], c["hold_events"], c["infeasible_ticks"]) == (60, 2, 2, 3)
+    assert c["held_s"] == pytest.approx(0.3) and c["held_fraction_of_engaged"] == pytest.approx(60 / 400)
+    assert c["ticks_below_zero"] == 1 and c["minimum_m"] == 0.01
+    assert an.metrics["arms"]["right"]["collision"]["enabled"] is False
+    reasons = [(f.level, f.message) for f in an.verdict.findings]
+    assert an.verdict.level is Level.FAIL
+    assert any(lv is Level.FAIL and "left: collision pair overlapping: left/hand~right/link7" in m for lv, m in reasons)
+    assert any(lv is Level.WARN and "held back by the collision constraint on 15.0 %" in m for lv, m in reasons)
+    assert not any(m.startswith("right: ") and "collision" in m for _, m in reasons)
+    from app.sessions.report import write_report
+
+    md = write_report(an, tmp_path / "rep", plots=False).markdown.read_text()
+    assert "| least collision distance (pair) | -2.0 mm (left/hand~right/link7" in md
+    assert "0.30 s, 2 episodes (15.00 % of engaged)" in md and "| 2 / 3 |" in md and "avoidance off" in md
+
+
+def test_collision_distance_under_the_minimum_less_a_millimetre_is_a_warning(demo, tmp_path):
+    warn = analyze_session(_with_collisions(demo, tmp_path, "close.csv", 0.0085))
+    ok = analyze_session(_with_collisions(demo, tmp_path, "fine.csv", 0.0095))
+    assert any(f.level is Level.WARN and "least collision distance 8.5 mm" in f.message for f in warn.verdict.findings)
+    assert not any("least collision distance" in f.message for f in ok.verdict.findings)
+
+
+def test_a_file_recorded_before_the_collision_columns_reads_replays_and_analyses(demo, tmp_path):
+    from app.sessions.schema import COLLISION_COLUMNS
+
+    header, rows = _rows(demo)
+    keep = [i for i, c in enumerate(header) if c not in COLLISION_COLUMNS]
+    old = _write(tmp_path / "old.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in rows[:600]],
+                 json.loads(sidecar_path(demo).read_text()))
+    an = analyze_session(old)
+    assert an.metrics["arms"]["left"]["collision"] == {"recorded": False}
+    assert "collision distances (not recorded)" in an.metrics["file"]["missing"]
+    assert not any("collision" in f.message for f in an.verdict.findings)
+    from app.sessions.report import write_report
+
+    md = write_report(an, tmp_path / "rep", plots=False).markdown.read_text()
+    assert "| least collision distance (pair) | not recorded | not recorded |" in md
+    out = tmp_path / "replayed.csv"
+    assert main(["run", "--replay", str(old), "--fast", "--quiet", "--record", str(out)]) == 0
+    assert "left_collision_distance_m" in read_session(out).columns

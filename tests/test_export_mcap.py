@@ -12,7 +12,7 @@ from tests.recording import record_demo  # noqa: E402
 from app.sessions.foxglove_channels import TOPICS  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
 
-PER_ROW = ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking")
+PER_ROW = ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking", "/collision")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_channels_and_message_counts_match_the_csv(exported):
     s = read_session(csv)
     summary = _summary(out)
     counts = {c.topic: summary.statistics.channel_message_counts.get(c.id, 0) for c in summary.channels.values()}
-    assert set(counts) == set(TOPICS)
+    assert set(counts) | {"/collision_lines"} == set(TOPICS)
     for topic in PER_ROW:
         assert counts[topic] == s.n_rows, topic
     n_events = sum(len([e for e in cell.split(";") if e]) for cell in s.data["events"])
@@ -102,3 +102,86 @@ def test_the_layout_in_docs_is_generated_and_names_existing_topics():
     import re
     used = {m.split(".")[0] for m in re.findall(r'"value": "(/[^"]+)"', text)}
     assert used and used <= set(TOPICS)
+
+
+def _rewrite(csv, path, edit, drop=()):
+    """A copy of the session at `csv` with `edit(row_index, row_dict)` applied and the columns `drop` left out."""
+    import csv as csv_module
+    import shutil
+
+    from app.sessions.schema import sidecar_path
+
+    with open(csv, newline="") as f:
+        rows = list(csv_module.DictReader(f))
+    header = [c for c in rows[0] if c not in drop]
+    for i, r in enumerate(rows):
+        edit(i, r)
+    with open(path, "w", newline="") as f:
+        w = csv_module.DictWriter(f, header, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    shutil.copy(sidecar_path(csv), sidecar_path(path))
+    return path
+
+
+def _json_messages(path, topic):
+    import json
+    with open(path, "rb") as f:
+        return [json.loads(m.data) for _, _, m in mcap_reader.make_reader(f).iter_messages(topics=[topic])]
+
+
+def test_the_collision_distance_and_witness_line_read_back(exported, tmp_path):
+    csv, _ = exported
+    near = range(100, 130)
+
+    def edit(i, r):  # the left arm near the right arm's hand on rows 100..129 only, held on 110..119
+        r.update({"left_collision_distance_m": "0.1", "left_collision_pair": "", "left_collision_held": "0",
+                  **{f"left_collision_{p}_{a}_m": "nan" for p in "ab" for a in "xyz"}})
+        if i in near:
+            r.update({"left_collision_distance_m": repr(0.05 - 1e-3 * (i - 100)), "left_collision_pair": "left/hand~right/hand",
+                      "left_collision_held": "1" if 110 <= i < 120 else "0"})
+            for k, a in enumerate("xyz"):
+                r[f"left_collision_a_{a}_m"] = repr(0.4 + 0.1 * k)
+                r[f"left_collision_b_{a}_m"] = repr(0.4 + 0.1 * k + (0.01 if a == "y" else 0.0))
+    src = _rewrite(csv, tmp_path / "near.csv", edit)
+    out = tmp_path / "near.mcap"
+    assert main(["export", str(src), "--format", "mcap", "--out", str(out)]) == 0
+    s = read_session(src)
+    rows = _json_messages(out, "/collision")
+    assert len(rows) == s.n_rows
+    for i in (0, 99, 105, 115, 129, 130):
+        for arm in ("left", "right"):
+            want = s.data[f"{arm}_collision_distance_m"][i]
+            got = rows[i][arm]
+            assert got["distance_m"] == (float(want) if np.isfinite(want) else None)
+            assert got["pair"] == s.data[f"{arm}_collision_pair"][i]
+            assert got["held"] == bool(s.data[f"{arm}_collision_held"][i])
+    assert rows[115]["left"] == {"distance_m": 0.035, "pair": "left/hand~right/hand", "held": True, "infeasible_ticks": 0}
+    with open(out, "rb") as f:
+        lines = list(mcap_reader.make_reader(f).iter_messages(topics=["/collision_lines"]))
+    recorded = sum(bool(np.isfinite(s.data[f"{arm}_collision_a_x_m"][i])) for arm in ("left", "right") for i in range(s.n_rows))
+    assert len(lines) >= len(near) and recorded >= len(near)
+    schema = lines[0][0]
+    decode = _decoder(schema)
+    left = []
+    for _, _, m in lines:
+        msg = decode.FromString(m.data)
+        left += [(m.log_time, e) for e in msg.entities if e.id == "collision/left"]
+        left += [(m.log_time, "deleted") for d in msg.deletions if d.id == "collision/left"]
+    assert left[-1][1] == "deleted" and len([e for _, e in left if e != "deleted"]) == len(near)
+    e = left[15][1]
+    pts = [(p.x, p.y, p.z) for p in e.lines[0].points]
+    np.testing.assert_allclose(pts, [(0.4, 0.5, 0.6), (0.4, 0.51, 0.6)], atol=1e-12)
+    assert e.frame_id == "world" and e.lines[0].color.r > 0.8 and e.lines[0].color.g < 0.2  # held: red
+
+
+def test_a_file_without_the_collision_columns_exports_without_them(exported, tmp_path):
+    from app.sessions.schema import COLLISION_COLUMNS
+
+    csv, _ = exported
+    src = _rewrite(csv, tmp_path / "old.csv", lambda i, r: None, drop=COLLISION_COLUMNS)
+    out = tmp_path / "old.mcap"
+    assert main(["export", str(src), "--format", "mcap", "--out", str(out)]) == 0
+    summary = _summary(out)
+    counts = {c.topic: summary.statistics.channel_message_counts.get(c.id, 0) for c in summary.channels.values()}
+    assert counts["/tf"] == read_session(src).n_rows and counts.get("/collision", 0) == 0

@@ -94,7 +94,19 @@ def make_arm(rng: np.random.Generator, state: str = "engaged") -> ArmSnapshot:
         ik_rot_err_rad=float(rng.uniform()) * 1e-3, ik_damping=1e-4,
         workspace_clamped=bool(rng.integers(2)), joint_limit_clamped=bool(rng.integers(2)),
         velocity_clamped=bool(rng.integers(2)),
+        **make_collision(rng),
     )
+
+
+def make_collision(rng: np.random.Generator) -> dict:
+    """Collision fields of an arm: something near (a pair and its witness points), nothing near, or avoidance off."""
+    kind = int(rng.integers(3))
+    if kind == 0:
+        return {"collision_distance_m": float(rng.uniform()) * 0.1, "collision_pair": "left/hand~right/link7",
+                "collision_point_a_m": tuple(float(v) for v in rng.normal(size=3)),
+                "collision_point_b_m": tuple(float(v) for v in rng.normal(size=3)),
+                "collision_held": bool(rng.integers(2))}
+    return {"collision_distance_m": 0.1 if kind == 1 else math.inf}
 
 
 def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_S,
@@ -107,7 +119,8 @@ def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_
                               compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0,
                               skipped_ticks=tick // 7),
         teleop_state="running", heading_rad=float(rng.normal()), source_name="test",
-        rejected=(("left:jump", tick), ("right:invalid", 2)), clamp_counts=(("left:velocity", 3 * tick),),
+        rejected=(("left:jump", tick), ("right:invalid", 2)),
+        clamp_counts=(("left:velocity", 3 * tick), ("right:collision_infeasible", tick // 3)),
         events=events,
     )
 
@@ -164,6 +177,12 @@ def expected_values(s: Snapshot) -> dict[str, object]:
                   f"{name}_workspace_clamped": float(a.workspace_clamped),
                   f"{name}_joint_limit_clamped": float(a.joint_limit_clamped),
                   f"{name}_velocity_clamped": float(a.velocity_clamped)})
+        e.update({f"{name}_collision_distance_m": a.collision_distance_m, f"{name}_collision_pair": a.collision_pair,
+                  f"{name}_collision_held": float(a.collision_held),
+                  f"{name}_collision_infeasible_ticks": float(dict(s.clamp_counts).get(f"{name}:collision_infeasible", 0))})
+        for p, point in (("a", a.collision_point_a_m), ("b", a.collision_point_b_m)):
+            e.update({f"{name}_collision_{p}_{k}_m": math.nan if point is None else v
+                      for k, v in zip("xyz", point or (0.0, 0.0, 0.0))})
     e["rejected_total"] = float(sum(n for _, n in s.rejected))
     e["clamps_total"] = float(sum(n for _, n in s.clamp_counts))
     return e

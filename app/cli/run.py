@@ -335,6 +335,17 @@ def _arm_line(arm: str, a: dict) -> str:
             f"max {pe['max']:.2f} mm; orientation RMS {re['rms']:.2f} deg, p95 {re['p95']:.2f} deg")
 
 
+def _collision_line(arm: str, a: dict) -> str:
+    c = a.get("collision")
+    if c is None:
+        return ""
+    if c["min_distance_m"] is None:
+        return f"{arm:5s}: collision avoidance off"
+    pair = f" ({c['min_pair']})" if c["min_pair"] else " (nothing within influence)"
+    return (f"{arm:5s}: least collision distance {1e3 * c['min_distance_m']:.1f} mm{pair}; held back "
+            f"{c['held_s']:.2f} s ({c['held_ticks']} ticks), {c['holds']} holds, {c['infeasible_ticks']} infeasible ticks")
+
+
 def _input_text(input_lost: bool, suppressed_ticks: int) -> str:
     return (f"input {'LOST' if input_lost else 'ok'} at the end, {suppressed_ticks} ticks not sent for lost "
             "tracking")
@@ -363,6 +374,7 @@ def print_summary(r: dict) -> None:
                      f"(longest {ph['max_catchup_tick_cpu_ms']:.2f} ms of CPU, budget {ph['budget_ms']:.2f} ms); "
                      f"{ph['dropped_s']:.3f} s dropped")
     lines += [_arm_line(arm, r[arm]) for arm in ("left", "right")]
+    lines += [line for line in (_collision_line(arm, r[arm]) for arm in ("left", "right")) if line]
     not_live = r.get("output_not_live_ticks", 0)
     if not_live:
         lines.append(f"robot link: connected {r['ticks'] - not_live} ticks, stale or disconnected {not_live} ticks "

@@ -92,6 +92,14 @@ class PolicyConfig:
     client that did not re-synchronise after a gap would send, and it would make the arm jump."""
     max_validity_s: float = 0.5
     """A command may stay valid at most this long past the server's current simulation time."""
+    refuse_collisions: bool = True
+    """Refuse a command that would bring a pair of geoms of two arms below `collision.minimum_m` of the
+    server's configuration (and closer than they are), whatever the client's own IK does."""
+    collision_tolerance_m: float = 0.0001
+    """How far under `collision.minimum_m` (m) a command may bring a pair of two arms' geoms: the
+    client's IK, holding a pair at the minimum, ends its linearised steps up to 1.1 um under it
+    (measured on the fault suite's motions); 0.1 mm lets those through and stays far inside the 1 mm
+    the fault suite allows."""
 
     def __post_init__(self) -> None:
         require(is_number_in(self.joint_margin_rad, 0.0, 0.5), "policy.joint_margin_rad", "a number in 0..0.5", self.joint_margin_rad)
@@ -105,6 +113,9 @@ class PolicyConfig:
                 "policy.max_joint_vel_rad_s", "7 numbers in 0.001..20", self.max_joint_vel_rad_s)
         require(is_number_in(self.max_target_offset_rad, 0.01, 6.3), "policy.max_target_offset_rad", "a number in 0.01..6.3", self.max_target_offset_rad)
         require(is_number_in(self.max_validity_s, 0.005, 5.0), "policy.max_validity_s", "a number in 0.005..5", self.max_validity_s)
+        require(isinstance(self.refuse_collisions, bool), "policy.refuse_collisions", "true or false", self.refuse_collisions)
+        require(is_number_in(self.collision_tolerance_m, 0.0, 0.005), "policy.collision_tolerance_m", "a number in 0..0.005 (m)",
+                self.collision_tolerance_m)
 
 
 @dataclass(frozen=True)

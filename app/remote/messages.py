@@ -65,6 +65,9 @@ class RejectCode(Enum):
     VALIDITY_TOO_LONG = "validity_too_long"
     BUSY = "busy"
     """Another client holds this arm with a command that is still valid."""
+    COLLISION = "collision"
+    """At the commanded joints a pair of geoms of two arms would be closer than the collision minimum
+    (`collision.minimum_m`) and closer than it is now (`app.remote.collision_check`)."""
 
 
 class ArmMode(Enum):

@@ -38,6 +38,7 @@ from app.remote.fingerprint import ModelFingerprint, fingerprint_of
 from app.remote.messages import (Ack, ArmMode, ErrorReply, Hello, MessageError, Refused, RejectCode, Rejection,
                                  RemoteArmState, ServerCommand, State, Welcome, decode_client_message, encode_ack,
                                  encode_error, encode_refused, encode_state, encode_welcome)
+from app.remote.collision_check import CommandCollisionCheck
 from app.remote.policy import CommandPolicy
 from app.sim.scene import Scene
 from app.sim.sim_arms import make_sim
@@ -101,6 +102,10 @@ class SimServer:
         self.sim = make_sim(scene)
         self.fingerprint: ModelFingerprint = fingerprint_of(scene.model, scene.path)
         self.policy = CommandPolicy(scene.model, scene.arms, self.scfg.policy)
+        self.collision_check = (CommandCollisionCheck(cfg.collision, scene.model, scene.arms,
+                                                      self.scfg.policy.collision_tolerance_m)
+                                if self.scfg.policy.refuse_collisions else None)
+        """Refuses commands that bring two arms' geoms under `collision.minimum_m` (None: off)."""
         self.instance = uuid.uuid4().hex
         self.seq = 0
         self.counts: Counter[str] = Counter()
@@ -343,6 +348,10 @@ class SimServer:
                 return True
         return False
 
+    def _reference_joints(self) -> dict[str, np.ndarray]:
+        """Each arm's joints the server is driving it to: the accepted command's, else the applied targets."""
+        return {n: s.q_goal_rad if s.q_goal_rad is not None else s.q_target_rad for n, s in self._arms.items()}
+
     def _on_command(self, ident: bytes, envelope: list[bytes], cmd: ServerCommand, now_s: float) -> None:
         t = self.sim.sim_time_s
         peer = self._peers.get(ident)
@@ -359,6 +368,10 @@ class SimServer:
             self._peers.move_to_end(ident)
             q_meas = {n: self.sim.data.qpos[a] for n, a in self._qpos_adr.items()}
             reasons = self.policy.check(cmd, q_meas, t)
+            if not reasons and self.collision_check is not None:
+                # Only a command whose values are all valid is measured (they are finite and in range).
+                reasons = self.collision_check.check({arm: np.asarray(a.q_rad, dtype=float) for arm, a in cmd.arms.items()},
+                                                     self._reference_joints(), cmd.seq)
             for arm in cmd.arms:
                 slot = self._arms.get(arm)
                 if slot is not None and slot.mode is ArmMode.ACTIVE and slot.owner != ident and slot.valid_until_s >= t:

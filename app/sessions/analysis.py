@@ -35,6 +35,7 @@ from app.sessions.health import LATE_TICK_WARN_MS, Verdict, assess
 from app.sessions.metrics import achieved_rate_hz, count_late, count_overruns, skipped_in_window
 from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
+from app.config import CollisionConfig
 from app.sessions.schema import ARMS
 from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s
 
@@ -46,6 +47,8 @@ MAX_LISTED_EVENTS = 200
 """Events listed with their times in the report; all of them are counted."""
 MAX_LISTED_PERIODS = 100
 """Engage periods listed per arm; all of them are counted."""
+COLLISION_MINIMUM_M = CollisionConfig().minimum_m
+"""The collision constraint's `minimum_m` when the sidecar does not record one (m)."""
 
 ProgressFn = Callable[[int, int, int], None]
 """progress(bytes_read, total_bytes, rows_so_far), called after each chunk."""
@@ -133,6 +136,7 @@ class _ArmAccumulator:
         self.clamp_kinds = tuple(k for k in ("joint_limit", "velocity", "workspace")
                                  if f"{arm}_{k}_clamped" in columns)
         self.has_tracking_ok = f"{arm}_tracking_ok" in columns
+        self.collision = _CollisionAccumulator(arm) if f"{arm}_collision_distance_m" in columns else None
         self.pos_err_mm = Distribution()
         self.rot_err_deg = Distribution()
         self.ik_pos_mm = Distribution()
@@ -167,6 +171,8 @@ class _ArmAccumulator:
                 self.ik_iterations += np.bincount(it, minlength=65)
         if self.has_tracking_ok:
             self.tracking_lost.add(t, d[f"{a}_tracking_ok"] < 0.5)
+        if self.collision is not None:
+            self.collision.add(d, t, d[f"{a}_engaged"] > 0.5 if f"{a}_engaged" in d else None)
         for k in self.clamp_kinds:
             self.clamps[k].add(t, d[f"{a}_{k}_clamped"] > 0.5)
         if self.has_gripper:
@@ -197,8 +203,14 @@ class _ArmAccumulator:
             self._prev_tick = float(ticks[-1])
 
     def finish(self, period_s: float, joint_range_rad: np.ndarray | None,
-               max_joint_vel_rad_s: tuple[float, ...] | None, rows: int) -> dict:
+               max_joint_vel_rad_s: tuple[float, ...] | None, rows: int, hold_events: int | None = None,
+               minimum_m: float = COLLISION_MINIMUM_M, starts_run: bool = True) -> dict:
         out: dict = {}
+        engaged_rows = self.engaged.true_rows if self.has_pose else 0
+        if self.collision is not None:
+            out["collision"] = self.collision.finish(period_s, engaged_rows, hold_events, minimum_m, starts_run)
+        elif self.has_pose:  # a file recorded before the collision columns existed
+            out["collision"] = {"recorded": False}
         for ep in [self.engaged, self.tracking_lost, self.gripper_closed, *self.clamps.values()]:
             ep.finish(period_s)
         if self.has_pose:
@@ -250,6 +262,84 @@ class _ArmAccumulator:
                               "closed_s": self.gripper_closed.true_rows * period_s,
                               "closed_fraction": self.gripper_closed.true_rows / rows if rows else math.nan}
         return out
+
+
+def collision_minimum_m(sidecar: dict | None) -> float:
+    """The `collision.minimum_m` (m) the session was recorded with (the default when not recorded)."""
+    v = (((sidecar or {}).get("config") or {}).get("collision") or {}).get("minimum_m")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else COLLISION_MINIMUM_M
+
+
+class _CollisionAccumulator:
+    """One arm's collision columns: least distance and its pair, time held back, infeasible ticks.
+
+    Distances are those the IK measured at each tick's start command (`collision_distance_m`):
+    exact below the influence distance, equal to it beyond, `inf` while avoidance was off.
+    """
+
+    def __init__(self, arm: str) -> None:
+        self.arm = arm
+        self.min_m = math.inf
+        self.min_pair = ""
+        self.min_t_s = math.nan
+        self.finite_rows = 0
+        self.below_zero_rows = 0
+        self.held = Episodes(0)
+        self.held_engaged_rows = 0
+        self.infeasible = 0
+        self._prev_infeasible: float | None = None
+        self._first_infeasible: float | None = None
+
+    def add(self, d: Mapping[str, np.ndarray], t: np.ndarray, engaged: np.ndarray | None) -> None:
+        a = self.arm
+        dist = d[f"{a}_collision_distance_m"]
+        finite = np.isfinite(dist)
+        self.finite_rows += int(np.count_nonzero(finite))
+        if finite.any():
+            k = int(np.argmin(np.where(finite, dist, np.inf)))
+            if dist[k] < self.min_m:
+                self.min_m = float(dist[k])
+                pair = d.get(f"{a}_collision_pair")
+                self.min_pair = str(pair[k]) if pair is not None else ""
+                self.min_t_s = float(t[k])
+            self.below_zero_rows += int(np.count_nonzero(dist[finite] < 0.0))
+        col = f"{a}_collision_held"
+        if col in d:
+            held = d[col] > 0.5
+            self.held.add(t, held)
+            if engaged is not None:
+                self.held_engaged_rows += int(np.count_nonzero(held & engaged))
+        col = f"{a}_collision_infeasible_ticks"
+        if col in d and len(t):
+            c = d[col]
+            if self._first_infeasible is None:
+                self._first_infeasible = float(c[0])
+            full = np.concatenate(([self._prev_infeasible], c)) if self._prev_infeasible is not None else c
+            # Cumulative, so the increases are what happened in this file (robust to a reset).
+            self.infeasible += int(np.sum(np.maximum(np.diff(full), 0.0)))
+            self._prev_infeasible = float(c[-1])
+
+    def finish(self, period_s: float, engaged_rows: int, hold_events: int | None, minimum_m: float,
+               starts_run: bool) -> dict:
+        self.held.finish(period_s)
+        # Ticks the first row already counts happened in this file only when it starts the run.
+        infeasible = self.infeasible + (int(self._first_infeasible or 0) if starts_run else 0)
+        enabled = self.finite_rows > 0
+        return {
+            "recorded": True,
+            "enabled": enabled,
+            "minimum_m": minimum_m,
+            "min_distance_m": self.min_m if enabled else None,
+            "min_pair": self.min_pair,
+            "min_t_s": self.min_t_s,
+            "ticks_below_zero": self.below_zero_rows,
+            "held_ticks": self.held.true_rows,
+            "held_s": self.held.true_rows * period_s,
+            "held_episodes": self.held.count,
+            "held_fraction_of_engaged": self.held_engaged_rows / engaged_rows if engaged_rows else 0.0,
+            "hold_events": hold_events,
+            "infeasible_ticks": infeasible,
+        }
 
 
 @dataclass
@@ -377,6 +467,8 @@ class _Analyzer:
         for a, acc in self.arms.items():
             if not acc.has_pose:
                 missing.append(f"{a} arm poses")
+        if not any(acc.collision is not None for acc in self.arms.values()):
+            missing.append("collision distances (not recorded)")
         first_t, last_t = self.first.get("t_s", math.nan), self.last.get("t_s", math.nan)
         file = {
             "path": str(path),
@@ -451,9 +543,12 @@ class _Analyzer:
             self.estopped.finish(period_s)
             events["estopped_s"] = self.estopped.true_rows * period_s
         arms = {}
+        minimum_m = collision_minimum_m(sc)
         for a, acc in self.arms.items():
             jr = None if joint_range_rad is None else joint_range_rad.get(a)
-            arms[a] = acc.finish(period_s, jr, max_joint_vel_rad_s, rows)
+            holds = self.events.per_arm[a][EventKind.COLLISION_HOLD.value] if "events" in self.has else None
+            arms[a] = acc.finish(period_s, jr, max_joint_vel_rad_s, rows, holds, minimum_m,
+                                 self.first.get("tick", 0.0) == 0.0)
         return {"file": file, "timing": timing, "tracking": tracking, "events": events, "arms": arms}
 
 

@@ -13,6 +13,8 @@ this module is loaded only by the commands that need it.
 | `/joint_commands` | `foxglove.JointStates` | 1 | joint commands sent (rad), gripper commands (0 open, 1 closed) |
 | `/timing` | JSON | 1 | `lateness_ms`, `compute_ms`, `skipped_ticks`, `tick` |
 | `/tracking` | JSON | 1 | per arm: `pos_err_mm`, `rot_err_deg` (target vs achieved TCP), IK residuals, `engaged` |
+| `/collision` | JSON | 1 (files with the collision columns) | per arm: `distance_m` (least distance the IK measured at the tick's start command; the influence distance when nothing is nearer; null while avoidance is off), `pair`, `held`, `infeasible_ticks` |
+| `/collision_lines` | `foxglove.SceneUpdate` | 0..1 | per arm with a pair within influence, the entity `collision/<arm>`: a line between the closest pair's witness points (world frame; red while held back, amber otherwise); deleted on the row it has none |
 | `/events` | `foxglove.Log` | 0..n | each recorded event (`app.events`), warnings for e-stops, faults, lost tracking |
 | `/scene` | `foxglove.SceneUpdate` | at the first row, then every `scene_period_s` (default `SCENE_PERIOD_S`) | one entity per body, primitives from the model's geoms |
 
@@ -52,7 +54,8 @@ COLLISION_GROUP = 3
 FLOOR_HALF_SIZE_M = 2.0
 """Half side (m) of the square drawn for an infinite plane geom."""
 
-TOPICS = ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking", "/events", "/scene")
+TOPICS = ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking", "/collision", "/collision_lines", "/events",
+          "/scene")
 """Every topic this module logs, in a fixed order."""
 
 _WARNING_EVENTS = {EventKind.LOST, EventKind.HOLDING, EventKind.ESTOP, EventKind.RESYNC}
@@ -186,13 +189,17 @@ class FoxgloveChannels:
         self._commands = ch.JointStatesChannel("/joint_commands", context=context)
         self._timing = fg.Channel("/timing", schema=_TIMING_SCHEMA, context=context)
         self._tracking = fg.Channel("/tracking", schema=_TRACKING_SCHEMA, context=context)
+        self._collision = fg.Channel("/collision", schema=_COLLISION_SCHEMA, context=context)
+        self._collision_lines = ch.SceneUpdateChannel("/collision_lines", context=context)
+        self._line_shown = dict.fromkeys(ARMS, False)
         self._events = ch.LogChannel("/events", context=context)
         self._scene = ch.SceneUpdateChannel("/scene", context=context)
         self._next_scene_s: float | None = None
         self.counts = dict.fromkeys(TOPICS, 0)
 
     def close(self) -> None:
-        for c in (self._tf, self._joints, self._commands, self._timing, self._tracking, self._events, self._scene):
+        for c in (self._tf, self._joints, self._commands, self._timing, self._tracking, self._collision,
+                  self._collision_lines, self._events, self._scene):
             c.close()
 
     def restart_time(self) -> None:
@@ -206,6 +213,7 @@ class FoxgloveChannels:
         m = self._m
         n = len(data["t_s"])
         errs = {arm: tracking_errors(data, arm) for arm in ARMS}
+        collision = [arm for arm in ARMS if f"{arm}_collision_distance_m" in data]
         for i in range(n):
             t_s = float(data["t_s"][i])
             t_ns = time_ns(t_s)
@@ -222,6 +230,13 @@ class FoxgloveChannels:
             self._tracking.log({arm: self._tracking_arm(data, i, arm, errs[arm]) for arm in ARMS}, log_time=t_ns)
             for topic in ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking"):
                 self.counts[topic] += 1
+            if collision:
+                self._collision.log({arm: _collision_arm(data, i, arm) for arm in collision}, log_time=t_ns)
+                self.counts["/collision"] += 1
+                update = self._collision_update(data, i, collision, t_ns)
+                if update is not None:
+                    self._collision_lines.log(update, log_time=t_ns)
+                    self.counts["/collision_lines"] += 1
             cell = data["events"][i] if "events" in data else ""
             if cell:
                 for ev in parse_events(cell):
@@ -296,6 +311,29 @@ class FoxgloveChannels:
         row["skipped_ticks"] = int(data["skipped_ticks"][i]) if "skipped_ticks" in data else 0
         return row
 
+    def _collision_update(self, data, i: int, arms: list[str], t_ns: int):
+        """The witness lines of row i (and deletions of those no longer there); None when nothing changes."""
+        m = self._m
+        entities, deletions = [], []
+        stamp = _stamp(m, t_ns)
+        for arm in arms:
+            w = _witness(data, i, arm)
+            if w is None:
+                if self._line_shown[arm]:
+                    deletions.append(m.SceneEntityDeletion(timestamp=stamp, type=m.SceneEntityDeletionType.MatchingId,
+                                                           id=f"collision/{arm}"))
+                    self._line_shown[arm] = False
+                continue
+            rgba = HELD_RGBA if _col(data, f"{arm}_collision_held", i, 0.0) > 0.5 else NEAR_RGBA
+            line = m.LinePrimitive(type=m.LinePrimitiveLineType.LineList, thickness=LINE_THICKNESS_PX,
+                                   scale_invariant=True, points=[m.Point3(x=p[0], y=p[1], z=p[2]) for p in w],
+                                   color=m.Color(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3]))
+            entities.append(m.SceneEntity(timestamp=stamp, frame_id="world", id=f"collision/{arm}", lines=[line]))
+            self._line_shown[arm] = True
+        if not entities and not deletions:
+            return None
+        return m.SceneUpdate(entities=entities, deletions=deletions)
+
     @staticmethod
     def _tracking_arm(data, i: int, arm: str, errs) -> dict:
         pos_mm, rot_deg = errs
@@ -303,6 +341,34 @@ class FoxgloveChannels:
                 "rot_err_deg": _json_num(rot_deg[i]), "ik_pos_err_m": _json_num(data[f"{arm}_ik_pos_err_m"][i]),
                 "ik_rot_err_rad": _json_num(data[f"{arm}_ik_rot_err_rad"][i]),
                 "ik_iterations": int(data[f"{arm}_ik_iterations"][i])}
+
+
+def _col(data, name: str, i: int, default):
+    return data[name][i] if name in data else default
+
+
+def _collision_arm(data, i: int, arm: str) -> dict:
+    held = _col(data, f"{arm}_collision_held", i, 0.0)
+    infeasible = _col(data, f"{arm}_collision_infeasible_ticks", i, 0.0)
+    return {"distance_m": _json_num(data[f"{arm}_collision_distance_m"][i]),
+            "pair": str(_col(data, f"{arm}_collision_pair", i, "")), "held": bool(held > 0.5),
+            "infeasible_ticks": int(infeasible) if math.isfinite(float(infeasible)) else 0}
+
+
+def _witness(data, i: int, arm: str) -> tuple[list[float], list[float]] | None:
+    """The closest pair's witness points (world frame, m) on row i, None when it has none."""
+    names = [f"{arm}_collision_{p}_{a}_m" for p in ("a", "b") for a in "xyz"]
+    if not all(n in data for n in names):
+        return None
+    v = [float(data[n][i]) for n in names]
+    return (v[:3], v[3:]) if all(map(math.isfinite, v)) else None
+
+
+HELD_RGBA = (0.9, 0.1, 0.1, 1.0)
+"""Colour of a witness line while the arm is held back by the collision constraint."""
+NEAR_RGBA = (1.0, 0.65, 0.0, 1.0)
+"""Colour of a witness line while a pair is within influence but the arm is not held."""
+LINE_THICKNESS_PX = 4.0
 
 
 def _operator_quat(heading_rad: float) -> tuple[float, float, float, float]:
@@ -325,3 +391,7 @@ _ARM_TRACKING = {"type": "object", "properties": {
     "ik_rot_err_rad": _NUM, "ik_iterations": {"type": "integer"}}}
 _TRACKING_SCHEMA = {"type": "object", "title": "pico_teleop.Tracking",
                     "properties": {arm: _ARM_TRACKING for arm in ARMS}}
+_ARM_COLLISION = {"type": "object", "properties": {
+    "distance_m": _NUM, "pair": {"type": "string"}, "held": {"type": "boolean"}, "infeasible_ticks": {"type": "integer"}}}
+_COLLISION_SCHEMA = {"type": "object", "title": "pico_teleop.Collision",
+                     "properties": {arm: _ARM_COLLISION for arm in ARMS}}

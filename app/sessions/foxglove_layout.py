@@ -1,7 +1,8 @@
 """The Foxglove layout for an exported (or live) session: docs/foxglove-layout.json.
 
 `layout_json()` builds it with the SDK's layout types (`foxglove.layouts`): the 3D panel in the
-`world` frame (the robots from `/scene` and `/tf`) beside the main plots (tracking error per arm,
+`world` frame (the robots from `/scene` and `/tf`, the closest pairs' witness lines from
+`/collision_lines`) beside the main plots (tracking error per arm, each arm's least collision distance,
 tick lateness and compute time, joint positions) and the event log. `tests/test_export_mcap.py`
 checks that the file in docs/ is this function's output and names only topics that exist.
 """
@@ -23,12 +24,14 @@ def layout_json() -> str:
                                             for arm in ("left", "right")])
     rotation = plot("tracking error (deg)", [(f"/tracking.{arm}.rot_err_deg", f"{arm} rotation (deg)")
                                              for arm in ("left", "right")])
+    collision = plot("collision distance (m)", [(f"/collision.{arm}.distance_m", f"{arm} least distance (m)")
+                                                for arm in ("left", "right")])
     timing = plot("tick timing (ms)", [("/timing.lateness_ms", "lateness (ms)"), ("/timing.compute_ms", "compute (ms)")])
     joints = plot("left arm joints (rad)", [(f'/joint_states.joints[:]{{name=="left/joint{j}"}}.position', f"q{j}")
                                             for j in range(1, 8)])
     three_d = fl.ThreeDeePanel(title="robots", config=fl.ThreeDeeConfig(follow_tf="world"))
     plots = fl.SplitContainer(direction="column", items=[
-        fl.SplitItem(content=tracking), fl.SplitItem(content=rotation),
+        fl.SplitItem(content=tracking), fl.SplitItem(content=rotation), fl.SplitItem(content=collision),
         fl.SplitItem(content=timing), fl.SplitItem(content=joints)])
     left = fl.SplitContainer(direction="column", items=[
         fl.SplitItem(proportion=3, content=three_d), fl.SplitItem(proportion=1, content=fl.LogPanel(title="events"))])

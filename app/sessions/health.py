@@ -49,6 +49,14 @@ VELOCITY_WARN_FRACTION = 0.05
 WORKSPACE_WARN_FRACTION = 0.05
 """TCP targets clamped into the workspace box on more than this fraction is WARN."""
 
+# --- the collision constraint (`<arm>_collision_*` columns; distances at each tick's start command) --
+COLLISION_HELD_WARN_FRACTION = 0.10
+"""An arm held back by the collision constraint on more than this fraction of its engaged ticks is
+WARN: the task keeps driving it into something (the other arm, the table, itself)."""
+COLLISION_MARGIN_WARN_M = 0.001
+"""A least distance more than this (m) below the constraint's `minimum_m` is WARN: the constraint
+let a pair closer than it promises (the fault suite's tolerance). Below 0 m (overlap) is FAIL."""
+
 
 class Level(Enum):
     OK = 0
@@ -163,6 +171,24 @@ def assess(metrics: dict) -> Verdict:
             if f > threshold:
                 add(Level.WARN, f"{arm}: {kind.replace('_', ' ')} clamping on {100 * f:.1f} % of engaged ticks "
                                 f"> {100 * threshold:g} %")
+
+    for arm, a in (metrics.get("arms") or {}).items():
+        c = a.get("collision") or {}
+        d = _num(c.get("min_distance_m"))
+        if not c.get("recorded") or math.isnan(d):
+            continue
+        minimum = _num(c.get("minimum_m"))
+        where = f"{c.get('min_pair') or 'a pair'} at t {_num(c.get('min_t_s')):.2f} s"
+        if d < 0.0:
+            add(Level.FAIL, f"{arm}: collision pair overlapping: {where}, distance {d * 1e3:.1f} mm "
+                            f"({c.get('ticks_below_zero', 0)} tick(s) below 0)")
+        elif d < minimum - COLLISION_MARGIN_WARN_M:
+            add(Level.WARN, f"{arm}: least collision distance {d * 1e3:.1f} mm ({where}) < minimum "
+                            f"{minimum * 1e3:g} mm - {COLLISION_MARGIN_WARN_M * 1e3:g} mm")
+        f = _num(c.get("held_fraction_of_engaged"))
+        if f > COLLISION_HELD_WARN_FRACTION:
+            add(Level.WARN, f"{arm}: held back by the collision constraint on {100 * f:.1f} % of engaged ticks "
+                            f"> {100 * COLLISION_HELD_WARN_FRACTION:g} %")
 
     level = max((f.level for f in out), key=lambda lv: lv.value, default=Level.OK)
     # Worst first, so the report leads with what matters.

@@ -142,6 +142,25 @@ def _arm_rows(arms_m: dict) -> tuple[list[list[str]], list[str]]:
         j = max(range(7), key=lambda i: v[i])
         return f"{fmt(100 * v[j], 1)} % of limit (q{j + 1})"
 
+    def collision(f):
+        def g(m):
+            c = m.get("collision") or {}
+            if not c.get("recorded"):
+                return "not recorded"
+            if not c.get("enabled"):
+                return "avoidance off"
+            return f(c)
+        return g
+
+    def closest(c):
+        d = c["min_distance_m"]
+        return (f"{fmt(1e3 * d, 1)} mm ({c['min_pair'] or 'nothing within influence'}, t {fmt(c['min_t_s'], 2)} s; "
+                f"minimum {fmt(1e3 * c['minimum_m'], 1)} mm)")
+
+    def held(c):
+        return (f"{fmt(c['held_s'], 2)} s, {c['held_episodes']} episodes "
+                f"({fmt(100 * c['held_fraction_of_engaged'], 2)} % of engaged)")
+
     ik = lambda m: m.get("ik") or {}  # noqa: E731
     return [
         row("engage periods", lambda m: fmt(m.get("engage_periods"))),
@@ -157,6 +176,10 @@ def _arm_rows(arms_m: dict) -> tuple[list[list[str]], list[str]]:
         row("joint-limit clamping", lim("joint_limit")),
         row("velocity-limit clamping", lim("velocity")),
         row("workspace clamping", lim("workspace")),
+        row("least collision distance (pair)", collision(closest)),
+        row("held back by the collision constraint", collision(held)),
+        row("collision holds (events) / infeasible ticks", collision(
+            lambda c: f"{fmt(c.get('hold_events'))} / {fmt(c.get('infeasible_ticks'))}")),
         row("closest approach to a joint limit", margin),
         row("peak joint command speed", speed),
         row("grasps", lambda m: fmt((m.get("gripper") or {}).get("grasps"))),
@@ -220,7 +243,9 @@ def render_markdown(an: SessionAnalysis, plots: dict[str, str]) -> str:
               "come from log-spaced fixed bins (0.5 % wide, nearest rank); plots show the series reduced to "
               f"{len(an.series.t_s)} buckets of {an.series.rows_per_bucket} row(s) "
               "(first value, and the min..max band). Tracking error: |target − achieved TCP| and the angle "
-              "between their orientations, while engaged. Health thresholds: `app/sessions/health.py`.", ""]
+              "between their orientations, while engaged. Collision distances are those the IK measured at each "
+              "tick's start command (exact below the influence distance, which they equal when nothing is nearer). "
+              "Health thresholds: `app/sessions/health.py`.", ""]
     return "\n".join(lines)
 
 

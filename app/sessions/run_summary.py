@@ -8,6 +8,7 @@ session analysis, so a run's summary and `analyze` of its recording agree.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from app.config import ARMS
 from app.control.snapshot import Snapshot
+from app.events import EventKind
 from app.sessions.metrics import tracking_error
 from app.stats import Distribution
 
@@ -66,6 +68,11 @@ class RunSummary:
         self._lateness_batch = _Growing(_BATCH)
         self.events: Counter[str] = Counter()
         self.last: Snapshot | None = None
+        self.collision_min_m = {a: math.inf for a in ARMS}
+        """Least collision distance (m) each arm's IK measured (inf: avoidance off, or never measured)."""
+        self.collision_min_pair = {a: "" for a in ARMS}
+        self.collision_held_ticks = {a: 0 for a in ARMS}
+        self.collision_holds = {a: 0 for a in ARMS}
         self.not_live_ticks = 0
         """Ticks while the output was not live (a remote server lost): their tracking error is
         the disconnection's, not the teleoperation's, and is left out of the error figures."""
@@ -80,13 +87,29 @@ class RunSummary:
             self.not_live_ticks += 1
         for name in ARMS:
             arm = snap.arm(name)
+            if arm.collision_distance_m < self.collision_min_m[name]:
+                self.collision_min_m[name] = arm.collision_distance_m
+                self.collision_min_pair[name] = arm.collision_pair
+            if arm.collision_held:
+                self.collision_held_ticks[name] += 1
             if arm.engaged and snap.output_live:
                 pos_m, rot_rad = tracking_error(arm.target_pos_m, arm.tcp_pos_m, arm.target_quat_wxyz, arm.tcp_quat_wxyz)
                 self.pos_err_m[name].append(pos_m)
                 self.rot_err_rad[name].append(rot_rad)
         for e in snap.events:
             self.events[e.kind.value] += 1
+            if e.kind is EventKind.COLLISION_HOLD and e.arm in self.collision_holds:
+                self.collision_holds[e.arm] += 1
         self.last = snap
+
+    def _collision(self, arm: str) -> dict:
+        """One arm's collision figures; `min_distance_m` None when avoidance was off (JSON has no inf)."""
+        d = self.collision_min_m[arm]
+        period_s = self.last.timing.period_s if self.last is not None else 0.0
+        clamps = dict(self.last.clamp_counts) if self.last is not None else {}
+        return {"min_distance_m": d if math.isfinite(d) else None, "min_pair": self.collision_min_pair[arm],
+                "held_ticks": self.collision_held_ticks[arm], "held_s": self.collision_held_ticks[arm] * period_s,
+                "holds": self.collision_holds[arm], "infeasible_ticks": clamps.get(f"{arm}:collision_infeasible", 0)}
 
     def as_dict(self) -> dict:
         lat = self.lateness_ms.copy()
@@ -97,7 +120,8 @@ class RunSummary:
         for name in ARMS:
             pe = error_stats(self.pos_err_m[name].values() * 1e3)
             re = error_stats(np.degrees(self.rot_err_rad[name].values()))
-            out[name] = {"engaged_ticks": pe.samples, "pos_err_mm": vars(pe), "rot_err_deg": vars(re)}
+            out[name] = {"engaged_ticks": pe.samples, "pos_err_mm": vars(pe), "rot_err_deg": vars(re),
+                         "collision": self._collision(name)}
         if self.last is not None:
             out["rejected"] = dict(self.last.rejected)
             out["clamps"] = dict(self.last.clamp_counts)

@@ -80,6 +80,15 @@ def _arm_columns(arm: str) -> list[str]:
     cols += [f"{arm}_q{i}_cmd_rad" for i in range(1, 8)]
     cols += [f"{arm}_gripper_cmd", f"{arm}_ik_iterations", f"{arm}_ik_pos_err_m", f"{arm}_ik_rot_err_rad"]
     cols += [f"{arm}_workspace_clamped", f"{arm}_joint_limit_clamped", f"{arm}_velocity_clamped"]
+    cols += collision_columns(arm)
+    return cols
+
+
+def collision_columns(arm: str) -> list[str]:
+    """One arm's collision columns (optional on read: files recorded before them lack them)."""
+    cols = [f"{arm}_collision_distance_m", f"{arm}_collision_pair", f"{arm}_collision_held",
+            f"{arm}_collision_infeasible_ticks"]
+    cols += [f"{arm}_collision_{p}_{a}_m" for p in ("a", "b") for a in "xyz"]
     return cols
 
 
@@ -90,6 +99,9 @@ OUTPUT_COLUMNS: tuple[str, ...] = tuple(
 )
 COLUMNS: tuple[str, ...] = INPUT_COLUMNS + OUTPUT_COLUMNS
 """The columns the recorder writes, in order."""
+COLLISION_COLUMNS: tuple[str, ...] = tuple(c for arm in ARMS for c in collision_columns(arm))
+"""The per-arm collision columns: a file recorded before they existed has none of them, and reads,
+replays, analyses and exports without them (`analyze` says "not recorded")."""
 
 # Column kinds drive the reader's validation. Float columns may hold nan/inf (a bad pose is
 # real data the safety layer rejects later); the others must be finite and well-formed.
@@ -103,12 +115,13 @@ KIND_STR = "str"
 def _kind(col: str) -> str:
     if col == "t_s":
         return KIND_TIME
-    if col in ("teleop_state", "events") or col in tuple(f"{a}_state" for a in ARMS):
+    if col in ("teleop_state", "events") or col in tuple(f"{a}_{s}" for a in ARMS for s in ("state", "collision_pair")):
         return KIND_STR
-    if col in ("tick", "skipped_ticks", "rejected_total", "clamps_total") or col.endswith(("_result", "_ik_iterations")):
+    if col in ("tick", "skipped_ticks", "rejected_total", "clamps_total") or col.endswith(
+            ("_result", "_ik_iterations", "_collision_infeasible_ticks")):
         return KIND_INT
     if col.endswith(("_valid", "_a", "_b", "_stick_click", "_menu", "_engaged", "_precision",
-                     "_tracking_ok", "_clamped")):
+                     "_tracking_ok", "_clamped", "_collision_held")):
         return KIND_BOOL
     # `grip` is deliberately a float: 0/1 from the recorder, or an analog grip value.
     return KIND_FLOAT
@@ -172,7 +185,22 @@ def _vec(values, n: int, what: str) -> list[str]:
     return [_repr(float(v)) for v in values]
 
 
-def _arm_fields(arm: ArmSnapshot, name: str) -> list[str]:
+_NO_POINT = ("nan", "nan", "nan")
+
+
+def _collision_fields(arm: ArmSnapshot, name: str, infeasible_ticks: int) -> list[str]:
+    a, b = arm.collision_point_a_m, arm.collision_point_b_m
+    return [
+        _repr(float(arm.collision_distance_m)),
+        arm.collision_pair,
+        "1" if arm.collision_held else "0",
+        str(int(infeasible_ticks)),
+        *(_NO_POINT if a is None else _vec(a, 3, f"{name}.collision_point_a_m")),
+        *(_NO_POINT if b is None else _vec(b, 3, f"{name}.collision_point_b_m")),
+    ]
+
+
+def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[str, int]) -> list[str]:
     return [
         arm.state,
         "1" if arm.engaged else "0",
@@ -191,6 +219,7 @@ def _arm_fields(arm: ArmSnapshot, name: str) -> list[str]:
         "1" if arm.workspace_clamped else "0",
         "1" if arm.joint_limit_clamped else "0",
         "1" if arm.velocity_clamped else "0",
+        *_collision_fields(arm, name, clamps.get(f"{name}:collision_infeasible", 0)),
     ]
 
 
@@ -201,6 +230,7 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
     than writing a row whose columns are shifted.
     """
     timing = snap.timing
+    clamps = dict(snap.clamp_counts)
     return [
         *sample_to_input_row(snap.sample, snap.t_s),
         str(int(snap.tick)),
@@ -211,8 +241,8 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         snap.teleop_state,
         _repr(float(snap.heading_rad)),
         format_events(snap.events),
-        *_arm_fields(snap.left, "left"),
-        *_arm_fields(snap.right, "right"),
+        *_arm_fields(snap.left, "left", clamps),
+        *_arm_fields(snap.right, "right", clamps),
         str(sum(n for _, n in snap.rejected)),
         str(sum(n for _, n in snap.clamp_counts)),
     ]

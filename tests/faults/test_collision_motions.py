@@ -10,6 +10,13 @@ pair's signed distance (`tests/pair_distances.py`).
 Promises (docs/safety.md): no pair below 0 m; no arm-arm pair below the collision constraint's
 `minimum_m` (0.01 m by default) less 1 mm; the usual motion promises (steps under 5 cm, joints
 within limits).
+
+The recorded collision columns are checked against the same independent distances, computed where
+the IK measured them: at each tick's start command (the previous row's joint commands) with the
+fingers fully open, as the IK models them. There the two are the same function of the same joints,
+so they agree to a micrometre; against the measured joints they differ by the servo's lag and the
+fingers' real opening, which the report prints. The recorded commands, replayed through the remote
+server's collision check, are never refused.
 """
 
 from __future__ import annotations
@@ -25,12 +32,17 @@ from tests.faults.collision_motions import MOTIONS, Motion, hand_speeds_m_s, wri
 from tests.faults.promises import assert_no_traceback, check_motion_promises, cli
 from tests.pair_distances import ARM_ARM, KINDS, session_pair_distances
 
-MINIMUM_M = 0.01
-"""The collision constraint's default `minimum_m` (arm-arm pairs)."""
+MINIMUM_M = Config().collision.minimum_m
+"""The collision constraint's `minimum_m` (arm-arm pairs), from the configuration the replays run with."""
+INFLUENCE_M = Config().collision.influence_m
+"""Recorded distances are exact below this; they equal it when nothing is nearer."""
+AGREE_M = 1e-6
+"""Recorded vs independent distance at the same joints (1 um): the same `mj_geomDistance` of the same
+geoms at the same pose; only the order of the two geoms and rounding may differ."""
 TOLERANCE_M = 0.001
 """How far below `MINIMUM_M` a recorded arm-arm distance may be (the servo's lag behind the command)."""
-CUTOFF_M = 0.1
-"""Distances are computed exactly below this (the constraint's default influence distance)."""
+CUTOFF_M = INFLUENCE_M
+"""Distances are computed exactly below this (the constraint's influence distance)."""
 
 
 @pytest.fixture(scope="module", params=MOTIONS, ids=[m.name for m in MOTIONS])
@@ -81,3 +93,84 @@ def test_replayed_motion_keeps_every_pair_apart(replayed, joint_ranges):
     arm_arm = dist[:, pairs.mask(ARM_ARM)].min()
     assert arm_arm >= MINIMUM_M - TOLERANCE_M, \
         f"{motion.name}: arms {arm_arm * 1e3:.1f} mm apart, under {(MINIMUM_M - TOLERANCE_M) * 1e3:.0f} mm"
+
+
+def _start_command_distances(model, session, pairs):
+    """Independent distances at each row's IK start command: the previous row's joint commands, the
+    fingers fully open (row 0 has no previous command: its own is used and the row is skipped)."""
+    from tests.pair_distances import pair_distances
+
+    d = session.data
+    q = {}
+    for arm in ("left", "right"):
+        cmd = np.stack([d[f"{arm}_q{j}_cmd_rad"] for j in range(1, 8)], axis=1)
+        q[arm] = np.vstack([cmd[:1], cmd[:-1]])
+    open_ = {arm: np.zeros(session.n_rows) for arm in ("left", "right")}
+    return pair_distances(model, pairs, q, open_, cutoff_m=CUTOFF_M)
+
+
+def test_recorded_collision_columns_agree_with_the_independent_distances(replayed):
+    motion, _, session, pairs, dist = replayed
+    d = session.data
+    model = load_scene(Config()).model
+    at_start = _start_command_distances(model, session, pairs)
+    arm_arm = pairs.mask(ARM_ARM)
+    independent = at_start[:, arm_arm].min(axis=1)
+    lines = []
+    for arm in ("left", "right"):
+        rec = d[f"{arm}_collision_distance_m"]
+        pair = d[f"{arm}_collision_pair"]
+        assert np.isfinite(rec).all() and (rec <= INFLUENCE_M).all()
+        rows = np.arange(1, session.n_rows)
+        # The arm's least distance covers the arm-arm pairs (and more): never above their minimum.
+        assert (rec[rows] <= np.minimum(independent[rows], INFLUENCE_M) + AGREE_M).all()
+        other = "right/" if arm == "left" else "left/"
+        is_arm_arm = np.array([f"~{other}" in p or p.startswith(other) for p in pair])
+        k = rows[is_arm_arm[rows]]
+        if k.size:
+            np.testing.assert_allclose(rec[k], independent[k], atol=AGREE_M, err_msg=f"{motion.name} {arm}")
+            assert rec[k].min() >= MINIMUM_M - TOLERANCE_M
+        near = rows[rec[rows] < INFLUENCE_M]
+        assert (pair[near] != "").all() and (pair[rec == INFLUENCE_M] == "").all()
+        witness = np.stack([d[f"{arm}_collision_{p}_{a}_m"] for p in "ab" for a in "xyz"], axis=1)
+        assert np.isfinite(witness[near]).all() and np.isnan(witness[rec == INFLUENCE_M]).all()
+        np.testing.assert_allclose(np.linalg.norm(witness[near, 3:] - witness[near, :3], axis=1), np.abs(rec[near]),
+                                   atol=AGREE_M)
+        # A hold starts with its event, one per run of held ticks.
+        held = d[f"{arm}_collision_held"] > 0.5
+        starts = int(np.count_nonzero(held & ~np.concatenate(([False], held[:-1]))))
+        events = sum(e.startswith(f"collision_hold:{arm}:") for cell in d["events"] for e in cell.split(";") if e)
+        assert events == starts
+        # Every recorded closest pair (arm-arm, table or self), against the same pair measured independently.
+        by_name: dict[frozenset, list[int]] = {}
+        for i, name in enumerate(pairs.names):
+            by_name.setdefault(frozenset(name.split(" ~ ")), []).append(i)
+        checked = 0
+        for r in near.tolist():
+            cols = by_name.get(frozenset(str(pair[r]).split("~")))
+            if cols:
+                assert abs(at_start[r, cols].min() - rec[r]) <= AGREE_M, (motion.name, arm, r, pair[r])
+                checked += 1
+        assert checked == near.size, f"{motion.name} {arm}: {near.size - checked} recorded pairs not among the independent ones"
+        measured = dist[:, arm_arm].min(axis=1)
+        gap = np.abs(rec[k] - measured[k]) if k.size else np.zeros(1)
+        lines.append(f"{arm}: {k.size} arm-arm rows, least {rec[k].min() * 1e3 if k.size else np.nan:.1f} mm, "
+                     f"held {int(held.sum())} ticks in {starts} holds; vs measured joints max |diff| {gap.max() * 1e3:.1f} mm")
+    print(f"\n{motion.name}: " + "; ".join(lines))
+
+
+def test_the_recorded_commands_pass_the_remote_servers_collision_check(replayed):
+    from app.remote.collision_check import CommandCollisionCheck
+
+    motion, _, session, _, _ = replayed
+    scene = load_scene(Config())
+    from app.remote.config import PolicyConfig
+
+    check = CommandCollisionCheck(Config().collision, scene.model, scene.arms, PolicyConfig().collision_tolerance_m)
+    d = session.data
+    q = {arm: np.stack([d[f"{arm}_q{j}_cmd_rad"] for j in range(1, 8)], axis=1) for arm in ("left", "right")}
+    refused = []
+    for k in range(1, session.n_rows):
+        reasons = check.check({a: q[a][k] for a in q}, {a: q[a][k - 1] for a in q}, k)
+        refused += [r.message for r in reasons]
+    assert not refused, f"{motion.name}: {len(refused)} commands refused, e.g. {refused[:3]}"

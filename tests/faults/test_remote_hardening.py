@@ -185,3 +185,102 @@ def test_server_client_and_probe_work_on_the_ipv6_loopback(scene):
         srv.stop()
         runner.join(30.0)
         srv.close()
+
+
+# ---- commands that would bring the arms into each other (issue 18, item 5) ---------------------
+
+
+def _move(home, j1: float, j2: float = 0.49, j4: float = 0.49):
+    """Home joints turned at joints 1, 2 and 4 (rad): with j1 towards the other arm, the hands meet."""
+    q = np.asarray(home, dtype=float).copy()
+    q[0] += j1
+    q[1] += j2
+    q[3] += j4
+    return q
+
+
+def _both(srv, seq: int, q_left, q_right) -> bytes:
+    return encode_command(ServerCommand(srv.instance, seq, srv.sim.sim_time_s + 0.1,
+                                        {"left": ArmCommand(tuple(map(float, q_left)), 0.0),
+                                         "right": ArmCommand(tuple(map(float, q_right)), 0.0)}))
+
+
+def test_a_command_that_drives_the_arms_into_each_other_is_refused_and_nothing_moves(server, scene):
+    from app.remote.messages import RejectCode
+
+    srv = server
+    drv = _Driver(srv)
+    client = RawClient(srv.scfg.endpoints.command)
+    home = {n: scene.home_qpos[np.asarray(h.qpos_adr)] for n, h in scene.arms.items()}
+    try:
+        assert isinstance(_hello(srv, client, drv), Welcome)
+        ctrl = srv.sim.data.ctrl.copy()
+        # Within every other limit (0.49 rad from the measured joints), but the hands overlap.
+        client.send_frames(_both(srv, 1, _move(home["left"], -0.49), _move(home["right"], 0.49)))
+        drv.tick(expect_message=True)
+        ack = client.reply(10.0)
+        assert isinstance(ack, Ack) and not ack.accepted
+        assert [r.code for r in ack.reasons] == [RejectCode.COLLISION]
+        r = ack.reasons[0]
+        assert r.actuator.startswith("left/") and "~right/" in r.actuator and r.value < 0.01
+        assert f"{r.actuator} would be" in r.message and "under the collision minimum of 10.0 mm" in r.message
+        assert srv.counts["rejected:collision"] == 1 and srv.counts["accepted"] == 0
+        for _ in range(20):
+            drv.tick()
+        np.testing.assert_array_equal(srv.sim.data.ctrl, ctrl)  # refused whole: no arm's target changed
+        assert all(s.mode.value == "waiting" for s in srv._arms.values())
+
+        # The right arm alone half way: clear of the left arm at home, accepted.
+        client.send_frames(_command(srv, 2, "right", _move(home["right"], 0.49)))
+        drv.tick(expect_message=True)
+        ack = client.reply(10.0)
+        assert isinstance(ack, Ack) and ack.accepted, ack
+        # The left arm alone into the right arm where it is being driven: refused, though the command names left only.
+        client.send_frames(_command(srv, 3, "left", _move(home["left"], -0.49)))
+        drv.tick(expect_message=True)
+        ack = client.reply(10.0)
+        assert isinstance(ack, Ack) and not ack.accepted and ack.reasons[0].code is RejectCode.COLLISION, ack
+        assert srv.counts["rejected:collision"] == 2
+        # An ordinary move of the left arm, away from the right one: accepted.
+        client.send_frames(_command(srv, 4, "left", _move(home["left"], 0.3, 0.2, 0.0)))
+        drv.tick(expect_message=True)
+        ack = client.reply(10.0)
+        assert isinstance(ack, Ack) and ack.accepted, ack
+    finally:
+        client.close()
+
+
+def test_the_collision_check_lets_a_pair_already_too_close_move_apart_never_closer(scene):
+    from app.remote.collision_check import CommandCollisionCheck
+
+    cfg = Config()
+    chk = CommandCollisionCheck(cfg.collision, scene.model, scene.arms)
+    home = {n: scene.home_qpos[np.asarray(h.qpos_adr)] for n, h in scene.arms.items()}
+    inside = {"left": _move(home["left"], -0.47), "right": _move(home["right"], 0.47)}  # hands overlapping 9 mm
+    assert chk.check(inside, home) != []  # from home, that is closing in: refused
+    apart = {"left": _move(home["left"], -0.45), "right": _move(home["right"], 0.45)}  # 6 mm: still too close
+    deeper = {"left": _move(home["left"], -0.49), "right": _move(home["right"], 0.49)}  # overlapping 24 mm
+    assert chk.check(inside, inside) == []  # holding where it is
+    assert chk.check(apart, inside) == []  # moving apart, even if still under the minimum
+    assert chk.check(deeper, inside) != []  # closer: refused
+    assert chk.check({"left": home["left"]}, home) == []  # nothing near
+
+
+def test_the_collision_check_cost_per_command(scene):
+    """Prints the check's cost per command (no assertion on time: a figure, taken under whatever load)."""
+    import time
+
+    from app.remote.collision_check import CommandCollisionCheck
+
+    chk = CommandCollisionCheck(Config().collision, scene.model, scene.arms)
+    home = {n: scene.home_qpos[np.asarray(h.qpos_adr)] for n, h in scene.arms.items()}
+    cases = {"nothing near (home)": ({"left": home["left"]}, home),
+             "hands 2 cm apart (narrow phase)": ({"left": _move(home["left"], -0.43), "right": _move(home["right"], 0.43)}, home),
+             "refused (both poses measured)": ({"left": _move(home["left"], -0.49), "right": _move(home["right"], 0.49)}, home)}
+    for label, (q, ref) in cases.items():
+        n = 500
+        t0 = time.perf_counter()
+        for _ in range(n):
+            chk.check(q, ref)
+        print(f"\ncollision check, {label}: {(time.perf_counter() - t0) / n * 1e6:.0f} us per command "
+              f"({chk.distances.candidates} pairs past the broad phase of {len(chk.pairs)})")
