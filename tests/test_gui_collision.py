@@ -106,3 +106,73 @@ def test_review_reads_the_recorded_columns_or_says_not_recorded():
     assert near_text("left", c) == "HELD: hand near right hand, 11 mm"
     assert review_collision(review, "right") is None
     assert markers_for(None, ()) == ()
+
+
+def _near_arms(snap) -> list[str]:
+    return [a for a in ("left", "right") if snap is not None and snap.arm(a).collision_pair]
+
+
+def _held_arms(snap) -> list[str]:
+    return [a for a in ("left", "right") if snap is not None and snap.arm(a).collision_held]
+
+
+def _scene_segments(viewport) -> list:
+    return _capsules(viewport._job.renderer)
+
+
+def test_a_replay_pushing_the_hands_together_is_shown_held_then_clear(qapp, qtbot, tmp_path):
+    """The fault suite's hands-meeting motion, replayed in the window (in process): while the
+    constraint holds an arm the HUD names it and its pair, the status panel says HELD with the
+    distance, and the 3D scene holds a capsule between the shown snapshot's witness points; at the
+    end (hands back home) nothing is drawn or said."""
+    pytest.importorskip("pytestqt")
+    from app.gui import theme
+    from app.gui.main_window import MainWindow
+    from app.gui.settings_store import SettingsStore
+    from tests.faults.collision_motions import MOTIONS, write_session
+    meeting = next(m for m in MOTIONS if m.name == "meeting")
+    path = write_session(meeting, tmp_path / "meeting.csv")
+    theme.apply(qapp)
+    w = MainWindow(Config(), SettingsStore(tmp_path / "config"), source="replay", replay_path=str(path),
+                   sessions_dir=tmp_path / "sessions", threaded_render=False)
+    w.show()
+    try:
+        vp = w.viewport
+        qtbot.waitUntil(lambda: vp._frame is not None and bool(_held_arms(vp._frame.snap)), timeout=30000)
+        vp.pause()  # the scene now is the one of the frame on screen
+        snap = vp._frame.snap
+        arms = _near_arms(snap)
+        segments = _scene_segments(vp)
+        assert segments, "no segment in the scene while an arm is held"
+        ends = []
+        for cap in segments:
+            axis = np.asarray(cap.mat, dtype=float).reshape(3, 3)[:, 2]
+            ends.append(sorted(tuple(np.asarray(cap.pos, dtype=float) + s * float(cap.size[2]) * axis) for s in (-1, 1)))
+        for arm in arms:
+            a = snap.arm(arm)
+            want = sorted([tuple(a.collision_point_a_m), tuple(a.collision_point_b_m)])
+            assert any(np.allclose(e, want, atol=2e-5) for e in ends), (arm, want, ends)
+        assert any(np.allclose(c.rgba, HELD_RGBA) for c in segments)
+        held = _held_arms(snap)[0]
+        w._refresh()
+        w._refresh()
+        assert any(t.startswith(f"{held.upper()} held: ") and " near " in t and t.endswith(" mm")
+                   for t in vp.hud.holds), vp.hud.holds
+        cell = w.status_panel._cells[("collision", held)]
+        assert " near " in cell and cell.endswith(" mm"), cell
+        assert any("HELD" in w.status_panel._cells[("collision", a)] for a in ("left", "right"))
+        vp.start()
+        vp.grab().save(str(tmp_path / "held.png"))
+        qtbot.waitUntil(lambda: "Replay finished" in w.banner.text(), timeout=30000)
+        qtbot.wait(1700)  # the HUD's hold line lingers 1.5 s
+        w._refresh()
+        w._refresh()
+        final = w.runner.latest()
+        assert _near_arms(final) == [] and not _held_arms(final)
+        vp.request_frame()
+        assert _scene_segments(vp) == []
+        assert vp.hud.holds == []
+        assert [w.status_panel._cells[("collision", a)] for a in ("left", "right")] == ["clear", "clear"]
+        assert w.status_panel._cells[("holds", held)].endswith(" ticks)")
+    finally:
+        w.close()
