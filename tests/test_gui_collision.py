@@ -161,8 +161,8 @@ def test_a_replay_pushing_the_hands_together_is_shown_held_then_clear(qapp, qtbo
         cell = w.status_panel._cells[("collision", held)]
         assert " near " in cell and cell.endswith(" mm"), cell
         assert any("HELD" in w.status_panel._cells[("collision", a)] for a in ("left", "right"))
-        vp.start()
         vp.grab().save(str(tmp_path / "held.png"))
+        vp.start()
         qtbot.waitUntil(lambda: "Replay finished" in w.banner.text(), timeout=30000)
         qtbot.wait(1700)  # the HUD's hold line lingers 1.5 s
         w._refresh()

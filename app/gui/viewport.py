@@ -447,7 +447,7 @@ class SceneViewport(QWidget):
         text wraps onto more lines, growing upwards from `top`'s bottom edge)."""
         fm = QFontMetrics(self.banner_font(big))
         max_w = max(40, self.width() - 24)
-        one_line = fm.horizontalAdvance(text) + 28
+        one_line = fm.horizontalAdvance(text) + 32  # the text's box is 28 narrower: a little slack keeps it on one line
         if one_line <= max_w:
             return QRectF((self.width() - one_line) / 2, top, one_line, fm.height() + 12)
         bound = fm.boundingRect(0, 0, max_w - 28, 10_000, int(Qt.TextFlag.TextWordWrap), text)

@@ -62,8 +62,8 @@ class SegmentMarker:
     a_m: Vec3
     b_m: Vec3
     rgba: Rgba
-    radius_m: float = 0.0025
-    end_radius_m: float = 0.007
+    radius_m: float = 0.004
+    end_radius_m: float = 0.009
     """The dots mark the ends when the segment itself is only a few pixels long."""
     label: str = ""
 
@@ -197,7 +197,8 @@ class SceneRenderer(OffscreenRenderer):
                 return
             mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, self._size, p, np.eye(3).ravel(), rgba)
         if m.label:
-            self._add_label((a + b) / 2.0 + np.array([0.0, 0.0, 0.03]), m.label)
+            # Above the target frames' own labels, which stand just over the grippers.
+            self._add_label((a + b) / 2.0 + np.array([0.0, 0.0, 0.09]), m.label)
 
     def _add_label(self, pos_m, text: str) -> None:
         g = self._new_geom()
