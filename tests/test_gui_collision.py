@@ -176,3 +176,48 @@ def test_a_replay_pushing_the_hands_together_is_shown_held_then_clear(qapp, qtbo
         assert w.status_panel._cells[("holds", held)].endswith(" ticks)")
     finally:
         w.close()
+
+
+def test_the_collision_fields_reach_the_window_through_a_core_process(tmp_path):
+    """The same motion replayed by a real core process: the window's backend (`CoreClient`) gets
+    every collision field of `ArmSnapshot`, its plot buffers the distances, and the presenter the
+    hold line."""
+    import time
+
+    from app.gui.collision_view import ArmCollision
+    from app.gui.core_client import HEARTBEAT_PERIOD_S, CoreClient
+    from app.gui.plot_buffers import COL
+    from app.gui.presenter import WindowPresenter
+    from tests.faults.collision_motions import MOTIONS, write_session
+    meeting = next(m for m in MOTIONS if m.name == "meeting")
+    path = write_session(meeting, tmp_path / "meeting.csv")
+    client = CoreClient.launch(Config(), None, tmp_path / "state")
+    held: list = []
+    client.snapshot_listeners.append(lambda snap, _t: held.append(snap) if _held_arms(snap) and len(held) < 50 else None)
+    presenter = WindowPresenter()
+    lines: list[str] = []
+    try:
+        client.start("replay", str(path))
+        end = time.monotonic() + 60.0
+        while time.monotonic() < end and not (held and lines):
+            client.heartbeat()
+            client.poll()
+            lines = presenter.present(client, time.monotonic()).hud.holds
+            time.sleep(HEARTBEAT_PERIOD_S / 2)
+        assert held, "no held snapshot arrived from the core"
+        snap = held[0]
+        arm = _held_arms(snap)[0]
+        a = snap.arm(arm)
+        assert arm in a.collision_pair and "~" in a.collision_pair
+        assert 0.0 < a.collision_distance_m < Config().collision.influence_m
+        assert len(a.collision_point_a_m) == 3 and len(a.collision_point_b_m) == 3
+        assert np.linalg.norm(np.subtract(a.collision_point_a_m, a.collision_point_b_m)) == \
+            pytest.approx(a.collision_distance_m, abs=1e-6)
+        assert dict(snap.clamp_counts)[f"{arm}:collision"] >= 1
+        assert any(t.startswith(("LEFT held: ", "RIGHT held: ")) for t in lines), lines
+        assert near_text(arm, ArmCollision.of(a)).startswith("HELD: ")
+        rows = client.buffers.window(4000)
+        assert np.nanmin(rows[:, COL[f"{arm}_collision_mm"]]) < 100.0
+        assert np.isfinite(rows[:, COL[f"{arm}_collision_held_mm"]]).any()
+    finally:
+        client.close()
