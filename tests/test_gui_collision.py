@@ -161,7 +161,10 @@ def test_a_replay_pushing_the_hands_together_is_shown_held_then_clear(qapp, qtbo
         cell = w.status_panel._cells[("collision", held)]
         assert " near " in cell and cell.endswith(" mm"), cell
         assert any("HELD" in w.status_panel._cells[("collision", a)] for a in ("left", "right"))
-        vp.grab().save(str(tmp_path / "held.png"))
+        vp.grab().save(str(tmp_path / "held.png"))  # to look at: the banner and the segment
+        w.status_dock.raise_()
+        w.status_panel.table.resize(380, 420)  # the offscreen window is small: the whole table, to look at
+        w.status_panel.table.grab().save(str(tmp_path / "status.png"))
         vp.start()
         qtbot.waitUntil(lambda: "Replay finished" in w.banner.text(), timeout=30000)
         qtbot.wait(1700)  # the HUD's hold line lingers 1.5 s
