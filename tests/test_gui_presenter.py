@@ -60,9 +60,14 @@ class FakeRunner:
         return 7 if self.remote is not None else None
 
 
+NOTHING_NEAR = dict(collision_distance_m=0.1, collision_pair="", collision_point_a_m=None, collision_point_b_m=None,
+                    collision_held=False)
+"""An `ArmSnapshot`'s collision fields when nothing is within the constraint's influence."""
+
+
 def _snap(tick: int = 0, error: str = ""):
-    arm = SimpleNamespace(state="engaged", precision=False)
-    return SimpleNamespace(tick=tick, error=error, arm=lambda name: arm)
+    arm = SimpleNamespace(state="engaged", precision=False, **NOTHING_NEAR)
+    return SimpleNamespace(tick=tick, error=error, arm=lambda name: arm, clamp_counts=())
 
 
 def test_live_figures_are_the_metrics_of_the_last_10_s_of_ticks():
@@ -108,7 +113,7 @@ def test_hud_lines_show_the_figures_with_their_window_and_the_arms():
 def test_review_shows_the_recorded_figures_up_to_the_cursor_or_none():
     runner = FakeRunner()
     lateness = np.r_[np.full(1000, 8.0), np.full(3000, 0.1)]
-    review = SimpleNamespace(rows=_rows(4000, lateness_ms=lateness), index=2999)
+    review = SimpleNamespace(rows=_rows(4000, lateness_ms=lateness), index=2999, session=SimpleNamespace(data={}))
     shown = P.WindowPresenter().present(runner, now_s=1.0, review=review)
     assert shown.hud.window_label == P.REVIEW_WINDOW_LABEL and "recorded" in shown.hud.window_label
     # The 10 s (2000 rows) ending at the cursor are rows 1000..2999: every one 0.1 ms late.
@@ -117,7 +122,7 @@ def test_review_shows_the_recorded_figures_up_to_the_cursor_or_none():
     assert shown.loop_rate_hz == pytest.approx(200.0, rel=1e-3)  # from the recorded tick times
     assert shown.hud.source == "session review"
     assert "recorded" in P.hud_lines(shown.hud, 0.0, None)[0]
-    no_timing = SimpleNamespace(rows=_rows(100, lateness_ms=np.nan), index=50)  # a file without the column
+    no_timing = SimpleNamespace(rows=_rows(100, lateness_ms=np.nan), index=50, session=SimpleNamespace(data={}))  # a file without the column
     shown = P.WindowPresenter().present(runner, now_s=1.0, review=no_timing)
     assert not shown.hud.show_timing and not P.hud_lines(shown.hud, 0.0, None)[0].startswith("loop")
 
@@ -194,8 +199,8 @@ def test_a_real_in_process_runner_drives_the_presenter_without_a_window():
 
 
 def _held_snap(state: str):
-    arm = SimpleNamespace(state="idle" if state == "estopped" else "engaged", precision=False)
-    return SimpleNamespace(tick=1, error="", teleop_state=state, arm=lambda name: arm)
+    arm = SimpleNamespace(state="idle" if state == "estopped" else "engaged", precision=False, **NOTHING_NEAR)
+    return SimpleNamespace(tick=1, error="", teleop_state=state, arm=lambda name: arm, clamp_counts=())
 
 
 def test_the_gui_lost_banner_says_what_happened_and_goes_on_reset():

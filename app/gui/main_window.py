@@ -33,6 +33,7 @@ from app.gui import theme
 from app.gui.backend import SessionBackend
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.estop_filter import EstopKeyFilter
+from app.gui.collision_view import collision_markers, review_collision
 from app.gui.help import about, shortcuts_dialog
 from app.gui.qt_post import OffQtWorker, QtPoster
 from app.gui.icon import app_icon
@@ -277,6 +278,7 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.viewport, 1)
         self.timeline = TimelineBar()
         self.timeline.close_button.clicked.connect(self._guard(lambda checked=False: self.close_review()))
+        self.timeline.indexChanged.connect(self._show_review_collisions)
         self.timeline.hide()
         lay.addWidget(self.timeline)
         self.review: SessionReview | None = None
@@ -662,6 +664,7 @@ class MainWindow(QMainWindow):
         self.viewport.set_mirror(self.runner.mirror)
         self.plots.buffers = self.runner.buffers
         self._show_boxes(self.act_boxes.isChecked())
+        self._show_collision_limits(self.runner.live_cfg)
         if announce:
             self.presenter.source_changed()
             self._uncheck_engage()
@@ -769,6 +772,7 @@ class MainWindow(QMainWindow):
         self.timeline.set_review(None)
         self.timeline.hide()
         self.review = None
+        self._show_review_collisions()
         self.viewport.set_mirror(self.runner.mirror)
         self.plots.buffers = self.runner.buffers
 
@@ -804,6 +808,23 @@ class MainWindow(QMainWindow):
         from app.config import config_from_dict
         slot = self._guard(lambda: self.apply_config(config_from_dict({"buttons": {role: bit}}, self.runner.live_cfg)))
         slot()
+
+    def _show_collision_limits(self, cfg: Config) -> None:
+        """The 3D view's closest-pair segments and the plots' distance lines against `cfg`'s minimum
+        and influence distances (none drawn while collision avoidance is off)."""
+        col = cfg.collision
+        self.viewport.set_collision(col if col.enabled else None)
+        self.plots.set_collision_limits(col.minimum_m, col.influence_m)
+
+    def _show_review_collisions(self, _index: int = -1) -> None:
+        """The review cursor's recorded closest pairs in the 3D view (when the file has them)."""
+        review = self.review
+        if review is None:
+            self.viewport.set_extra_markers(())
+            return
+        col = self.runner.live_cfg.collision
+        arms = {arm: review_collision(review, arm) for arm in ("left", "right")}
+        self.viewport.set_extra_markers(collision_markers(arms, col.minimum_m, col.influence_m))
 
     def _show_boxes(self, on: bool) -> None:
         self.viewport.set_workspace(self.runner.cfg if on else None)
@@ -872,7 +893,8 @@ class MainWindow(QMainWindow):
         else:
             self.status_panel.update_status(
                 snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
-                loop_rate_hz=shown.loop_rate_hz, running=runner.running, fatal=runner.fatal_error)
+                loop_rate_hz=shown.loop_rate_hz, running=runner.running, fatal=runner.fatal_error,
+                period_s=runner.live_cfg.loop.period_s)
         self.sb_loop.setText(shown.statusbar_loop)
         self.sb_record.setText(shown.statusbar_record)
         self.sb_record.setStyleSheet(f"color: {theme.ALERT};")

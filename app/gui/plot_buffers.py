@@ -23,8 +23,11 @@ STAGES: tuple[str, ...] = ("input", "calibration_safety", "ik", "physics", "snap
 ARM_FIELDS: tuple[str, ...] = (
     "target_x_m", "target_y_m", "target_z_m", "tcp_x_m", "tcp_y_m", "tcp_z_m",
     "pos_err_mm", "rot_err_deg", "ik_iterations", "ik_pos_err_mm", "ik_rot_err_deg",
+    "collision_mm", "collision_held_mm",
 )
-"""Per-arm columns, prefixed 'left_' / 'right_'. Errors are target (after clamping) vs achieved TCP."""
+"""Per-arm columns, prefixed 'left_' / 'right_'. Errors are target (after clamping) vs achieved TCP.
+`collision_mm`: the arm's least collision distance (nan while avoidance is off); `collision_held_mm`:
+the same on ticks a collision constraint held the arm back, nan on the others."""
 
 COLUMNS: tuple[str, ...] = (
     ("t_s", "period_ms", "lateness_ms", "compute_ms", "pose_age_ms")
@@ -42,8 +45,10 @@ _RAD_TO_DEG = 180.0 / math.pi
 def _arm_values(a: ArmSnapshot) -> tuple[float, ...]:
     t, p = a.target_pos_m, a.tcp_pos_m
     err_m, err_rad = tracking_error(t, p, a.target_quat_wxyz, a.tcp_quat_wxyz)
+    d_mm = a.collision_distance_m * 1e3 if math.isfinite(a.collision_distance_m) else math.nan
     return (t[0], t[1], t[2], p[0], p[1], p[2], err_m * 1e3, err_rad * _RAD_TO_DEG,
-            float(a.ik_iterations), a.ik_pos_err_m * 1e3, a.ik_rot_err_rad * _RAD_TO_DEG)
+            float(a.ik_iterations), a.ik_pos_err_m * 1e3, a.ik_rot_err_rad * _RAD_TO_DEG,
+            d_mm, d_mm if a.collision_held else math.nan)
 
 
 class PlotBuffers:

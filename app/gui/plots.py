@@ -1,4 +1,5 @@
-"""Live plots over a rolling window: tracking, errors, loop timing and latency budget, IK, joints.
+"""Live plots over a rolling window: tracking, errors, loop timing and latency budget, IK (and the
+collision distance), joints.
 
 Every plot item is created once; `refresh()` (called by the main window's display timer) copies
 the visible window out of `PlotBuffers` and hands whole numpy columns to `setData`. Only the
@@ -245,13 +246,28 @@ class PlotsPanel(QWidget):
         self.budget_plot = p2
 
     def _build_ik(self) -> None:
-        w = self._layout_tab("IK", "Damped-least-squares iterations per tick and the residual left after them")
+        w = self._layout_tab("IK", "Damped-least-squares iterations per tick, the residual left after them, and each "
+                                   "arm's least distance to what the collision constraint keeps it from")
         s1 = self._series(w, 0, 0, "iterations per tick", "", 4.0, bottom=False)
         s2 = self._series(w, 1, 0, "residual position error", "mm", 0.05)
+        s2.plot.showAxis("bottom", False)
+        s3 = self._series(w, 2, 0, "least collision distance (red: held back; dashed: minimum)", "mm", 20.0)
         s1.plot.addLegend(offset=(-10, 5), labelTextColor=theme.TEXT)
         for arm in ARMS:
             s1.curves.append((f"{arm}_ik_iterations", _curve(s1.plot, _pen(theme.ARM_COLOURS[arm]), arm)))
             s2.curves.append((f"{arm}_ik_pos_err_mm", _curve(s2.plot, _pen(theme.ARM_COLOURS[arm]))))
+            s3.curves.append((f"{arm}_collision_mm", _curve(s3.plot, _pen(theme.ARM_COLOURS[arm]))))
+            s3.curves.append((f"{arm}_collision_held_mm", _curve(s3.plot, _pen(theme.ALERT))))
+        self.collision_minimum_line = pg.InfiniteLine(pos=10.0, angle=0, pen=_pen(theme.ALERT, 1, dashed=True))
+        s3.plot.addItem(self.collision_minimum_line, ignoreBounds=True)
+        self.collision_plot = s3.plot
+
+    def set_collision_limits(self, minimum_m: float, influence_m: float) -> None:
+        """The collision distance plot's dashed line at `minimum_m` (its curves stop at `influence_m`:
+        beyond it the distance is only known to be at least that)."""
+        self.collision_minimum_line.setValue(minimum_m * 1e3)
+        self.collision_plot.setTitle(f"least collision distance, mm (exact below {influence_m * 1e3:.0f}; "
+                                     "red: held back; dashed: minimum)", size="9pt", color=theme.TEXT)
 
     def _build_joints(self) -> None:
         w = self._layout_tab("Joints", "Joint positions (dot) and commands (tick) within each joint's range (bar); "

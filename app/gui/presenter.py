@@ -21,6 +21,7 @@ import numpy as np
 from app.config import ARMS
 from app.control.snapshot import Snapshot
 from app.gui import remote_view
+from app.gui.collision_view import HoldWatch, held_text, review_collision
 from app.gui.plot_buffers import COL
 from app.pipeline import SOURCE_LABELS
 from app.sessions.metrics import TimingFigures, timing_figures
@@ -52,6 +53,8 @@ class Hud:
     lines: list[str] = field(default_factory=list)
     alert: str = ""
     """A condition the view must shout about (the simulation server is STALE, the core is lost): a red banner."""
+    holds: list[str] = field(default_factory=list)
+    """Arms a collision constraint holds back, now or a moment ago ('LEFT held: hand near right link7, 11 mm')."""
 
 
 def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
@@ -186,6 +189,7 @@ class WindowPresenter:
         self._held_banner: Banner | None = None
         """The GUI-lost banner on screen until the arms run again (after Reset)."""
         self._held_seen_estopped = False
+        self.holds = HoldWatch()
 
     def source_changed(self) -> None:
         """A new loop: its rate starts afresh and its end is announced again."""
@@ -215,11 +219,23 @@ class WindowPresenter:
             figures, label = window_timing(rows, runner.cfg.loop.period_s * 1e3), LIVE_WINDOW_LABEL
         hud.loop_rate_hz, hud.window_label = rate_hz, label
         hud.lateness_p99_ms, hud.lateness_max_ms = figures.lateness_p99_ms, figures.lateness_max_ms
+        hud.holds = self._holds(review, snap, now_s)
         p = Presentation(hud, figures, label, rate_hz, statusbar_loop_text(rate_hz, figures.lateness_p99_ms),
                          statusbar_record_text(runner.recorder_status()), None, runner.core_problem())
         self._remote(runner, p)
         self._banners(runner, snap, p, banner_level, banner_text)
         return p
+
+    def _holds(self, review: Any, snap: Snapshot | None, now_s: float) -> list[str]:
+        """Live: the hold watch over the newest snapshot; in review: the recorded held flags at the cursor."""
+        if review is None:
+            return self.holds.update(snap, now_s)
+        out = []
+        for arm in ARMS:
+            c = review_collision(review, arm)
+            if c is not None and c.held:
+                out.append(held_text(arm, c) + " (recorded)")
+        return out
 
     @staticmethod
     def _review_timing(review: Any, loop_cfg) -> tuple[TimingFigures, str]:

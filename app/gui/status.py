@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractScrollArea, QFormLayout, QGroupBox, QHeaderView, QLabel, QSizePolicy, QTableWidget,
@@ -12,6 +14,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QFormLayout, QGroupBox, QHea
 
 from app.control.snapshot import Snapshot
 from app.gui import theme
+from app.gui.collision_view import ArmCollision, near_text, review_collision
 from app.sessions.recorder import RecorderState, RecorderStatus
 from app.tracking.sample import TrackingResult
 
@@ -25,6 +28,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("arm", "Arm"),
     ("gripper", "Gripper cmd"),
     ("limits", "Clamping now"),
+    ("collision", "Collision"),
+    ("holds", "Held since start"),
 )
 
 _TRACKING_NAMES = {int(r): r.name.replace("_", " ").lower() for r in TrackingResult}
@@ -93,7 +98,9 @@ class StatusPanel(QWidget):
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.setAlternatingRowColors(True)
         self.table.setToolTip("Per device: connection, OpenVR tracking result, pose age, battery (when OpenVR "
-                              "reports it), and for each controller its arm's teleop state and gripper command")
+                              "reports it), and for each controller its arm's teleop state, gripper command, "
+                              "what holds it back now, the nearest pair the collision constraint watches (within "
+                              "its influence distance; 'clear' beyond) and the time a collision held it back")
         for r in range(len(ROWS)):
             for c in range(len(DEVICES)):
                 self.table.setItem(r, c, QTableWidgetItem("-"))
@@ -104,6 +111,7 @@ class StatusPanel(QWidget):
         layout.addWidget(box)
         layout.addStretch(1)
         self._cells: dict[tuple[str, str], str] = {}
+        self._period_s = 0.005
 
     def update_streaming(self, text: str, colour: str) -> None:
         self.streaming_label.setText(_chip(text, colour))
@@ -130,7 +138,10 @@ class StatusPanel(QWidget):
         self.core_label.setText(text if ok else _chip(text, theme.ALERT))
 
     def update_status(self, snap: Snapshot | None, *, source_label: str, device_info: dict[str, dict[str, Any]] | None,
-                      recorder: RecorderStatus | None, loop_rate_hz: float, running: bool, fatal: str = "") -> None:
+                      recorder: RecorderStatus | None, loop_rate_hz: float, running: bool, fatal: str = "",
+                      period_s: float = 0.005) -> None:
+        """`period_s`: the loop's period, turning held-tick counts into seconds."""
+        self._period_s = period_s
         self.source_label.setText(source_label)
         self._update_recording(recorder)
         if fatal:
@@ -181,6 +192,21 @@ class StatusPanel(QWidget):
             flags = [n for n, col in (("workspace", "workspace_clamped"), ("joint limit", "joint_limit_clamped"),
                                       ("velocity", "velocity_clamped")) if review.row(f"{arm}_{col}", 0.0) > 0]
             self._set("limits", arm, ", ".join(flags) or "none", theme.WARN if flags else theme.MUTED)
+            c = review_collision(review, arm)
+            self._set_collision(arm, c, "" if c is None else " (recorded)")
+            held = review.session.data.get(f"{arm}_collision_held")
+            if held is None or review.index < 0:
+                self._set("holds", arm, "not recorded", theme.MUTED)
+            else:
+                n = int(np.count_nonzero(np.asarray(held[: review.index + 1], dtype=float) > 0))
+                dt = float(np.median(np.diff(review.t_s[:200]))) if review.n_rows > 1 else 0.0
+                self._set("holds", arm, f"{n * dt:.1f} s ({n} ticks, recorded)" if n else "never (recorded)",
+                          theme.WARN if n else theme.MUTED)
+
+    def _set_collision(self, arm: str, c: ArmCollision | None, suffix: str = "") -> None:
+        text = near_text(arm, c)
+        colour = (theme.MUTED if c is None or not c.near else theme.ALERT if c.held else theme.WARN)
+        self._set("collision", arm, text + suffix, colour)
 
     def _update_recording(self, st: RecorderStatus | None) -> None:
         if st is None:
@@ -195,6 +221,7 @@ class StatusPanel(QWidget):
     def _update_devices(self, snap: Snapshot, info: dict[str, dict[str, Any]]) -> None:
         wall = snap.wall_time_s
         host_clock = snap.source_name != "demo"
+        counts = dict(snap.clamp_counts)
         for device, _ in DEVICES:
             pose = snap.sample.pose(device)
             self._set("connected", device, "yes" if pose.connected else "no", theme.OK if pose.connected else theme.ALERT)
@@ -215,7 +242,7 @@ class StatusPanel(QWidget):
                 self._set("battery", device, f"{battery * 100:.0f} %", theme.ALERT if battery < 0.15 else None)
             self._set("model", device, d.get("model") or ("demo" if snap.source_name == "demo" else "-"), theme.MUTED)
             if device == "head":
-                for row in ("arm", "gripper", "limits"):
+                for row in ("arm", "gripper", "limits", "collision", "holds"):
                     self._set(row, device, "")
                 continue
             a = snap.arm(device)
@@ -224,8 +251,12 @@ class StatusPanel(QWidget):
             self._set("arm", device, state, colour)
             self._set("gripper", device, f"{a.gripper_cmd:.2f}")
             flags = [n for n, on in (("workspace", a.workspace_clamped), ("joint limit", a.joint_limit_clamped),
-                                     ("velocity", a.velocity_clamped)) if on]
+                                     ("velocity", a.velocity_clamped), ("collision", a.collision_held)) if on]
             self._set("limits", device, ", ".join(flags) or "none", theme.WARN if flags else theme.MUTED)
+            self._set_collision(device, ArmCollision.of(a))
+            held = counts.get(f"{device}:collision", 0)
+            self._set("holds", device, f"{held * self._period_s:.1f} s ({held} ticks)" if held else "never",
+                      theme.WARN if held else theme.MUTED)
 
 
 def _recorded_text(review: Any, column: str) -> str:

@@ -108,6 +108,11 @@ def session_plot_rows(session: Session) -> np.ndarray:
         rows[:, COL[f"{arm}_ik_iterations"]] = _col(session, f"{arm}_ik_iterations")
         rows[:, COL[f"{arm}_ik_pos_err_mm"]] = _col(session, f"{arm}_ik_pos_err_m") * 1e3
         rows[:, COL[f"{arm}_ik_rot_err_deg"]] = _col(session, f"{arm}_ik_rot_err_rad") * _RAD_TO_DEG
+        d_mm = _col(session, f"{arm}_collision_distance_m") * 1e3  # nan when not recorded
+        d_mm[~np.isfinite(d_mm)] = np.nan
+        rows[:, COL[f"{arm}_collision_mm"]] = d_mm
+        held = _col(session, f"{arm}_collision_held")
+        rows[:, COL[f"{arm}_collision_held_mm"]] = np.where(held > 0, d_mm, np.nan)
     return rows
 
 

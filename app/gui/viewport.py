@@ -4,7 +4,9 @@ A QTimer asks for at most `max_fps` frames a second. On Linux a render thread ow
 context and does the work (MuJoCo releases the GIL while it rasterizes, so neither the GUI nor
 the control loop waits for it); elsewhere (GLFW/WGL contexts belong to the GUI thread) the
 timer renders inline. Each frame poses the renderer's own MjData from the `SceneMirror` (never
-the loop's data) and draws each arm's target frame, coloured by its teleop state. Text overlays
+the loop's data) and draws each arm's target frame, coloured by its teleop state, and for each arm
+with a pair within the collision constraint's influence the closest pair's segment (its witness
+points; `app.gui.collision_view`). Text overlays
 (loop rate, lateness, e-stop, tracking loss) are painted by Qt over the image.
 
 Mouse: left drag orbits, right drag pans, middle drag or wheel zooms (Shift: the horizontal
@@ -27,9 +29,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from app.config import ARMS, Config
+from app.config import ARMS, CollisionConfig, Config
 from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
+from app.gui.collision_view import collision_markers, snapshot_collisions
 from app.gui.presenter import Hud, hud_lines
 from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer, TextMarker
 
@@ -72,10 +75,14 @@ def base_labels(data: mujoco.MjData, arm_bases: dict[str, int]) -> tuple[TextMar
                  for name, b in arm_bases.items())
 
 
-def markers_for(snap: Snapshot | None, boxes: tuple[BoxMarker, ...]) -> tuple:
+def markers_for(snap: Snapshot | None, boxes: tuple, collision: CollisionConfig | None = None) -> tuple:
+    """The overlays of a frame: `boxes` (and any other fixed markers), each arm's target frame and,
+    with `collision` given, the closest pair of each arm with one near."""
     if snap is None:
         return boxes
     out: list = list(boxes)
+    if collision is not None:
+        out += collision_markers(snapshot_collisions(snap), collision.minimum_m, collision.influence_m)
     estopped = snap.teleop_state == "estopped"
     for name in ARMS:
         a = snap.arm(name)
@@ -125,6 +132,9 @@ class _RenderJob:
         self.max_pixels = 0
         self.mirror: SceneMirror | None = None
         self.boxes: tuple[BoxMarker, ...] = ()
+        self.extra: tuple = ()
+        """Markers drawn whatever the snapshot (a review cursor's recorded closest pairs)."""
+        self.collision: CollisionConfig | None = None
         self.qpos = np.zeros(model.nq)
 
     def open(self) -> None:
@@ -145,7 +155,7 @@ class _RenderJob:
             moves, self.moves = self.moves, []
             view, self.view = self.view, None
             width, height = self.size
-            mirror, boxes = self.mirror, self.boxes
+            mirror, boxes, collision = self.mirror, self.boxes + self.extra, self.collision
         if view is not None:
             r.set_view(view)
         for action, dx, dy in moves:
@@ -161,7 +171,7 @@ class _RenderJob:
             if published:  # a tick's pose, or a reviewed recording's (which comes without a snapshot)
                 r.set_qpos(self.qpos)
         t0 = time.perf_counter()
-        rgb = r.render(width, height, markers_for(snap, boxes + self.labels))
+        rgb = r.render(width, height, markers_for(snap, boxes + self.labels, collision))
         h, w = rgb.shape[:2]
         image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
         return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3)
@@ -248,6 +258,17 @@ class SceneViewport(QWidget):
                                     (0.45, 0.75, 1.0, 0.35)) for a in ARMS)
         with self._job.lock:
             self._job.boxes = boxes
+
+    def set_collision(self, cfg: CollisionConfig | None) -> None:
+        """Draw each arm's closest pair, coloured against `cfg`'s minimum and influence distances
+        (None: draw none)."""
+        with self._job.lock:
+            self._job.collision = cfg
+
+    def set_extra_markers(self, markers: tuple) -> None:
+        """Markers drawn in every frame until replaced (a review cursor's recorded closest pairs; () for none)."""
+        with self._job.lock:
+            self._job.extra = tuple(markers)
 
     def set_full_resolution(self, on: bool) -> None:
         """Render at the widget's full size even on a software renderer (slower)."""
@@ -400,14 +421,20 @@ class SceneViewport(QWidget):
         if h.alert:
             top = self._banner(p, h.alert, QColor(200, 40, 30, 220), top=top, big=True) - 44
         if snap is None:
+            self._paint_holds(p, top)  # a review's recorded holds
             return
         if snap.teleop_state == "estopped":
             top = self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top,
                                big=True) - 44
         lost = [n for n in ARMS if not snap.arm(n).tracking_ok]
         if lost:
-            self._banner(p, "TRACKING LOST: " + ", ".join(f"{n} controller" for n in lost),
-                         QColor(215, 140, 0, 220), top=top)
+            top = self._banner(p, "TRACKING LOST: " + ", ".join(f"{n} controller" for n in lost),
+                               QColor(215, 140, 0, 220), top=top) - 44
+        self._paint_holds(p, top)
+
+    def _paint_holds(self, p: QPainter, top: float) -> None:
+        for text in self.hud.holds:
+            top = self._banner(p, text, QColor(190, 60, 20, 220), top=top) - 44
 
     def banner_font(self, big: bool = False) -> QFont:
         font = QFont(self.font())
@@ -420,7 +447,7 @@ class SceneViewport(QWidget):
         text wraps onto more lines, growing upwards from `top`'s bottom edge)."""
         fm = QFontMetrics(self.banner_font(big))
         max_w = max(40, self.width() - 24)
-        one_line = fm.horizontalAdvance(text) + 28
+        one_line = fm.horizontalAdvance(text) + 32  # the text's box is 28 narrower: a little slack keeps it on one line
         if one_line <= max_w:
             return QRectF((self.width() - one_line) / 2, top, one_line, fm.height() + 12)
         bound = fm.boundingRect(0, 0, max_w - 28, 10_000, int(Qt.TextFlag.TextWordWrap), text)

@@ -54,6 +54,20 @@ class TextMarker:
     text: str
 
 
+@dataclass(frozen=True)
+class SegmentMarker:
+    """A short line between two points (world frame): a thin capsule with a dot at each end and an
+    optional label beside it, e.g. the closest points of two bodies the IK keeps apart."""
+
+    a_m: Vec3
+    b_m: Vec3
+    rgba: Rgba
+    radius_m: float = 0.004
+    end_radius_m: float = 0.009
+    """The dots mark the ends when the segment itself is only a few pixels long."""
+    label: str = ""
+
+
 _AXIS_RGBA = (np.array([0.95, 0.25, 0.2, 1.0], np.float32), np.array([0.3, 0.9, 0.3, 1.0], np.float32),
               np.array([0.3, 0.5, 1.0, 1.0], np.float32))
 
@@ -94,6 +108,8 @@ class SceneRenderer(OffscreenRenderer):
         mujoco.mj_forward(self.model, self.data)
         self._size = np.zeros(3)
         self._mat = np.zeros(9)
+        self.overlay_start = 0
+        """Index in `scene.geoms` of the last frame's first overlay geom (markers come after the model's)."""
         log.info("scene renderer on %r (software: %s), %dx%d max", self.gl_renderer, self.software,
                  self.max_width, self.max_height)
 
@@ -105,14 +121,17 @@ class SceneRenderer(OffscreenRenderer):
         mujoco.mj_camlight(self.model, self.data)
 
     def render(self, width: int, height: int,
-               markers: tuple[FrameMarker | BoxMarker | TextMarker, ...] = ()) -> np.ndarray:
+               markers: tuple[FrameMarker | BoxMarker | TextMarker | SegmentMarker, ...] = ()) -> np.ndarray:
         """An (height, width, 3) uint8 image, top row first; the size is clipped by `fit`."""
         self.update_scene(self.data, self.camera)
+        self.overlay_start = self.scene.ngeom
         for m in markers:
             if isinstance(m, FrameMarker):
                 self._add_frame(m)
             elif isinstance(m, TextMarker):
                 self._add_label(m.pos_m, m.text)
+            elif isinstance(m, SegmentMarker):
+                self._add_segment(m)
             else:
                 self._add_box(m)
         return self.draw(width, height)
@@ -160,6 +179,27 @@ class SceneRenderer(OffscreenRenderer):
         if m.label:
             self._add_label(pos + np.array([0.0, 0.0, 1.5 * m.radius_m]), m.label)
 
+    def _add_segment(self, m: SegmentMarker) -> None:
+        a, b = np.asarray(m.a_m, dtype=float), np.asarray(m.b_m, dtype=float)
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            return
+        rgba = np.asarray(m.rgba, dtype=np.float32)
+        if np.linalg.norm(b - a) > 1e-6:  # touching points have no direction for a capsule
+            g = self._new_geom()
+            if g is None:
+                return
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_CAPSULE, np.zeros(3), np.zeros(3), np.eye(3).ravel(), rgba)
+            mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_CAPSULE, m.radius_m, a, b)
+        self._size[:] = m.end_radius_m
+        for p in (a, b):
+            g = self._new_geom()
+            if g is None:
+                return
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, self._size, p, np.eye(3).ravel(), rgba)
+        if m.label:
+            # Above the target frames' own labels, which stand just over the grippers.
+            self._add_label((a + b) / 2.0 + np.array([0.0, 0.0, 0.09]), m.label)
+
     def _add_label(self, pos_m, text: str) -> None:
         g = self._new_geom()
         if g is None:
@@ -177,5 +217,6 @@ class SceneRenderer(OffscreenRenderer):
                             np.eye(3).ravel(), np.asarray(m.rgba, dtype=np.float32))
 
 
-__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer", "TextMarker",
+__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer", "SegmentMarker",
+           "TextMarker",
            "is_software_renderer", "set_camera_view"]
