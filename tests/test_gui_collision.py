@@ -224,3 +224,32 @@ def test_the_collision_fields_reach_the_window_through_a_core_process(tmp_path):
         assert np.isfinite(rows[:, COL[f"{arm}_collision_held_mm"]]).any()
     finally:
         client.close()
+
+
+def test_review_of_a_recorded_replay_shows_the_recorded_holds(tmp_path):
+    """End to end: the hands-meeting motion replayed and recorded by the CLI, then opened for review:
+    at a recorded held tick the review says HELD with the pair, and its witness points are there."""
+    from app.gui.timeline import SessionReview
+    from app.sim.scene import load_scene
+    from tests.faults.collision_motions import MOTIONS, write_session
+    from tests.faults.promises import assert_no_traceback, cli
+
+    motion = next(m for m in MOTIONS if m.name == "meeting")
+    source = write_session(motion, tmp_path / "input.csv")
+    out = tmp_path / "replayed.csv"
+    run = cli("run", "--replay", str(source), "--fast", "--quiet", "--record", str(out), timeout_s=300.0)
+    assert_no_traceback(run)
+    assert run.code == 0, run.stderr[-2000:]
+    review = SessionReview(out, load_scene(Config()), window_rows=200)
+    held = np.flatnonzero(np.asarray(review.session.data["left_collision_held"], dtype=float) > 0)
+    assert held.size, "the meeting motion holds the left arm"
+    review.seek(int(held[0]))
+    c = review_collision(review, "left")
+    assert c is not None and c.held and c.pair
+    assert c.point_a_m is not None and c.point_b_m is not None
+    assert math.dist(c.point_a_m, c.point_b_m) == pytest.approx(c.distance_m, abs=1e-6)
+    assert near_text("left", c).startswith("HELD: ")
+    clear = np.flatnonzero(np.asarray(review.session.data["left_collision_pair"], dtype=object) == "")
+    assert clear.size
+    review.seek(int(clear[0]))
+    assert near_text("left", review_collision(review, "left")) == "clear"
