@@ -86,8 +86,6 @@ class CollisionDistances:
         self.row_pair = np.zeros(4 * n_pairs + 1, dtype=np.intp)
         self._ft = np.zeros(6)
         self._recheck = np.zeros(n_pairs)
-        self._jac1 = np.zeros((3, model.nv))
-        self._jac2 = np.zeros((3, model.nv))
         self._g1, self._g2 = g1.astype(np.intp), g2.astype(np.intp)
         self._g1_list, self._g2_list = g1.tolist(), g2.tolist()
         moving2 = np.asarray(pairs.arm2) >= 0
@@ -97,7 +95,7 @@ class CollisionDistances:
         # vertex tables of geom1 (rows 0..P-1) then geom2 (P..2P-1) of each pair
         self._feat_geom = np.concatenate([g1, g2]).astype(np.intp)
         self._feat_local, self._feat_r, self._feat_mask = np.concatenate([l1, l2]), np.concatenate([r1, r2]), np.concatenate([m1, m2])
-        self._blocks = np.zeros((model.nbody, 6, self._cols.size))
+        self._blocks = np.zeros((model.nbody, 6, model.nv))
         self._slot = np.zeros(model.nbody, dtype=np.intp)
 
     def update(self) -> int:
@@ -232,24 +230,26 @@ class CollisionDistances:
         b2 = self._body2.take(act).take(kk)
         # n · J(p) = [n, (p - o) x n] · [Jp(o); Jr(o)] with o the body frame's origin: one 6 x 14
         # block per body involved (`mj_jacBody`), then one small product per row.
-        bodies = sorted(set(b1.tolist()) | set(b2.tolist()))
+        # The blocks span all of the model's dofs (`mj_jacBody` writes them in place); the arms'
+        # columns are gathered once for all bodies.
+        bodies = set(b1.tolist())
+        bodies.update(b2.tolist())
         slot = self._slot
         blocks = self._blocks
-        cols = self._cols
+        jac_body = mujoco.mj_jacBody
         for i, b in enumerate(bodies):
             slot[b] = i
             if b:
-                mujoco.mj_jacBody(model, data, self._jac1, self._jac2, b)
-                np.take(self._jac1, cols, axis=1, out=blocks[i, :3])
-                np.take(self._jac2, cols, axis=1, out=blocks[i, 3:])
+                jac_body(model, data, blocks[i, :3], blocks[i, 3:], b)
             else:  # the world does not move
                 blocks[i] = 0.0
+        arm_blocks = blocks[:len(bodies)].take(self._cols, axis=2)
         nk = n.take(kk, axis=0)
         bx = data.xpos
         v2 = np.concatenate([nk, _cross(P2 - bx.take(b2, axis=0), nk)], axis=1)
         v1 = np.concatenate([nk, _cross(P1 - bx.take(b1, axis=0), nk)], axis=1)
-        row = (v2[:, None, :] @ blocks.take(slot.take(b2), axis=0))[:, 0]
-        row -= (v1[:, None, :] @ blocks.take(slot.take(b1), axis=0))[:, 0]
+        row = (v2[:, None, :] @ arm_blocks.take(slot.take(b2), axis=0))[:, 0]
+        row -= (v1[:, None, :] @ arm_blocks.take(slot.take(b1), axis=0))[:, 0]
         self.row_jac[:R] = row
         return R
 
