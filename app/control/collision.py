@@ -103,11 +103,12 @@ class CollisionDistances:
         arm_geoms = np.unique(np.concatenate([g1, g2[moving2]]))
         self._lever_arm = np.full((self.n_arms, model.nq), _OTHER_LEVER)
         """Row i: the levers (m/rad or m/m) of arm i's joints over qpos, 0 at the other arms' joints."""
-        for a in arms:
-            self._lever_arm[:, np.asarray(a.qpos_adr, dtype=np.intp)] = 0.0
-        for i, a in enumerate(arms):
-            for j, adr in zip(np.asarray(a.joint_ids).tolist(), np.asarray(a.qpos_adr).tolist()):
-                self._lever_arm[i, adr] = joint_lever_m(model, int(j), arm_geoms)
+        arm_joints = [model.dof_jntid[np.asarray(a.dof_adr, dtype=np.intp)] for a in arms]
+        for joints in arm_joints:
+            self._lever_arm[:, model.jnt_qposadr[joints]] = 0.0
+        for i, joints in enumerate(arm_joints):
+            for j in joints.tolist():
+                self._lever_arm[i, model.jnt_qposadr[j]] = joint_lever_m(model, j, arm_geoms)
         self._lever_arm[~np.isfinite(self._lever_arm)] = _OTHER_LEVER
         self._q_ref = np.zeros(model.nq)
         self._dq = np.zeros(model.nq)
