@@ -216,3 +216,72 @@ def test_disabled_reports_nothing_and_costs_nothing():
     pos, quat = home_targets(ik)
     res = ik.solve_all(HOME2, pos, quat, DT)
     assert res[0].collision.distance_m == np.inf and not res[0].collision.held
+
+
+# ---- the no-pair-near shortcut ------------------------------------------------------------------
+
+def test_joint_levers_bound_every_geoms_motion():
+    """A geom point moves at most sum_j lever_j |dq_j| for any joint change, however large."""
+    from app.control.collision import CollisionDistances
+    pairs = resolve_pairs(CFG.collision, MODEL, ARMS)
+    dist = CollisionDistances(MODEL, mujoco.MjData(MODEL), pairs, ARMS, CFG.collision.influence_m)
+    geoms = np.unique(np.concatenate([pairs.geom1, pairs.geom2[np.asarray(pairs.arm2) >= 0]]))
+    lo, hi = MODEL.jnt_range[ARMS[0].joint_ids].T
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    for _ in range(200):
+        qa = rng.uniform(lo, hi, size=(2, 7))
+        qb = qa + rng.normal(scale=rng.choice([0.01, 0.3, 1.0]), size=(2, 7))
+        da, db = posed(qa), posed(qb)
+        dq = np.zeros(MODEL.nq)
+        for i, a in enumerate(ARMS):
+            dq[np.asarray(a.qpos_adr)] = np.abs(qb[i] - qa[i])
+        bound = (dist._lever_arm @ dq).max()
+        # every corner of each geom's bounding box stands for its points (capsules: segment ends +- r)
+        for g in geoms.tolist():
+            r = MODEL.geom_rbound[g]
+            for s in (np.zeros(3), *(r * e for e in np.eye(3))):
+                move = np.linalg.norm((da.geom_xpos[g] + da.geom_xmat[g].reshape(3, 3) @ s)
+                                      - (db.geom_xpos[g] + db.geom_xmat[g].reshape(3, 3) @ s))
+                assert move <= bound + 1e-12
+                worst = max(worst, move / bound)
+    assert worst > 0.2, worst  # the bound is not vacuous
+
+
+def test_shortcut_finds_the_same_pairs_as_the_full_broad_phase():
+    """Along random walks in and out of influence, the update with the shortcut reports exactly the
+    active pairs and distances of the full broad and narrow phase, and the shortcut does run."""
+    from app.control.collision import CollisionDistances
+    pairs = resolve_pairs(CFG.collision, MODEL, ARMS)
+    fast_data, full_data = mujoco.MjData(MODEL), mujoco.MjData(MODEL)
+    fast = CollisionDistances(MODEL, fast_data, pairs, ARMS, CFG.collision.influence_m)
+    full = CollisionDistances(MODEL, full_data, pairs, ARMS, CFG.collision.influence_m)
+    full.shortcut = False
+    rng = np.random.default_rng(8)
+    near_q = _close_pose()[1]
+    for start in (HOME2, near_q.reshape(2, 7)):
+        q = np.array(start, dtype=float)
+        for _ in range(300):
+            q += rng.normal(scale=0.004, size=q.shape)
+            for d in (fast_data, full_data):
+                for i, a in enumerate(ARMS):
+                    d.qpos[np.asarray(a.qpos_adr)] = q[i]
+                    d.qpos[np.asarray(a.finger_qpos_adr)] = 0.04
+                mujoco.mj_kinematics(MODEL, d)
+            m = fast.update()
+            assert m == full.update()
+            assert (fast.active == full.active).all()
+            assert (fast.dist_m[:m] == full.dist_m[:m]).all()
+    assert fast.skipped > 50 and full.skipped == 0
+    # at home nothing is near: the second update is the shortcut; a change of any other coordinate
+    # (the fingers) ends it
+    for i, a in enumerate(ARMS):
+        fast_data.qpos[np.asarray(a.qpos_adr)] = HOME
+    mujoco.mj_kinematics(MODEL, fast_data)
+    assert fast.update() == 0
+    before = fast.skipped
+    assert fast.update() == 0 and fast.skipped == before + 1
+    fast_data.qpos[np.asarray(ARMS[0].finger_qpos_adr)] = 0.0
+    mujoco.mj_kinematics(MODEL, fast_data)
+    fast.update()
+    assert fast.skipped == before + 1

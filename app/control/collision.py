@@ -86,8 +86,6 @@ class CollisionDistances:
         self.row_pair = np.zeros(4 * n_pairs + 1, dtype=np.intp)
         self._ft = np.zeros(6)
         self._recheck = np.zeros(n_pairs)
-        self._jac1 = np.zeros((3, model.nv))
-        self._jac2 = np.zeros((3, model.nv))
         self._g1, self._g2 = g1.astype(np.intp), g2.astype(np.intp)
         self._g1_list, self._g2_list = g1.tolist(), g2.tolist()
         moving2 = np.asarray(pairs.arm2) >= 0
@@ -97,20 +95,58 @@ class CollisionDistances:
         # vertex tables of geom1 (rows 0..P-1) then geom2 (P..2P-1) of each pair
         self._feat_geom = np.concatenate([g1, g2]).astype(np.intp)
         self._feat_local, self._feat_r, self._feat_mask = np.concatenate([l1, l2]), np.concatenate([r1, r2]), np.concatenate([m1, m2])
-        self._blocks = np.zeros((model.nbody, 6, self._cols.size))
+        self._blocks = np.zeros((model.nbody, 6, model.nv))
         self._slot = np.zeros(model.nbody, dtype=np.intp)
+        # The motion bound of `update`'s shortcut (see there): each arm joint's lever, arm by arm, over
+        # the whole qpos; any other coordinate (the fingers, a free body) gets a lever so large that
+        # any change of it ends the shortcut.
+        arm_geoms = np.unique(np.concatenate([g1, g2[moving2]]))
+        self._lever_arm = np.full((self.n_arms, model.nq), _OTHER_LEVER)
+        """Row i: the levers (m/rad or m/m) of arm i's joints over qpos, 0 at the other arms' joints."""
+        arm_joints = [model.dof_jntid[np.asarray(a.dof_adr, dtype=np.intp)] for a in arms]
+        for joints in arm_joints:
+            self._lever_arm[:, model.jnt_qposadr[joints]] = 0.0
+        for i, joints in enumerate(arm_joints):
+            for j in joints.tolist():
+                self._lever_arm[i, model.jnt_qposadr[j]] = joint_lever_m(model, j, arm_geoms)
+        self._lever_arm[~np.isfinite(self._lever_arm)] = _OTHER_LEVER
+        self._q_ref = np.zeros(model.nq)
+        self._dq = np.zeros(model.nq)
+        self._clear_margin_m = -1.0
+        """How much every pair's distance exceeded ``influence_m`` (m, a lower bound) at ``_q_ref``, when
+        the last full `update` found none near; negative: no shortcut."""
+        self.shortcut = model.nmocap == 0
+        """Let `update` skip the broad phase while the motion bound proves nothing came near (False:
+        always the full broad phase, for tests and the bench's A/B)."""
+        self.skipped = 0
+        """`update` calls answered by the shortcut."""
 
     def update(self) -> int:
         """Broad and narrow phase at the data's current kinematics; returns the number of active pairs."""
         model, data = self.model, self.data
+        q = data.qpos
+        if self._clear_margin_m > 0.0:
+            # Nothing was near at `_q_ref` with every pair at least `_clear_margin_m` beyond influence.
+            # A point of a geom moves at most sum_j lever_j |dq_j| (`joint_lever_m`) for any joint
+            # path, so a pair's distance changes by at most the two geoms' bounds, <= 2 max_arm S_arm:
+            # while that stays below the margin, no pair can be within influence.
+            dq = np.subtract(q, self._q_ref, out=self._dq)
+            np.abs(dq, out=dq)
+            if 2.0 * float((self._lever_arm @ dq).max()) < self._clear_margin_m - _SHORTCUT_SLACK_M:
+                self.skipped += 1
+                self.candidates = 0
+                self.active = self._none
+                return 0
         xpos = data.geom_xpos
+        margin = math.inf
         # The common case, nothing near, costs a few array operations and no sort or gather.
         near_sph = near_box = near_pln = None
         if self._sph.size:
             x = xpos.take(self._sph_flat, axis=0)
             diff = x[:self._sph.size] - x[self._sph.size:]
             diff *= diff
-            near_sph = diff @ _ONES3 < self._sph_reach2
+            dist2 = diff @ _ONES3
+            near_sph = dist2 < self._sph_reach2
         if self._box.size:
             # scene geoms never move in the IK's data (only arm joints are set there): one pose per box
             local = xpos.take(self._box_other, axis=0)
@@ -125,19 +161,33 @@ class CollisionDistances:
             local -= self._box_half
             out = np.maximum(local, 0.0, out=local)
             out *= out
-            near_box = out @ _ONES3 < self._box_reach2
+            box2 = out @ _ONES3
+            near_box = box2 < self._box_reach2
         if self._pln.size:
             normal = data.geom_xmat[self._pln_g][:, 6:9]
             rel = xpos[self._pln_other] - xpos[self._pln_g]
-            near_pln = np.einsum("ij,ij->i", normal, rel) < self._pln_reach
+            pln = np.einsum("ij,ij->i", normal, rel)
+            near_pln = pln < self._pln_reach
         survivors = [idx[near] for idx, near in ((self._sph, near_sph), (self._box, near_box), (self._pln, near_pln))
                      if near is not None and near.any()]
         if self._keep.size:
             survivors.append(self._keep)
         if not survivors:
+            if self.shortcut:
+                # every pair's lower bound (sphere, point-to-box, plane) less influence: the margin
+                # the next calls may spend on motion before a pair could come within influence
+                if self._sph.size:
+                    margin = float((np.sqrt(dist2) - np.sqrt(self._sph_reach2)).min())
+                if self._box.size:
+                    margin = min(margin, float((np.sqrt(box2) - np.sqrt(self._box_reach2)).min()))
+                if self._pln.size:
+                    margin = min(margin, float((pln - self._pln_reach).min()))
+                self._clear_margin_m = margin
+                self._q_ref[:] = q
             self.candidates = 0
             self.active = self._none
             return 0
+        self._clear_margin_m = -1.0
         cand = np.sort(np.concatenate(survivors)) if len(survivors) > 1 else survivors[0]
         self.candidates = int(cand.size)
         if cand.size == 0:
@@ -232,24 +282,26 @@ class CollisionDistances:
         b2 = self._body2.take(act).take(kk)
         # n · J(p) = [n, (p - o) x n] · [Jp(o); Jr(o)] with o the body frame's origin: one 6 x 14
         # block per body involved (`mj_jacBody`), then one small product per row.
-        bodies = sorted(set(b1.tolist()) | set(b2.tolist()))
+        # The blocks span all of the model's dofs (`mj_jacBody` writes them in place); the arms'
+        # columns are gathered once for all bodies.
+        bodies = set(b1.tolist())
+        bodies.update(b2.tolist())
         slot = self._slot
         blocks = self._blocks
-        cols = self._cols
+        jac_body = mujoco.mj_jacBody
         for i, b in enumerate(bodies):
             slot[b] = i
             if b:
-                mujoco.mj_jacBody(model, data, self._jac1, self._jac2, b)
-                np.take(self._jac1, cols, axis=1, out=blocks[i, :3])
-                np.take(self._jac2, cols, axis=1, out=blocks[i, 3:])
+                jac_body(model, data, blocks[i, :3], blocks[i, 3:], b)
             else:  # the world does not move
                 blocks[i] = 0.0
+        arm_blocks = blocks[:len(bodies)].take(self._cols, axis=2)
         nk = n.take(kk, axis=0)
         bx = data.xpos
         v2 = np.concatenate([nk, _cross(P2 - bx.take(b2, axis=0), nk)], axis=1)
         v1 = np.concatenate([nk, _cross(P1 - bx.take(b1, axis=0), nk)], axis=1)
-        row = (v2[:, None, :] @ blocks.take(slot.take(b2), axis=0))[:, 0]
-        row -= (v1[:, None, :] @ blocks.take(slot.take(b1), axis=0))[:, 0]
+        row = (v2[:, None, :] @ arm_blocks.take(slot.take(b2), axis=0))[:, 0]
+        row -= (v1[:, None, :] @ arm_blocks.take(slot.take(b1), axis=0))[:, 0]
         self.row_jac[:R] = row
         return R
 
@@ -259,6 +311,52 @@ class CollisionDistances:
             self.row_jac = np.zeros((size, self._cols.size))
             self.row_dist_m = np.zeros(size)
             self.row_pair = np.zeros(size, dtype=np.intp)
+
+
+def joint_lever_m(model: mujoco.MjModel, joint: int, geoms: np.ndarray) -> float:
+    """An upper bound (m/rad) of how fast any point of ``geoms`` moves per radian of hinge ``joint``
+    (1 m/m for a slide joint that moves one of them),
+    in every configuration: the greatest distance from the joint's anchor to a point of a geom
+    downstream of it, bounded along the kinematic chain (each body's offset from its parent, twice
+    its own joints' anchor offsets, the geom's offset and its bounding radius). 0 for a geom not
+    moved by the joint; ``inf`` when no bound exists (a joint other than a hinge, a geom without a
+    bounding sphere, a slide joint without a range on the way)."""
+    kind = int(model.jnt_type[joint])
+    if kind not in (_HINGE, _SLIDE):
+        return math.inf
+    jbody = int(model.jnt_bodyid[joint])
+    worst = 0.0
+    for g in geoms.tolist():
+        reach = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
+        if model.geom_rbound[g] <= 0:
+            reach = math.inf
+        b = int(model.geom_bodyid[g])
+        while b != jbody and b > 0:
+            reach += float(np.linalg.norm(model.body_pos[b]))
+            for j in range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b]):
+                if int(model.jnt_type[j]) == _HINGE:
+                    reach += 2.0 * float(np.linalg.norm(model.jnt_pos[j]))
+                elif int(model.jnt_type[j]) == _SLIDE and model.jnt_limited[j]:
+                    reach += float(np.abs(model.jnt_range[j]).max())
+                else:
+                    reach = math.inf
+            b = int(model.body_parentid[b])
+        if b != jbody:
+            continue  # not downstream of the joint: it does not move the geom
+        if kind == _SLIDE:
+            worst = max(worst, 1.0)  # a slide moves every point downstream by its own change (m/m)
+        else:
+            worst = max(worst, reach + float(np.linalg.norm(model.jnt_pos[joint])))
+    return worst
+
+
+_HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+_OTHER_LEVER = 1e9
+"""The lever given to a qpos coordinate without a motion bound: any change of it ends the shortcut."""
+
+_SHORTCUT_SLACK_M = 1e-6
+"""Kept back from the margin of `update`'s shortcut (m): rounding in the bounds and MuJoCo's
+distance tolerance."""
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

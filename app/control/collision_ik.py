@@ -19,6 +19,7 @@ Each arm's `CollisionStatus` says how close it is, to what, and whether a collis
 
 from __future__ import annotations
 
+import math
 from typing import Protocol, Sequence
 
 import mujoco
@@ -62,6 +63,7 @@ class CollisionAwareDLS:
         self.pairs: CollisionPairs = resolve_pairs(cfg, model, arms)
         self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
         self.constrained = ConstrainedDLS(solver, len(self.pairs))
+        self._arm1, self._arm2 = self.pairs.arm1.tolist(), self.pairs.arm2.tolist()
         self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
         self.near_solves = 0
         """Solves with some pair within influence (the rows were built)."""
@@ -132,21 +134,29 @@ class CollisionAwareDLS:
                   row_pair: np.ndarray | None) -> list[CollisionStatus]:
         """Each arm's status from the active pairs (and the QP's held rows, when it ran)."""
         dist, pairs, c = self.distances, self.pairs, self.cfg
-        a1, a2 = pairs.arm1[act], pairs.arm2[act]
+        # a few active pairs: plain Python over them costs less than a numpy pass per arm
+        best = [-1] * self.n
+        best_d = [math.inf] * self.n
+        arm1, arm2 = self._arm1, self._arm2
+        for k, (p, dk) in enumerate(zip(act.tolist(), d.tolist())):
+            a1, a2 = arm1[p], arm2[p]
+            if dk < best_d[a1]:
+                best_d[a1], best[a1] = dk, k
+            if a2 >= 0 and dk < best_d[a2]:
+                best_d[a2], best[a2] = dk, k
         status = []
         for i in range(self.n):
             held = bool(cs is not None and cs.held[i])
             infeasible = bool(cs is not None and cs.infeasible[i])
-            mine = np.flatnonzero((a1 == i) | (a2 == i))
-            if mine.size == 0:
+            k = best[i]
+            if k < 0:
                 status.append(CollisionStatus(distance_m=c.influence_m, held=held, infeasible=infeasible))
                 continue
-            k = int(mine[np.argmin(d[mine])])
-            ft = dist.fromto_m[k]
+            ft = dist.fromto_m[k].tolist()
             hr = cs.held_row[i] if cs is not None else -1
             status.append(CollisionStatus(
-                distance_m=float(d[k]), pair=pairs.names[act[k]],
-                point_a_m=(float(ft[0]), float(ft[1]), float(ft[2])), point_b_m=(float(ft[3]), float(ft[4]), float(ft[5])),
+                distance_m=best_d[i], pair=pairs.names[act[k]],
+                point_a_m=(ft[0], ft[1], ft[2]), point_b_m=(ft[3], ft[4], ft[5]),
                 held=held, held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
                 infeasible=infeasible))
         return status

@@ -77,6 +77,8 @@ class ConstrainedDLS:
         self.held_row = [-1] * self.n_groups
         self._JtJ = [np.zeros((g.J.shape[1], g.J.shape[1])) for g in groups]
         self._tmp = [np.zeros(g.J.shape[1]) for g in groups]
+        n = solver.q_lo.size
+        self._lo_tick, self._hi_tick, self._v = np.zeros(n), np.zeros(n), np.zeros(n)
 
     def _problem(self, groups: tuple[int, ...]) -> _Problem:
         p = self._problems.get(groups)
@@ -99,18 +101,23 @@ class ConstrainedDLS:
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
         q = np.array(q_start, dtype=float)
+        lo_tick = np.subtract(dls.q_lo, q, out=self._lo_tick)
+        hi_tick = np.subtract(dls.q_hi, q, out=self._hi_tick)
         if dt_s is not None:
-            v = dt_s / self._inv_vmax
-            lo_tick = np.clip(dls.q_lo - q, -v, v)
-            hi_tick = np.clip(dls.q_hi - q, -v, v)
-        else:
-            lo_tick = dls.q_lo - q
-            hi_tick = dls.q_hi - q
+            v = np.divide(dt_s, self._inv_vmax, out=self._v)
+            np.minimum(lo_tick, v, out=lo_tick)
+            np.minimum(hi_tick, v, out=hi_tick)
+            np.negative(v, out=v)
+            np.maximum(lo_tick, v, out=lo_tick)
+            np.maximum(hi_tick, v, out=hi_tick)
         in_qp = {i for p in problems for i in p}
         plain = [i for i in range(self.n_groups) if i not in in_qp]
         plain_cols = np.concatenate([self._group_cols[i] for i in plain]) if plain else None
         probs = [self._problem(tuple(p)) for p in problems]
-        rows_of = [np.flatnonzero(row_problem == pi) for pi in range(len(probs))]
+        if len(probs) == 1:  # every row in the one problem: no gather
+            rows_of = [slice(0, row_problem.size)]
+        else:
+            rows_of = [np.flatnonzero(row_problem == pi) for pi in range(len(probs))]
         for i in range(self.n_groups):
             groups[i].iterations = 0
             groups[i].damping = cfg.damping_min
@@ -163,7 +170,7 @@ class ConstrainedDLS:
         return q
 
     def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, lo_tick: np.ndarray, hi_tick: np.ndarray,
-                   row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray, rows: np.ndarray,
+                   row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray, rows: np.ndarray | slice,
                    row_group1: np.ndarray, row_group2: np.ndarray) -> None:
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
@@ -191,7 +198,7 @@ class ConstrainedDLS:
             off += n
         np.negative(f, out=f)
         cols = p.cols
-        m = rows.size
+        m = rows.stop - rows.start if isinstance(rows, slice) else rows.size
         if k + m > p.bu.size:
             p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
             p.sense = np.zeros(k + 2 * m, dtype=c_int)
@@ -202,22 +209,25 @@ class ConstrainedDLS:
         A = Arows[:, cols] if k != Arows.shape[1] else Arows
         moved = Arows @ step
         bu[k:] = _FREE
-        np.subtract(row_lower[rows], moved, out=bl[k:])
+        lower = row_lower[rows]
+        np.subtract(lower, moved, out=bl[k:])
         sense.fill(0)
         x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
         infeasible = flag <= 0
         if infeasible:
             # No closer than at the tick's start: the start itself satisfies it, so only bounds the
             # start already violates (a joint outside its range less the margin) can refuse it.
-            np.subtract(np.minimum(row_lower[rows], 0.0), moved, out=bl[k:])
+            np.subtract(np.minimum(lower, 0.0), moved, out=bl[k:])
             sense.fill(0)
             x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
         if flag <= 0:
             q[cols] -= step[cols]  # hold the tick's start command
         else:
             q[cols] += x
-            binding = rows[np.abs(info["lam"][k:k + m]) > HELD_MULTIPLIER]
+            binding = np.flatnonzero(np.abs(info["lam"][k:k + m]) > HELD_MULTIPLIER)
             if binding.size:
+                if not isinstance(rows, slice):  # a slice of the one problem starts at row 0
+                    binding = rows[binding]
                 for i in p.groups:
                     mine = binding[(row_group1[binding] == i) | (row_group2[binding] == i)]
                     if mine.size:
