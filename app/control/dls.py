@@ -183,9 +183,15 @@ class DampedLeastSquares:
         else:
             for g in groups:
                 g.velocity_clamped = False
+        return self.finish(q, fresh)
+
+    def finish(self, q: np.ndarray, fresh: bool) -> np.ndarray:
+        """Each group's joint-limit flag at the answer ``q``, and the tasks' errors at it unless
+        ``fresh`` (the last `Tasks.update` was at this ``q``); returns ``q``. Shared with the
+        constrained solve (`app.control.dls_qp`)."""
         at_limit = (q <= self._at_lo) | (q >= self._at_hi)
-        for g in groups:
+        for g in self.groups:
             g.joint_limit_clamped = bool(at_limit[g.cols].any())
         if not fresh:
-            tasks.update(q)
+            self.tasks.update(q)
         return q

@@ -162,12 +162,7 @@ class ConstrainedDLS:
         else:
             for g in groups:
                 g.velocity_clamped = False
-        at_limit = (q <= dls._at_lo) | (q >= dls._at_hi)
-        for g in groups:
-            g.joint_limit_clamped = bool(at_limit[g.cols].any())
-        if not fresh:
-            tasks.update(q)
-        return q
+        return dls.finish(q, fresh)
 
     def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, lo_tick: np.ndarray, hi_tick: np.ndarray,
                    row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray, rows: np.ndarray | slice,
