@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from app.config import Config
-from app.control.engine import Command
+from app.control.engine import Command, CommandKind
 from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
 from app.stats import TimingFigures
@@ -123,6 +123,12 @@ class Pipeline:
         """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
         stream waits on it before each retargeted frame, so its Python runs while the loop sleeps."""
         self.loop_idle.set()
+        self._handover = threading.Lock()
+        """Held by `send` and by the hand-over from one loop to the next (never by a loop thread,
+        never while anything waits), so that a command lands in exactly one loop or in `_held_by`."""
+        self._held_by = ""
+        """While no loop runs: why the arms are e-stopped ('' if they are not). The next loop starts
+        e-stopped for the same reason: a source switch never clears an e-stop, only Reset does."""
 
     # ----- subscribers that outlive restarts -----
 
@@ -204,7 +210,12 @@ class Pipeline:
             loop.subscribe(self.foxglove.submit)
         self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
         self.replay_path = replay_path if kind == "replay" else None
-        self.engine, self.loop, self.note, self.output = engine, loop, note, output
+        with self._handover:
+            if self._held_by:  # e-stopped before or during this start: the new loop's first tick holds
+                loop.send(Command(CommandKind.ESTOP, label=self._held_by))
+                log.info("the new loop starts e-stopped (%s): Reset releases the arms", self._held_by)
+                self._held_by = ""
+            self.engine, self.loop, self.note, self.output = engine, loop, note, output
         if record_path is not None:
             try:
                 self.start_recording(record_path)
@@ -228,7 +239,10 @@ class Pipeline:
             loop.stop()
         if self.recording:
             self.stop_recording()
-        self.loop = None
+        with self._handover:
+            if loop is not None:
+                self._held_by = _held_by_at_end(loop)
+            self.loop = None
         self.source = None
         self.output = None
         if output is not None:
@@ -267,9 +281,25 @@ class Pipeline:
         return loop.fatal_error if loop is not None else ""
 
     def send(self, command: Command) -> None:
-        if self.loop is None:
-            raise PipelineError("the control loop is not running")
-        self.loop.send(command)
+        """Any thread. Between two loops (a source start that connects to a server) an e-stop or a
+        Reset is kept for the next loop; other commands need a loop (PipelineError)."""
+        with self._handover:
+            loop = self.loop
+            if loop is not None:
+                loop.send(command)
+                return
+            if command.kind is CommandKind.ESTOP:
+                self._held_by = self._held_by or command.label or "operator"
+                return
+            if command.kind is CommandKind.RESET:
+                self._held_by = ""
+                return
+        raise PipelineError("the control loop is not running")
+
+    @property
+    def held_by(self) -> str:
+        """Why the arms are e-stopped while no loop runs ('' if they are not, or a loop runs)."""
+        return self._held_by
 
     def latest(self) -> Snapshot | None:
         loop = self.loop
@@ -451,6 +481,18 @@ class Pipeline:
         status = recorder.stop(summary=result)
         log.info("recording stopped: %d rows to %s (%d dropped)", status.rows_written, status.path, status.dropped_rows)
         return status
+
+
+def _held_by_at_end(loop: ControlLoop) -> str:
+    """Why the arms were e-stopped when `loop` ended, counting the e-stops and Resets sent to it
+    that no tick took: '' if they were not."""
+    why = loop.engine.estop_reason if loop.engine.teleop.estopped else ""
+    for cmd in loop.undelivered():
+        if cmd.kind is CommandKind.ESTOP:
+            why = why or cmd.label or "operator"
+        elif cmd.kind is CommandKind.RESET:
+            why = ""
+    return why
 
 
 class StreamAutoStart:
