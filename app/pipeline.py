@@ -173,6 +173,8 @@ class Pipeline:
         stops, so on failure (SteamVR absent, unreadable session file: TrackingSourceError,
         SessionFormatError, ConfigError, OSError) the running session carries on untouched.
         `record_path`: record from the very first tick (PipelineError if it cannot; nothing runs then).
+        An e-stop in force when the old loop ends (or sent while no loop runs: `send`) holds the
+        new loop from its first tick: a start never clears an e-stop, only Reset does.
         """
         if self.recording:
             raise PipelineError("stop the recording before changing the source or the settings")
@@ -244,7 +246,10 @@ class Pipeline:
         """Between two steps of a long piece of work beside the running loop (reading a replay's
         file): give the CPU and the interpreter lock away for as long as the step took (so the
         process's other threads, the e-stop's among them, get both), then start the next step
-        while the loop sleeps (`loop_idle`, at most 5 ms), not while it computes."""
+        while the loop sleeps (`loop_idle`, at most 5 ms), not while it computes. Without a running
+        loop (the first start, `run --replay`) it reads at full speed."""
+        if not self.running:
+            return
         time.sleep(step_s * REPLAY_READ_PAUSE_FRACTION)
         self.loop_idle.wait(0.005)
 

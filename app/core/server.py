@@ -15,9 +15,10 @@ Threads of the core, and what each may do:
   requests that may take seconds (a source start: the SteamVR probe, a remote connect, reading a
   replay file; a restart, recording, the stream, Foxglove), one at a time in the order they came
   (a request made while one runs waits its turn: `CoreStatus.busy` says what runs), and the
-  housekeeping (the stream's auto-start; closing a recording whose replay ended), and closes the
-  session (recording first) when the core exits. It never blocks the main thread: an e-stop
-  during a source start reaches the old loop at once, or is kept for the new one (`Pipeline.send`).
+  housekeeping (the stream's auto-start; closing a recording whose replay ended). It never blocks
+  the main thread: an e-stop during a source start reaches the old loop at once, or is kept for
+  the new one (`Pipeline.send`). On exit the main thread lets it finish what was queued, then
+  closes the session (the recording first).
 
 `pico-teleop core` (hidden; the GUI starts it) runs `serve_core`.
 """
@@ -343,7 +344,10 @@ class CoreServer:
                 except Exception:
                     log.exception("housekeeping failed")
                 continue
-            self.busy = self._describe(op, args)
+            try:
+                self.busy = self._describe(op, args)
+            except Exception:  # arguments the handler will refuse with its own error
+                self.busy = op
             try:
                 ok, value = self._call(op, args)
             finally:
