@@ -65,7 +65,7 @@ STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "e
 
 IMMEDIATE = frozenset({"heartbeat", "command", "status", "shutdown"})
 """Requests the main thread carries out as they arrive, whatever the session thread is doing (the
-humanoid stream's e-stop too: `_immediate`). Each is quick and changes no session."""
+humanoid stream's e-stop too: `_immediate_stream`). Each is quick and changes no session."""
 
 SESSION_JOIN_TIMEOUT_S = 30.0
 """On exit, how long the core waits for the session thread's request in progress (a remote
