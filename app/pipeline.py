@@ -18,13 +18,14 @@ import dataclasses
 import logging
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from app.config import Config
-from app.control.engine import Command
+from app.control.engine import Command, CommandKind
 from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
 from app.stats import TimingFigures
@@ -48,6 +49,19 @@ log = logging.getLogger(__name__)
 SOURCE_LABELS = {"openvr": "OpenVR (SteamVR)", "demo": "Demo operator", "replay": "Session replay"}
 
 Subscriber = Callable[[Snapshot], None]
+
+
+REPLAY_READ_CHUNK_ROWS = 256
+"""Rows a replay's file is parsed in per step while the running loop goes on (a millisecond or two
+of the interpreter lock each: `_yield_to_loop` runs between them)."""
+
+
+REPLAY_READ_PAUSE_FRACTION = 1.0
+"""The pause after each step, as a fraction of the step's own time: the reading thread (real-time
+scheduled in the core, where its same-priority threads cannot preempt it) takes at most half a
+CPU. Measured beside the demo's loop at load 9 on 2 cores (`tests/faults/test_estop_during_start.py`):
+with 1.0 no tick was late and e-stops reached the loop in 3-5 ms (a 40 MB file in 11 s); with
+0.25 ticks were 4-9 ms late and an e-stop took 38 ms (8 s); without steps, 13-98 ms late (4 s)."""
 
 
 class PipelineError(RuntimeError):
@@ -123,6 +137,12 @@ class Pipeline:
         """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
         stream waits on it before each retargeted frame, so its Python runs while the loop sleeps."""
         self.loop_idle.set()
+        self._handover = threading.Lock()
+        """Held by `send` and by the hand-over from one loop to the next (never by a loop thread,
+        never while anything waits), so that a command lands in exactly one loop or in `_held_by`."""
+        self._held_by = ""
+        """While no loop runs: why the arms are e-stopped ('' if they are not). The next loop starts
+        e-stopped for the same reason: a source switch never clears an e-stop, only Reset does."""
 
     # ----- subscribers that outlive restarts -----
 
@@ -153,6 +173,8 @@ class Pipeline:
         stops, so on failure (SteamVR absent, unreadable session file: TrackingSourceError,
         SessionFormatError, ConfigError, OSError) the running session carries on untouched.
         `record_path`: record from the very first tick (PipelineError if it cannot; nothing runs then).
+        An e-stop in force when the old loop ends (or sent while no loop runs: `send`) holds the
+        new loop from its first tick: a start never clears an e-stop, only Reset does.
         """
         if self.recording:
             raise PipelineError("stop the recording before changing the source or the settings")
@@ -162,8 +184,8 @@ class Pipeline:
             if session is None:
                 if not replay_path:
                     raise PipelineError("a replay needs a session file")
-                from app.sessions.reader import read_session
-                session = read_session(replay_path)
+                from app.sessions.reader import read_session_in_steps
+                session = read_session_in_steps(replay_path, REPLAY_READ_CHUNK_ROWS, self._yield_to_loop)
             if cfg is None:
                 cfg = replay_config(session, self.live_cfg)
         cfg = cfg if cfg is not None else self.live_cfg
@@ -204,7 +226,12 @@ class Pipeline:
             loop.subscribe(self.foxglove.submit)
         self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
         self.replay_path = replay_path if kind == "replay" else None
-        self.engine, self.loop, self.note, self.output = engine, loop, note, output
+        with self._handover:
+            if self._held_by:  # e-stopped before or during this start: the new loop's first tick holds
+                loop.send(Command(CommandKind.ESTOP, label=self._held_by))
+                log.info("the new loop starts e-stopped (%s): Reset releases the arms", self._held_by)
+                self._held_by = ""
+            self.engine, self.loop, self.note, self.output = engine, loop, note, output
         if record_path is not None:
             try:
                 self.start_recording(record_path)
@@ -214,6 +241,17 @@ class Pipeline:
         loop.start()
         log.info("teleop started: source %s, %g Hz%s", source.name, cfg.loop.rate_hz, f" ({note})" if note else "")
         return note
+
+    def _yield_to_loop(self, _fraction: float, step_s: float) -> None:
+        """Between two steps of a long piece of work beside the running loop (reading a replay's
+        file): give the CPU and the interpreter lock away for as long as the step took (so the
+        process's other threads, the e-stop's among them, get both), then start the next step
+        while the loop sleeps (`loop_idle`, at most 5 ms), not while it computes. Without a running
+        loop (the first start, `run --replay`) it reads at full speed."""
+        if not self.running:
+            return
+        time.sleep(step_s * REPLAY_READ_PAUSE_FRACTION)
+        self.loop_idle.wait(0.005)
 
     def restart(self, cfg: Config) -> str:
         """Same source, new configuration (a fresh loop from the home pose)."""
@@ -228,7 +266,10 @@ class Pipeline:
             loop.stop()
         if self.recording:
             self.stop_recording()
-        self.loop = None
+        with self._handover:
+            if loop is not None:
+                self._held_by = _held_by_at_end(loop)
+            self.loop = None
         self.source = None
         self.output = None
         if output is not None:
@@ -267,9 +308,25 @@ class Pipeline:
         return loop.fatal_error if loop is not None else ""
 
     def send(self, command: Command) -> None:
-        if self.loop is None:
-            raise PipelineError("the control loop is not running")
-        self.loop.send(command)
+        """Any thread. Between two loops (a source start that connects to a server) an e-stop or a
+        Reset is kept for the next loop; other commands need a loop (PipelineError)."""
+        with self._handover:
+            loop = self.loop
+            if loop is not None:
+                loop.send(command)
+                return
+            if command.kind is CommandKind.ESTOP:
+                self._held_by = self._held_by or command.label or "operator"
+                return
+            if command.kind is CommandKind.RESET:
+                self._held_by = ""
+                return
+        raise PipelineError("the control loop is not running")
+
+    @property
+    def held_by(self) -> str:
+        """Why the arms are e-stopped while no loop runs ('' if they are not, or a loop runs)."""
+        return self._held_by
 
     def latest(self) -> Snapshot | None:
         loop = self.loop
@@ -451,6 +508,18 @@ class Pipeline:
         status = recorder.stop(summary=result)
         log.info("recording stopped: %d rows to %s (%d dropped)", status.rows_written, status.path, status.dropped_rows)
         return status
+
+
+def _held_by_at_end(loop: ControlLoop) -> str:
+    """Why the arms were e-stopped when `loop` ended, counting the e-stops and Resets sent to it
+    that no tick took: '' if they were not."""
+    why = loop.engine.estop_reason if loop.engine.teleop.estopped else ""
+    for cmd in loop.undelivered():
+        if cmd.kind is CommandKind.ESTOP:
+            why = why or cmd.label or "operator"
+        elif cmd.kind is CommandKind.RESET:
+            why = ""
+    return why
 
 
 class StreamAutoStart:

@@ -129,6 +129,9 @@ def test_gui_replay_reproduces_the_recorded_targets(window, qtbot, tmp_path):
     assert proc.returncode == 0, proc.stderr.read()
     rec = read_session(recorded)
     assert window.runner.live_cfg.mapping.scale != 0.45
+    if window.runner.latest().teleop_state != "running":  # held (a loaded machine's GUI lost): a replay
+        window.reset()                                     # started now would start held too
+        qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=5000)
 
     got: dict[float, tuple] = {}
 

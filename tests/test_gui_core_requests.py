@@ -80,7 +80,13 @@ def test_requests_return_at_once_while_the_core_is_busy_connecting(qapp, qtbot, 
             t = time.perf_counter()
             request()
             returned_s[name] = time.perf_counter() - t
+            if name == "select demo":  # the window says a start is in progress, and where it connects
+                assert f"Starting: Demo operator, connecting to the simulation server {dead}" in \
+                    window.statusBar().currentMessage()
         busy_s = time.monotonic() - t0
+        # ... and what the core is doing, from its status.
+        qtbot.waitUntil(lambda: f"connecting to the simulation server {dead}" in runner.core_description(),
+                        timeout=5000)
         qtbot.waitUntil(lambda: window.last_error != "", timeout=60000)  # the core's answer: no server
         answered_s = time.monotonic() - t0
         monitor.stop()

@@ -89,6 +89,9 @@ class TeleopEngine:
         self.period_s = cfg.loop.period_s
         self.source_name = source_name
         self.teleop = TeleopStateMachine()
+        self.estop_reason = ""
+        """Why the arms are e-stopped (the ESTOP event's label: 'operator', 'gui_lost', 'fault', ...),
+        '' while running."""
         self.heading_rad = 0.0
         self.clamp_counts: Counter[str] = Counter()
         self.tick_index = 0
@@ -146,6 +149,11 @@ class TeleopEngine:
     def submit(self, command: Command) -> None:
         self._pending.append(command)
 
+    def take_pending(self) -> list[Command]:
+        """The commands submitted that no tick applied yet (for the owner of a loop that ended)."""
+        pending, self._pending = self._pending, []
+        return pending
+
     def _apply_commands(self, sample: TrackingSample, events: list[Event]) -> None:
         pending, self._pending = self._pending, []
         for cmd in pending:
@@ -157,6 +165,7 @@ class TeleopEngine:
             elif cmd.kind is CommandKind.RESET:
                 if self.teleop.estopped:
                     self.teleop.reset()
+                    self.estop_reason = ""
                     for arm in self.arms.values():
                         arm.clutch.require_fresh_press()
                         arm.mapping.unlatch()
@@ -171,6 +180,7 @@ class TeleopEngine:
         if self.teleop.estopped:
             return
         self.teleop.estop()
+        self.estop_reason = why
         for arm in self.arms.values():
             arm.mapping.unlatch()
             self._pulse(arm.name)

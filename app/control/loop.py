@@ -77,6 +77,16 @@ class ControlLoop:
     def latest(self) -> Snapshot | None:
         return self._latest
 
+    def undelivered(self) -> list[Command]:
+        """The commands sent that no tick took (in order), taken out of the queue: after the loop
+        ended, so that its owner can pass an e-stop on to the next loop."""
+        out = self.engine.take_pending()
+        while True:
+            try:
+                out.append(self._commands.get_nowait())
+            except queue.Empty:
+                return out
+
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("control loop already started")

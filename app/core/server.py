@@ -6,10 +6,19 @@ Threads of the core, and what each may do:
   bytes to a deque and sets an event: it never sends or waits for anyone;
 - the **sender** wakes on that event and publishes the bytes that accumulated (non-blocking PUB):
   it holds the interpreter lock only for microseconds, and publishes a `CoreStatus` ten times a second;
-- the **main thread** answers the GUI's requests, watches its heartbeat (no heartbeat for
-  `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), closes a
-  recording whose replay ended, and exits on `shutdown`, SIGTERM/SIGINT or when no GUI came
-  back for `core.orphan_timeout_s` — always closing the recording first.
+- the **main thread** owns the request socket: it answers the e-stop, every other command, the
+  heartbeat and the status at once (`IMMEDIATE`), hands every other request to the session
+  thread and sends its answer when it is done; it watches the GUI's heartbeat (no heartbeat for
+  `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), and exits on
+  `shutdown`, SIGTERM/SIGINT or when no GUI came back for `core.orphan_timeout_s`;
+- the **session thread** (`core-session`) is the only one that changes the session: it runs the
+  requests that may take seconds (a source start: the SteamVR probe, a remote connect, reading a
+  replay file; a restart, recording, the stream, Foxglove), one at a time in the order they came
+  (a request made while one runs waits its turn: `CoreStatus.busy` says what runs), and the
+  housekeeping (the stream's auto-start; closing a recording whose replay ended). It never blocks
+  the main thread: an e-stop during a source start reaches the old loop at once, or is kept for
+  the new one (`Pipeline.send`). On exit the main thread lets it finish what was queued, then
+  closes the session (the recording first).
 
 `pico-teleop core` (hidden; the GUI starts it) runs `serve_core`.
 """
@@ -20,8 +29,10 @@ import json
 import logging
 import logging.handlers
 import os
+import queue
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
@@ -38,7 +49,7 @@ from app.control.snapshot import Snapshot
 from app.core import wire
 from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
-from app.pipeline import Pipeline
+from app.pipeline import SOURCE_LABELS, Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +62,14 @@ GUI_LOST_LABEL = "gui_lost"
 STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "estop", "pose_distance",
                             "set_locomotion", "switch_mode"})
 """Publisher methods the GUI may call through the `stream` request."""
+
+IMMEDIATE = frozenset({"heartbeat", "command", "status", "shutdown"})
+"""Requests the main thread carries out as they arrive, whatever the session thread is doing (the
+humanoid stream's e-stop too: `_immediate_stream`). Each is quick and changes no session."""
+
+SESSION_JOIN_TIMEOUT_S = 30.0
+"""On exit, how long the core waits for the session thread's request in progress (a remote
+connect gives up after `client.connect_timeout_s`) before it closes the session anyway."""
 
 STARTUP_GRACE_S = 3.0
 """A window that has made requests but sent no heartbeat yet is still starting up (first paint,
@@ -91,6 +110,16 @@ class CoreServer:
         self.gui_lost = False
         self._lost_since = time.monotonic()
         self._last_recording = None
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        """(ident, request_id, op, args) for the session thread; None ends it."""
+        self._answers: queue.SimpleQueue = queue.SimpleQueue()
+        """(ident, request_id, ok, value) the session thread finished, for the main thread to send."""
+        self._answered_r, self._answered_w = socket.socketpair()
+        self._answered_r.setblocking(False)
+        self._answered_w.setblocking(False)
+        self.busy = ""
+        """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'."""
+        self._housekeeping_queued = threading.Event()
         self.bad_requests = 0
         """Requests ignored (wrong token, bad framing): counted, logged, reported in the status."""
         self._handlers: dict[str, Callable[..., Any]] = {
@@ -104,6 +133,7 @@ class CoreServer:
         }
         pipeline.subscribe(self._on_snapshot)
         self._sender = threading.Thread(target=self._send_updates, name="core-sender", daemon=True)
+        self._session = threading.Thread(target=self._run_session, name="core-session", daemon=True)
 
     # ----- lifecycle -----
 
@@ -118,23 +148,32 @@ class CoreServer:
         """Answer requests until `stop`; then close the session (recording completed) and the sockets."""
         self._write_discovery()
         self._sender.start()
+        self._session.start()
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
+        poller.register(self._answered_r, zmq.POLLIN)
         last_housekeeping = 0.0
         try:
             while not self._stop.is_set():
                 if poller.poll(20):
                     self._handle_requests()
+                    self._send_answers()
                 now = time.monotonic()
                 self._watch_heartbeat(now)
-                if now - last_housekeeping >= 0.25:
+                if now - last_housekeeping >= 0.25 and not self._housekeeping_queued.is_set():
                     last_housekeeping = now
-                    self._housekeeping()
+                    self._housekeeping_queued.set()
+                    self._jobs.put((b"", 0, "_housekeeping", ()))
         finally:
             self._shutdown()
 
     def _shutdown(self) -> None:
         try:
+            self._jobs.put(None)  # after what is queued: a recording asked for is started, then closed
+            self._session.join(SESSION_JOIN_TIMEOUT_S)
+            if self._session.is_alive():
+                log.error("a request (%s) still runs %.0f s after shutdown; closing the session anyway",
+                          self.busy, SESSION_JOIN_TIMEOUT_S)
             if self.pipeline.recording:
                 self._last_recording = self.pipeline.stop_recording()
             self.pipeline.close()
@@ -145,6 +184,8 @@ class CoreServer:
             self._remove_discovery()
             self._router.close(0)
             self._pub.close(0)
+            self._answered_r.close()
+            self._answered_w.close()
             self._ctx.term()
 
     def _write_discovery(self) -> None:
@@ -229,7 +270,7 @@ class CoreServer:
             priority=", ".join(x for x in (self.priority, self.threads_priority and f"other threads: {self.threads_priority}",
                                            self._loop_priority and f"loop thread: {self._loop_priority}") if x),
             gui_lost=self.gui_lost,
-            bad_requests=self.bad_requests)
+            bad_requests=self.bad_requests, busy=self.busy)
 
     # ----- requests -----
 
@@ -246,21 +287,90 @@ class CoreServer:
                 self.bad_requests += 1
                 log.warning("ignored a request from peer %s: %s", ident.hex()[:12], exc)
                 continue
-            handler = self._handlers.get(op)
-            try:
-                if handler is None:
-                    raise wire.CoreCallError(f"unknown request {op!r}")
-                value, ok = handler(*args), True
-            except Exception as exc:
-                value, ok = exc, False
-                if not isinstance(exc, (RuntimeError, ValueError, OSError)):
-                    log.exception("request %s failed", op)
-            # A request is a sign of life too; one that took long (a source start) must not look like silence.
-            self._last_heartbeat = time.monotonic()
+            self._last_heartbeat = time.monotonic()  # any request is a sign of life
             if self._first_request_s is None:
                 self._first_request_s = self._last_heartbeat
-            if request_id > 0:
+            if op in IMMEDIATE or self._immediate_stream(op, args):
+                ok, value = self._call(op, args)
+                self._reply(ident, request_id, ok, value)
+            else:
+                self._jobs.put((ident, request_id, op, args))
+
+    @staticmethod
+    def _immediate_stream(op: str, args: tuple) -> bool:
+        return op == "stream" and args[:1] == ("estop",)
+
+    def _call(self, op: str, args: tuple) -> tuple[bool, Any]:
+        handler = self._handlers.get(op)
+        try:
+            if handler is None:
+                raise wire.CoreCallError(f"unknown request {op!r}")
+            return True, handler(*args)
+        except Exception as exc:
+            if not isinstance(exc, (RuntimeError, ValueError, OSError)):
+                log.exception("request %s failed", op)
+            return False, exc
+
+    def _reply(self, ident: bytes, request_id: int, ok: bool, value: Any) -> None:
+        if request_id > 0:
+            try:
                 self._router.send_multipart([ident, *wire.encode_reply(request_id, ok, value)], zmq.NOBLOCK)
+            except zmq.ZMQError as exc:  # the window left meanwhile (ROUTER drops unroutable replies)
+                log.info("could not answer a request: %s", exc)
+
+    def _send_answers(self) -> None:
+        try:
+            self._answered_r.recv(4096)
+        except (BlockingIOError, OSError):
+            pass
+        while True:
+            try:
+                ident, request_id, ok, value = self._answers.get_nowait()
+            except queue.Empty:
+                return
+            self._reply(ident, request_id, ok, value)
+
+    def _run_session(self) -> None:
+        """The session thread: the requests that change the session, one at a time, in order."""
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            ident, request_id, op, args = job
+            if op == "_housekeeping":
+                self._housekeeping_queued.clear()
+                try:
+                    self._housekeeping()
+                except Exception:
+                    log.exception("housekeeping failed")
+                continue
+            try:
+                self.busy = self._describe(op, args)
+            except Exception:  # arguments the handler will refuse with its own error
+                self.busy = op
+            try:
+                ok, value = self._call(op, args)
+            finally:
+                self.busy = ""
+            self._answers.put((ident, request_id, ok, value))
+            try:
+                self._answered_w.send(b"x")
+            except (BlockingIOError, OSError):
+                pass  # the main thread is already woken
+
+    def _describe(self, op: str, args: tuple) -> str:
+        """What a session request does, for the window ("starting Demo operator, connecting to ...")."""
+        if op == "start":
+            kind = args[0] if args else "auto"
+            text = f"starting {SOURCE_LABELS.get(kind, kind)}"
+            if kind == "replay" and len(args) > 1 and args[1]:
+                text += f" ({Path(args[1]).name})"
+        elif op == "restart":
+            text = "restarting with new settings"
+        else:
+            return op.replace("_", " ")
+        remote = self.pipeline.remote
+        return text + (f", connecting to the simulation server {remote.endpoints.state}" if remote is not None else "")
 
     def _heartbeat(self) -> None:
         if not self._attached or self.gui_lost:
@@ -275,13 +385,14 @@ class CoreServer:
             self._lost_since = now
             log.warning("GUI lost (no heartbeat for %.2f s): both arms held; recording continues",
                         now - self._last_heartbeat)
-            if self.pipeline.loop is not None:
+            if self.pipeline.loop is not None or self.busy:  # a loop runs, or one may be starting
                 self.pipeline.send(Command(CommandKind.ESTOP, label=GUI_LOST_LABEL))
         if (self.gui_lost or not watched) and now - max(self._lost_since, self._last_heartbeat) > self.core_cfg.orphan_timeout_s:
             log.warning("no GUI for %.0f s: closing the session and exiting", self.core_cfg.orphan_timeout_s)
             self.stop()
 
     def _housekeeping(self) -> None:
+        """In the session thread (it changes the session: a recording closed)."""
         p = self.pipeline
         p.poll()
         if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
@@ -403,4 +514,4 @@ def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
     return 0
 
 
-__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "helper_threads_realtime", "serve_core"]
+__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "IMMEDIATE", "helper_threads_realtime", "serve_core"]

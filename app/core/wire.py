@@ -11,7 +11,10 @@ Two ZMQ channels on loopback TCP (the same on Linux, Windows and inside the PyIn
   drops them).
 - **requests**, GUI DEALER -> core ROUTER: `[token, payload]` with payload `(request_id, op, args)`;
   the core answers `[payload]` = `(request_id, ok, value)` when `request_id` > 0 (one-way
-  requests, such as the e-stop and the heartbeat, use 0 and get no answer).
+  requests, such as the e-stop and the heartbeat, use 0 and get no answer). Commands, the
+  heartbeat and the status are carried out as they arrive; the requests that change the session
+  run one at a time in a thread of the core's own, in order, and their answers come when done
+  (so answers may come in another order than the requests).
 
 Payloads are pickles: both ends are this program, started by the same user. The core unpickles
 a request only after its first frame matched the session's secret token (random, handed to the
@@ -106,6 +109,10 @@ class CoreStatus:
     """True while no GUI heartbeat arrives (the arms were held when it stopped)."""
     bad_requests: int = 0
     """Requests the core ignored (wrong session token, bad framing) since it started."""
+    busy: str = ""
+    """What the core's session thread is doing, '' when idle: "starting Demo operator, connecting
+    to the simulation server tcp://..." (requests made meanwhile wait their turn; the e-stop, the
+    heartbeat and the status never do)."""
 
 
 def encode_request(token: bytes, request_id: int, op: str, args: tuple = ()) -> list[bytes]:

@@ -418,9 +418,11 @@ class CoreClient:
         return ""
 
     def core_description(self) -> str:
-        """The core's pid and the priority the OS granted it, for the status panel."""
+        """The core's pid, the priority the OS granted it and what it is busy with (a source start
+        in progress: "starting Demo operator, connecting to ..."), for the status panel."""
         st = self.core_status
-        return f"process {self.endpoints.pid}" + (f": {st.priority}" if st is not None and st.priority else "")
+        text = f"process {self.endpoints.pid}" + (f": {st.priority}" if st is not None and st.priority else "")
+        return text + (f"; {st.busy}…" if st is not None and st.busy else "")
 
     @property
     def gui_lost(self) -> bool:

@@ -640,7 +640,9 @@ class MainWindow(QMainWindow):
         """Ask for `kind` to drive the loop; the window shows it once the backend has started it
         (the core answers later: a remote connect or the SteamVR probe take seconds there)."""
         self._leave_review()
-        self.statusBar().showMessage(f"Starting: {SOURCE_LABELS.get(kind, kind)}…", 30000)
+        remote = self.runner.remote
+        connecting = f", connecting to the simulation server {remote.endpoints.state}" if remote is not None else ""
+        self.statusBar().showMessage(f"Starting: {SOURCE_LABELS.get(kind, kind)}{connecting}…", 30000)
 
         def started(note: str) -> None:
             self._show_source(note)

@@ -26,8 +26,7 @@ from app.config import ARMS
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sessions.metrics import tracking_errors
-from app.sessions.chunks import SessionChunks
-from app.sessions.reader import Session, SessionFormatError
+from app.sessions.reader import Session, SessionFormatError, read_session_in_steps
 from app.sim.scene import Scene
 
 PLAY_FPS = 30.0
@@ -48,28 +47,15 @@ machine)."""
 
 
 def read_session_for_review(path: str | Path, progress: Callable[[float], None] | None = None) -> Session:
-    """`reader.read_session`'s result (the same rules: `SessionChunks` applies them), read in small
-    steps that give the interpreter lock away, with `progress(fraction of the file read)` after each."""
-    parts: dict[str, list[np.ndarray]] = {}
-    with SessionChunks(path, REVIEW_CHUNK_ROWS) as chunks:
-        step_start = time.perf_counter()
-        for chunk in chunks:
-            for name, arr in chunk.data.items():
-                parts.setdefault(name, []).append(arr)
-            if progress is not None:
-                progress(chunk.bytes_read / max(chunks.size_bytes, 1))
-            # At most half of the process's time: as long asleep as the step took awake.
-            time.sleep(max(YIELD_S, time.perf_counter() - step_start))
-            step_start = time.perf_counter()
-        columns, sidecar, n_rows, truncated = chunks.columns, chunks.sidecar, chunks.n_rows, chunks.truncated_last_line
-    data = {}
-    for name in columns:
-        arrs = parts.get(name, [])
-        arr = np.concatenate(arrs) if arrs else np.zeros(0)
-        arr.setflags(write=False)
-        data[name] = arr
-    return Session(path=Path(path), columns=tuple(columns), data=data, sidecar=sidecar, n_rows=n_rows,
-                   truncated_last_line=truncated)
+    """`reader.read_session`'s result, read in small steps that give the interpreter lock away,
+    with `progress(fraction of the file read)` after each."""
+    def between_steps(fraction: float, step_s: float) -> None:
+        if progress is not None:
+            progress(fraction)
+        # At most half of the process's time: as long asleep as the step took awake.
+        time.sleep(max(YIELD_S, step_s))
+
+    return read_session_in_steps(path, REVIEW_CHUNK_ROWS, between_steps)
 
 _RAD_TO_DEG = 180.0 / np.pi
 

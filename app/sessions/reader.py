@@ -1,13 +1,17 @@
 """Reading a recorded session back whole, with errors that say where the file is wrong.
 
 `read_session(path)` is the session-CSV parser (`app.sessions.chunks.SessionChunks`, its limits
-and its torn-last-line rule) gathering every row into one read-only numpy array per column.
+and its torn-last-line rule) gathering every row into one read-only numpy array per column;
+`read_session_in_steps` gives the same result, read in small steps with a pause of the caller's
+between them (beside a real-time loop or a window, whose threads need the interpreter lock).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -62,4 +66,28 @@ def read_session(path: str | Path, *, max_columns: int = MAX_COLUMNS,
     )
 
 
-__all__ = ["MAX_COLUMNS", "MAX_RECORD_CHARS", "Session", "SessionFormatError", "read_session"]
+def read_session_in_steps(path: str | Path, chunk_rows: int, between_steps: Callable[[float, float], None]) -> Session:
+    """`read_session`'s result (the same rules: `SessionChunks` applies them), parsed `chunk_rows`
+    rows at a time; after each step `between_steps(fraction of the file read, the step's seconds)`
+    runs, to give the interpreter lock and the CPU away (a step of 256 rows holds the lock for a
+    millisecond or two; a whole-file read holds it for tens of ms at a time)."""
+    parts: dict[str, list[np.ndarray]] = {}
+    with SessionChunks(path, chunk_rows) as chunks:
+        step_start = time.perf_counter()
+        for chunk in chunks:
+            for name, arr in chunk.data.items():
+                parts.setdefault(name, []).append(arr)
+            between_steps(chunk.bytes_read / max(chunks.size_bytes, 1), time.perf_counter() - step_start)
+            step_start = time.perf_counter()
+        columns, sidecar, n_rows, truncated = chunks.columns, chunks.sidecar, chunks.n_rows, chunks.truncated_last_line
+    data = {}
+    for name in columns:
+        arrs = parts.get(name, [])
+        arr = np.concatenate(arrs) if arrs else np.zeros(0)
+        arr.setflags(write=False)
+        data[name] = arr
+    return Session(path=Path(path), columns=tuple(columns), data=data, sidecar=sidecar, n_rows=n_rows,
+                   truncated_last_line=truncated)
+
+
+__all__ = ["MAX_COLUMNS", "MAX_RECORD_CHARS", "Session", "SessionFormatError", "read_session", "read_session_in_steps"]
