@@ -123,9 +123,7 @@ class MultiArmIK:
         # The fingers stand fully open in the IK's data (they never move there): the widest the hand
         # gets, so the collision distances to its fingers are never larger than the real ones from outside.
         for a in self.arms:
-            for adr in np.asarray(a.finger_qpos_adr).tolist():
-                jnt = int(np.flatnonzero(model.jnt_qposadr == adr)[0])
-                self.data.qpos[adr] = model.jnt_range[jnt, 1]
+            self.data.qpos[np.asarray(a.finger_qpos_adr)] = a.finger_open_m
         self.cfg = cfg
         self.n = len(self.arms)
         margin = cfg.joint_limit_margin_rad

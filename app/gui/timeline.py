@@ -128,8 +128,7 @@ def _gripper_qpos(session: Session, scene: Scene, arm: str, qpos: np.ndarray) ->
         return
     h = scene.arms[arm]
     adr = np.asarray(h.finger_qpos_adr)
-    joint_ids = [int(np.nonzero(scene.model.jnt_qposadr == a)[0][0]) for a in adr]
-    open_m = np.array([scene.model.jnt_range[j][1] for j in joint_ids])
+    open_m = np.asarray(h.finger_open_m)
     closing = np.clip(np.nan_to_num(np.asarray(g, dtype=float), nan=0.0), 0.0, 1.0)
     qpos[:, adr] = (1.0 - closing)[:, None] * open_m[None, :]
 

@@ -67,8 +67,7 @@ class CommandCollisionCheck:
         self._qpos_adr = {n: np.asarray(h.qpos_adr) for n, h in arms.items()}
         # Fully open fingers: each finger joint at the top of its range (its widest outline).
         self._finger_adr = np.concatenate([np.asarray(h.finger_qpos_adr) for h in handles])
-        finger_jnt = [list(model.jnt_qposadr).index(int(a)) for a in self._finger_adr]
-        self._finger_open_m = model.jnt_range[finger_jnt, 1].copy()
+        self._finger_open_m = np.concatenate([np.asarray(h.finger_open_m) for h in handles])
         self._ft = np.zeros(6)
         self.checks = 0
         """Commands measured so far."""

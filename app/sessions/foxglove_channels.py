@@ -182,8 +182,7 @@ class FoxgloveChannels:
         self._data.qpos[:] = scene.home_qpos
         self._bodies = [bf for bf in visual_bodies(scene) if bf.body_id != 0]
         self._all_bodies = visual_bodies(scene)
-        self._finger_open_m = {arm: float(scene.model.jnt_range[
-            list(scene.model.jnt_qposadr).index(int(h.finger_qpos_adr[0]))][1]) for arm, h in scene.arms.items()}
+        self._finger_open_m = {arm: float(h.finger_open_m[0]) for arm, h in scene.arms.items()}
         self._tf = ch.FrameTransformsChannel("/tf", context=context)
         self._joints = ch.JointStatesChannel("/joint_states", context=context)
         self._commands = ch.JointStatesChannel("/joint_commands", context=context)

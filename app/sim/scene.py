@@ -76,6 +76,8 @@ class ArmHandles:
     """(2,) float: lower (closed), upper (open) gripper ctrl."""
     finger_qpos_adr: np.ndarray
     """(2,) int: addresses of finger_joint1, finger_joint2 in `data.qpos` (m, 0 = closed)."""
+    finger_open_m: np.ndarray
+    """(2,) float: finger_joint1, finger_joint2 fully open (m): the top of each joint's range."""
     base_body_id: int
     """The arm's root link (`link0`, the parent of joint1's body), fixed in the world."""
 
@@ -144,6 +146,7 @@ def resolve_arm(model: mujoco.MjModel, name: str, prefix: str) -> ArmHandles:
         ctrl_range=frozen_array(model.actuator_ctrlrange[actuators], np.float64),
         gripper_ctrl_range=frozen_array(model.actuator_ctrlrange[gripper], np.float64),
         finger_qpos_adr=frozen_array(model.jnt_qposadr[fingers], np.int64),
+        finger_open_m=frozen_array(model.jnt_range[fingers, 1], np.float64),
         base_body_id=int(model.body_parentid[model.jnt_bodyid[joints[0]]]),
     )
 
