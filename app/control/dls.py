@@ -153,7 +153,6 @@ class DampedLeastSquares:
         """
         cfg, tasks, groups = self.cfg, self.tasks, self.groups
         q = np.array(q_start, dtype=float)
-        pos_tol, rot_tol = cfg.pos_tol_m, cfg.rot_tol_rad
         for g in groups:
             g.iterations = 0
             g.damping = cfg.damping_min
@@ -161,7 +160,7 @@ class DampedLeastSquares:
         for _ in range(cfg.max_iterations if max_iterations is None else max_iterations):
             tasks.update(q)
             fresh = True
-            active = [i for i, g in enumerate(groups) if g.pos_err_m >= pos_tol or g.rot_err_rad >= rot_tol]
+            active = self.unconverged()
             if not active:
                 break
             for i in active:
@@ -184,6 +183,11 @@ class DampedLeastSquares:
             for g in groups:
                 g.velocity_clamped = False
         return self.finish(q, fresh)
+
+    def unconverged(self) -> list[int]:
+        """Groups whose position or orientation error at the last `Tasks.update` is at or above its tolerance."""
+        pos_tol, rot_tol = self.cfg.pos_tol_m, self.cfg.rot_tol_rad
+        return [i for i, g in enumerate(self.groups) if g.pos_err_m >= pos_tol or g.rot_err_rad >= rot_tol]
 
     def finish(self, q: np.ndarray, fresh: bool) -> np.ndarray:
         """Each group's joint-limit flag at the answer ``q``, and the tasks' errors at it unless

@@ -123,12 +123,11 @@ class ConstrainedDLS:
             groups[i].damping = cfg.damping_min
             self.held[i] = self.infeasible[i] = False
             self.held_row[i] = -1
-        pos_tol, rot_tol = cfg.pos_tol_m, cfg.rot_tol_rad
         fresh = False
         for it in range(cfg.max_iterations if max_iterations is None else max_iterations):
             tasks.update(q)
             fresh = True
-            active = {i for i, g in enumerate(groups) if g.pos_err_m >= pos_tol or g.rot_err_rad >= rot_tol}
+            active = set(dls.unconverged())
             run = [pi for pi, p in enumerate(probs) if it == 0 or active.intersection(p.groups)]
             run_plain = [i for i in plain if i in active]
             if not run and not run_plain:
