@@ -3,7 +3,7 @@
 `CollisionAwareDLS.solve` is what `app.control.ik.MultiArmIK` runs each tick when `[collision]` is on:
 
 1. kinematics at the start command, once (`PrimableTasks.prime`; the solver's first `update` reuses them);
-2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
+2. `CollisionDistances.update`: one `mj_collision` over every pair (and exact distances of the few box-box pairs);
 3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
    for bit, as with collision avoidance off);
 4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each,

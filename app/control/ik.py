@@ -11,7 +11,7 @@ its velocity limit over one tick, and clamped to the joint range less a margin. 
 never touched.
 
 With `[collision]` on, each solve first measures the collision pairs at the start command
-(`app.control.collision`: a broad phase, then exact distances). No pair within ``influence_m``:
+(`app.control.collision`: MuJoCo's collision on a model of the pairs). No pair within ``influence_m``:
 the plain path above runs unchanged. Otherwise the step is the QP of `app.control.dls_qp` (the
 same cost, joint and speed limits as bounds, one velocity damper per pair within influence), both
 arms as one problem when an arm-arm pair is among them. Each result carries its arm's
