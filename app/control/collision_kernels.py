@@ -224,13 +224,14 @@ def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xma
 
 
 @njit(cache=_CACHE)
-def assemble_qp(J, e, q, q_rest, cols, lam2, posture_gain, lo_tick, hi_tick, step, row_jac, row_lower, rows,
-                free, H, f, A, bu, bl, moved):
+def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, lo_tick, hi_tick, step, row_jac,
+                row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
     """The damped-least-squares step of ``G`` groups as one QP (`app.control.dls_qp`), into ``H``
     (k, k), ``f`` (k,), ``A`` (m, k), ``bu``/``bl`` (k + m,) and ``moved`` (m,): k = G * n joints.
 
     Group i: task Jacobian ``J[i]`` (t, n) and error ``e[i]`` (t,), joints ``cols[i*n:(i+1)*n]`` of
-    ``q``, rest posture ``q_rest[i]``, squared damping ``lam2[i]``:
+    ``q``, rest posture ``q_rest[i]``, squared damping (written to ``lam2[i]``)
+    ``λ² = damping_min + damping_gain |e|²``:
     ``H_ii = JᵀJ + λ²I``, ``f_i = -(Jᵀe + λ² z)``, ``z = posture_gain (q_rest - q)``. Box bounds:
     the tick's joint and speed bounds (``lo_tick``, ``hi_tick`` over all of q) less ``step`` (the
     tick's step so far). Rows: ``row_jac[rows[r]] · (step + x) >= row_lower[rows[r]]``, i.e.
@@ -243,6 +244,10 @@ def assemble_qp(J, e, q, q_rest, cols, lam2, posture_gain, lo_tick, hi_tick, ste
             H[a, b] = 0.0
     for i in range(G):
         o = i * n
+        s = 0.0
+        for r in range(t):
+            s += e[i, r] * e[i, r]
+        lam2[i] = damping_min + damping_gain * s
         for a in range(n):
             for b in range(a, n):
                 s = 0.0

@@ -43,6 +43,20 @@ HELD_MULTIPLIER = 1e-9
 (the row is binding: without it the step would differ)."""
 
 
+def _rows_of_one(arrays: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The slice of one array whose consecutive rows ``arrays`` are (views, in order), or None."""
+    base = arrays[0].base
+    if base is None or base.ndim != arrays[0].ndim + 1 or any(a.base is not base for a in arrays):
+        return None
+    first = arrays[0].ctypes.data
+    start = next((i for i in range(base.shape[0]) if base[i].ctypes.data == first), None)
+    if start is None or start + len(arrays) > base.shape[0]:
+        return None
+    if any(base[start + i].ctypes.data != a.ctypes.data or base[start + i].shape != a.shape for i, a in enumerate(arrays)):
+        return None
+    return base[start:start + len(arrays)]
+
+
 class _Problem:
     """Buffers of one QP over the joints of some groups (all of one shape: t task rows, n joints)."""
 
@@ -62,9 +76,12 @@ class _Problem:
         self.sense = np.zeros(k + n_rows_max, dtype=c_int)
         self.A = np.zeros((max(n_rows_max, 1), k))
         self.moved = np.zeros(max(n_rows_max, 1))
-        self.J = np.zeros((len(members), t, n))
-        """Each group's task Jacobian, copied in for the compiled assembly."""
-        self.e = np.zeros((len(members), t))
+        # The groups' task Jacobians and errors as one (G, t, n) and (G, t) array: the arrays the
+        # groups hold when they are consecutive rows of one (the Panda IK's), else copied in each time.
+        J, e = _rows_of_one([g.J for g in members]), _rows_of_one([g.e for g in members])
+        self.copy = J is None or e is None
+        self.J = np.zeros((len(members), t, n)) if self.copy else J
+        self.e = np.zeros((len(members), t)) if self.copy else e
         self.lam2 = np.zeros(len(members))
         self.q_rest = np.array([g.q_rest for g in members])
 
@@ -98,8 +115,9 @@ class ConstrainedDLS:
         p = self._problem(tuple(range(self.n_groups)))
         n = self.dls.q_lo.size
         zeros = np.zeros(n)
-        assemble_qp(p.J, p.e, zeros, p.q_rest, p.cols, p.lam2, 0.0, zeros, zeros, zeros, np.zeros((1, n)),
-                    np.zeros(1), np.zeros(0, dtype=np.intp), _FREE, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k], p.moved[:0])
+        assemble_qp(p.J, p.e, zeros, p.q_rest, p.cols, 0.0, 0.0, 0.0, zeros, zeros, zeros, np.zeros((1, n)),
+                    np.zeros(1), np.zeros(0, dtype=np.intp), _FREE, p.lam2, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k],
+                    p.moved[:0])
 
     def _problem(self, groups: tuple[int, ...]) -> _Problem:
         p = self._problems.get(groups)
@@ -190,15 +208,14 @@ class ConstrainedDLS:
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
         H, f, k, cols = p.H, p.f, p.k, p.cols
-        G = len(p.groups)
-        for gi, i in enumerate(p.groups):
-            g = groups[i]
-            g.iterations += 1
+        for i in p.groups:
+            groups[i].iterations += 1
             tasks.jacobian(i)
-            g.damping = cfg.damping_min + cfg.damping_error_gain * float(g.e @ g.e)
-            p.J[gi] = g.J
-            p.e[gi] = g.e
-            p.lam2[gi] = g.damping
+        J, e = p.J, p.e
+        if p.copy:
+            for gi, i in enumerate(p.groups):
+                J[gi] = groups[i].J
+                e[gi] = groups[i].e
         idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
         m = idx.size
         if k + m > p.bu.size:
@@ -207,8 +224,10 @@ class ConstrainedDLS:
         if m > p.A.shape[0]:
             p.A, p.moved = np.zeros((2 * m, k)), np.zeros(2 * m)
         bu, bl, sense, A, moved = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m], p.A[:m], p.moved[:m]
-        assemble_qp(p.J[:G], p.e[:G], q, p.q_rest, p.cols, p.lam2, cfg.posture_gain, lo_tick, hi_tick, step,
-                    row_jac, row_lower, idx, _FREE, H, f, A, bu, bl, moved)
+        assemble_qp(J, e, q, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain, lo_tick,
+                    hi_tick, step, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu, bl, moved)
+        for gi, i in enumerate(p.groups):
+            groups[i].damping = float(p.lam2[gi])
         lower = row_lower[idx]
         sense.fill(0)
         x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
