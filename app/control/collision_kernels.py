@@ -3,7 +3,7 @@
 As numpy calls, the few dozen small array operations of a tick cost 2-5 us each on the machines
 this runs on, far more than their arithmetic; here each is a plain loop over a handful of
 contacts, rows and joints, without allocation. Callers own the buffers (`app.control.collision`).
-Compiled on first import and cached (beside the module, or in ``NUMBA_CACHE_DIR``).
+Compiled on first use and cached (`app.control.compiled`).
 
 A *contact* here is a point pair of two geoms: distance ``dist`` (m, negative: overlap), the point
 ``pos`` half-way between the two witness points, and the unit ``normal`` from the first geom
@@ -12,20 +12,15 @@ A *contact* here is a point pair of two geoms: distance ``dist`` (m, negative: o
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from numba import njit
 
-_CACHE = not getattr(sys, "frozen", False)
-"""Cache the compiled code on disk; not in a frozen bundle (PyInstaller), where numba finds no place
-for it: there each start compiles again (a few seconds, while the IK is built, before the loop runs)."""
+from app.control.compiled import kernel
 
 HINGE, SLIDE = 0, 1
 """Joint kinds of the stacked columns (`contact_rows`' ``kind``)."""
 
 
-@njit(cache=_CACHE)
+@kernel
 def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, exact_dist, exact_geom, exact_pos, exact_normal,
                     n_exact, influence_m, dist, geom, pos, normal):
     """Copy the contacts within ``influence_m`` of MuJoCo's list (``mj_*``, ``mj_frame`` (N, 9): its
@@ -53,7 +48,7 @@ def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, exact_dist, exact_geom, 
     return n
 
 
-@njit(cache=_CACHE)
+@kernel
 def contacts_to_pairs(n, dist, geom, pos, normal, pair_of, swap, active, dist_m, fromto_m, row_of):
     """The pairs of the first ``n`` contacts; returns their number m.
 
@@ -91,7 +86,7 @@ def contacts_to_pairs(n, dist, geom, pos, normal, pair_of, swap, active, dist_m,
     return m
 
 
-@njit(cache=_CACHE)
+@kernel
 def _witness(c, dist, geom, pos, normal, swap, fromto_m, k):
     h = 0.5 * dist[c] * (-1.0 if swap[geom[c, 0], geom[c, 1]] else 1.0)
     for a in range(3):
@@ -99,7 +94,7 @@ def _witness(c, dist, geom, pos, normal, swap, fromto_m, k):
         fromto_m[k, 3 + a] = pos[c, a] + h * normal[c, a]
 
 
-@njit(cache=_CACHE)
+@kernel
 def pair_least(n, dist, geom, pair_of, active, m, out):
     """``out[:m]`` = each active pair's least distance among the first ``n`` contacts (``dist``,
     ``geom``); a pair without a contact keeps what ``out`` held."""
@@ -112,7 +107,7 @@ def pair_least(n, dist, geom, pair_of, active, m, out):
                 break
 
 
-@njit(cache=_CACHE)
+@kernel
 def near_box_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
     """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m``, into ``out``;
     returns how many: bounding spheres apart by less, or, where ``static_box2`` (the second geom is a
@@ -143,7 +138,7 @@ def near_box_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound,
     return k
 
 
-@njit(cache=_CACHE)
+@kernel
 def _point_row(x, b, sgn, normal_c, anc, kind, axis, anchor, row):
     """``row += sgn * n · J(x on body b)`` over the stacked columns."""
     for j in range(row.shape[0]):
@@ -160,7 +155,7 @@ def _point_row(x, b, sgn, normal_c, anc, kind, axis, anchor, row):
         row[j] += sgn * v
 
 
-@njit(cache=_CACHE)
+@kernel
 def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xmat, feat_local, feat_r,
                  feat_mask, geom_body, anc, kind, axis, anchor, band_m, influence_m, row_jac, row_dist, row_pair):
     """The constraint rows of the first ``n`` contacts; returns their number (at most ``row_jac``'s).
@@ -223,7 +218,7 @@ def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xma
     return r
 
 
-@njit(cache=_CACHE)
+@kernel
 def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, lo_tick, hi_tick, step, row_jac,
                 row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
     """The damped-least-squares step of ``G`` groups as one QP (`app.control.dls_qp`), into ``H``

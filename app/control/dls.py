@@ -30,6 +30,7 @@ import mujoco
 import numpy as np
 
 from app.config import SolverConfig
+from app.control import pose_kernels
 from app.control.pose_kernels import orientation_error_row, position_error_row
 
 
@@ -137,6 +138,7 @@ class DampedLeastSquares:
         self._inv_vmax = np.zeros(self.q_lo.shape)
         for g in self.groups:
             self._inv_vmax[g.cols] = g.inv_max_vel_s_rad
+        pose_kernels.warm_up()
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, max_iterations: int | None = None) -> np.ndarray:
         """Joint answer (new array) from ``q_start`` toward the tasks' targets; with ``dt_s`` each

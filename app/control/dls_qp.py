@@ -108,6 +108,7 @@ class ConstrainedDLS:
         self._tmp = [np.zeros(g.J.shape[1]) for g in groups]
         n = solver.q_lo.size
         self._lo_tick, self._hi_tick, self._v = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._row_index = np.arange(64, dtype=np.intp)
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -216,7 +217,12 @@ class ConstrainedDLS:
             for gi, i in enumerate(p.groups):
                 J[gi] = groups[i].J
                 e[gi] = groups[i].e
-        idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
+        if isinstance(rows, slice):  # the one problem's rows: 0..m-1
+            if rows.stop > self._row_index.size:
+                self._row_index = np.arange(2 * rows.stop, dtype=np.intp)
+            idx = self._row_index[rows]
+        else:
+            idx = rows
         m = idx.size
         if k + m > p.bu.size:
             p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
@@ -228,14 +234,13 @@ class ConstrainedDLS:
                     hi_tick, step, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu, bl, moved)
         for gi, i in enumerate(p.groups):
             groups[i].damping = float(p.lam2[gi])
-        lower = row_lower[idx]
         sense.fill(0)
         x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
         infeasible = flag <= 0
         if infeasible:
             # No closer than at the tick's start: the start itself satisfies it, so only bounds the
             # start already violates (a joint outside its range less the margin) can refuse it.
-            np.subtract(np.minimum(lower, 0.0), moved, out=bl[k:])
+            np.subtract(np.minimum(row_lower[idx], 0.0), moved, out=bl[k:])
             sense.fill(0)
             x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
         if flag <= 0:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+import numpy as np
 
-from app.control.collision_kernels import _CACHE
+from app.control.compiled import kernel
 
 
-@njit(cache=_CACHE)
+@kernel
 def mat_to_quat(m, out):
     """``out`` (4,) = the unit quaternion of rotation matrix ``m`` (9,): MuJoCo's `mju_mat2Quat`,
     operation for operation, so a pose read back equals MuJoCo's own quaternion bit for bit."""
@@ -47,7 +47,7 @@ def mat_to_quat(m, out):
             out[a] *= inv
 
 
-@njit(cache=_CACHE)
+@kernel
 def position_error_row(out3, target, frame):
     """``out3 = target - frame`` (m); returns its length."""
     s = 0.0
@@ -57,7 +57,7 @@ def position_error_row(out3, target, frame):
     return math.sqrt(s)
 
 
-@njit(cache=_CACHE)
+@kernel
 def orientation_error_row(out3, target, frame, weight):
     """``out3 = weight * log(target * frame⁻¹)``: the world-frame rotation vector, shortest way round,
     from unit quaternion ``frame`` to ``target``, times ``weight`` (m/rad); returns its angle (rad)."""
@@ -84,7 +84,7 @@ def orientation_error_row(out3, target, frame, weight):
     return angle
 
 
-@njit(cache=_CACHE)
+@kernel
 def tcp_errors(site_xpos, site_xmat, sites, target_pos, target_quat, weight, e, err, cur):
     """Each arm i's task error ``e[i]`` (6,) = [target position - site ; weight * rotation vector]
     for site ``sites[i]``; ``err[i]`` = (position error m, angle rad). ``cur`` (4,) is scratch."""
@@ -93,3 +93,15 @@ def tcp_errors(site_xpos, site_xmat, sites, target_pos, target_quat, weight, e, 
         err[i, 0] = position_error_row(e[i, :3], target_pos[i], site_xpos[s])
         mat_to_quat(site_xmat[s], cur)
         err[i, 1] = orientation_error_row(e[i, 3:], target_quat[i], cur, weight)
+
+
+def warm_up() -> None:
+    """Run each kernel once (loading it from numba's cache, or compiling it), so that no control or
+    stream loop pays for that on its first tick: `app.control.dls.DampedLeastSquares` calls it when built."""
+    out3, cur = np.zeros(3), np.zeros(4)
+    unit = np.array([1.0, 0.0, 0.0, 0.0])
+    position_error_row(out3, np.zeros(3), np.zeros(3))
+    orientation_error_row(out3, unit, unit, 1.0)
+    mat_to_quat(np.eye(3).ravel(), cur)
+    tcp_errors(np.zeros((1, 3)), np.eye(3).reshape(1, 9), np.zeros(1, dtype=np.intp), np.zeros((1, 3)),
+               unit.reshape(1, 4), 1.0, np.zeros((1, 6)), np.zeros((1, 2)), cur)
