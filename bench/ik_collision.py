@@ -24,7 +24,6 @@ import mujoco
 import numpy as np
 
 from app.config import CollisionConfig, Config
-from app.control.collision import CollisionDistances
 from app.control.collision_pairs import PairClass, resolve_pairs
 from app.control.ik import MultiArmIK
 from app.sim.scene import resolve_arm
@@ -59,26 +58,26 @@ def trajectories(home: dict, seconds: float, dt: float) -> dict[str, np.ndarray]
 
 
 class _Truth:
-    """Exact least distances of the pairs on a joint answer, for scoring (never timed)."""
+    """Exact least distances of the pairs on a joint answer (`mj_geomDistance` on the scene's own
+    geoms, every pair), for scoring (never timed)."""
 
     def __init__(self, model, arms, pairs):
         self.model, self.arms, self.pairs = model, arms, pairs
         self.data = mujoco.MjData(model)
         for a in arms:
             self.data.qpos[np.asarray(a.finger_qpos_adr)] = 0.04  # as the IK models them
-        self.dist = CollisionDistances(model, self.data, pairs, arms, 0.5)
+        self.arm_arm = self.pairs.kind == PairClass.ARM_ARM
+        self._ft = np.zeros(6)
 
     def __call__(self, q2: np.ndarray) -> tuple[float, float]:
-        """(least distance over all pairs, least over arm-arm pairs) at q2 (2, 7); 0.5 when none within 0.5 m."""
+        """(least distance over all pairs, least over arm-arm pairs) at q2 (2, 7), each at most 0.5 m."""
         for i, a in enumerate(self.arms):
             self.data.qpos[np.asarray(a.qpos_adr)] = q2[i]
         mujoco.mj_kinematics(self.model, self.data)
-        m = self.dist.update()
-        if m == 0:
-            return 0.5, 0.5
-        d = self.dist.dist_m[:m]
-        aa = self.pairs.kind[self.dist.active] == PairClass.ARM_ARM
-        return float(d.min()), float(d[aa].min()) if aa.any() else 0.5
+        d = np.array([mujoco.mj_geomDistance(self.model, self.data, int(g1), int(g2), 0.5, self._ft)
+                      for g1, g2 in zip(self.pairs.geom1, self.pairs.geom2)])
+        self.last = d
+        return float(d.min()), float(d[self.arm_arm].min())
 
 
 def _ours(model, cfg, arms, home_q, quat, targets, dt, collision):

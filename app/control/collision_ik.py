@@ -3,7 +3,7 @@
 `CollisionAwareDLS.solve` is what `app.control.ik.MultiArmIK` runs each tick when `[collision]` is on:
 
 1. kinematics at the start command, once (`PrimableTasks.prime`; the solver's first `update` reuses them);
-2. `CollisionDistances.update`: broad phase over every pair, exact distances of the few it passes;
+2. `CollisionDistances.update`: one `mj_collision` over every pair (and exact distances of the few box-box pairs);
 3. no pair within ``influence_m``: `DampedLeastSquares.solve`, unchanged (the same arithmetic, bit
    for bit, as with collision avoidance off);
 4. otherwise: the pairs' constraint rows (`CollisionDistances.rows`), one velocity damper each,
@@ -76,14 +76,32 @@ class CollisionAwareDLS:
         after it respect every damper (False: always the QP, for tests of the QP itself)."""
         self.infeasible_solves = 0
         """Solves whose QP had no solution and fell back (see `app.control.dls_qp`)."""
+        self.measure_failures = 0
+        """Solves where MuJoCo's collision raised an error: every arm held its start command."""
+        self._failed = [CollisionStatus(distance_m=0.0, infeasible=True) for _ in range(self.n)]
 
     def solve(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         """Joint answer (new array) from ``q_start`` and each arm's collision status."""
         self.tasks.prime(q_start)
-        if self.distances.update() == 0:
+        try:
+            if self.distances.update() == 0:
+                self._pressing = False
+                return self.solver.solve(q_start, dt_s), self._clear
+            return self._solve_constrained(q_start, dt_s)
+        except mujoco.FatalError:
+            # MuJoCo could not measure (a degenerate contact, e.g. two geoms' centres coinciding):
+            # nothing is known about the distances, so no arm moves this tick
+            self.measure_failures += 1
             self._pressing = False
-            return self.solver.solve(q_start, dt_s), self._clear
-        return self._solve_constrained(q_start, dt_s)
+            return self._hold(q_start), self._failed
+
+    def _hold(self, q_start: np.ndarray) -> np.ndarray:
+        """Every arm at its start command (a new array), the groups' results set for it."""
+        for g in self.solver.groups:
+            g.iterations = 0
+            g.velocity_clamped = False
+            g.damping = self.solver.cfg.damping_min
+        return self.solver.finish(np.array(q_start, dtype=float), False)
 
     def damper_lower_m(self, dist_m: np.ndarray, dt_s: float | None) -> np.ndarray:
         """Least change of each distance over the tick (m; negative: it may close by that much)."""

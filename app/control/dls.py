@@ -30,28 +30,22 @@ import mujoco
 import numpy as np
 
 from app.config import SolverConfig
+from app.control import pose_kernels
+from app.control.pose_kernels import orientation_error_row, position_error_row
 
 
 def position_error(out3: np.ndarray, target_m, frame_m) -> float:
     """``out3 = target - frame`` (m, world frame); returns its length."""
-    np.subtract(target_m, frame_m, out=out3)
-    x, y, z = out3
-    return math.sqrt(x * x + y * y + z * z)
+    return float(position_error_row(out3, np.asarray(target_m, dtype=float), np.asarray(frame_m, dtype=float)))
 
 
 def orientation_error(out3: np.ndarray, target_wxyz, frame_wxyz, weight_m_per_rad: float,
-                      local3: np.ndarray) -> float:
+                      local3: np.ndarray | None = None) -> float:
     """``out3 = weight * log(target * frame⁻¹)``, the world-frame rotation vector (shortest way
-    round) from the frame's orientation to the target's; returns its angle (rad).
-
-    MuJoCo's `mju_subQuat` gives the rotation vector in the frame's own axes; one rotation by the
-    frame's orientation takes it to the world. ``local3`` is scratch.
-    """
-    mujoco.mju_subQuat(local3, target_wxyz, frame_wxyz)
-    mujoco.mju_rotVecQuat(out3, local3, frame_wxyz)
-    out3 *= weight_m_per_rad
-    x, y, z = local3
-    return math.sqrt(x * x + y * y + z * z)
+    round) from the frame's orientation to the target's; returns its angle (rad). ``local3`` is
+    not used (kept for callers that pass scratch). One definition: `app.control.pose_kernels`."""
+    return float(orientation_error_row(out3, np.asarray(target_wxyz, dtype=float), np.asarray(frame_wxyz, dtype=float),
+                                       float(weight_m_per_rad)))
 
 
 class Group:
@@ -144,6 +138,7 @@ class DampedLeastSquares:
         self._inv_vmax = np.zeros(self.q_lo.shape)
         for g in self.groups:
             self._inv_vmax[g.cols] = g.inv_max_vel_s_rad
+        pose_kernels.warm_up()
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, max_iterations: int | None = None) -> np.ndarray:
         """Joint answer (new array) from ``q_start`` toward the tasks' targets; with ``dt_s`` each

@@ -33,7 +33,8 @@ import daqp
 import mujoco
 import numpy as np
 
-from app.control.dls import DampedLeastSquares
+from app.control.collision_kernels import assemble_qp
+from app.control.dls import DampedLeastSquares, Group
 
 _FREE = 1e30
 """DAQP's 'no bound'."""
@@ -42,12 +43,30 @@ HELD_MULTIPLIER = 1e-9
 (the row is binding: without it the step would differ)."""
 
 
-class _Problem:
-    """Buffers of one QP over the joints of some groups."""
+def _rows_of_one(arrays: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The slice of one array whose consecutive rows ``arrays`` are (views, in order), or None."""
+    base = arrays[0].base
+    if base is None or base.ndim != arrays[0].ndim + 1 or any(a.base is not base for a in arrays):
+        return None
+    first = arrays[0].ctypes.data
+    start = next((i for i in range(base.shape[0]) if base[i].ctypes.data == first), None)
+    if start is None or start + len(arrays) > base.shape[0]:
+        return None
+    if any(base[start + i].ctypes.data != a.ctypes.data or base[start + i].shape != a.shape for i, a in enumerate(arrays)):
+        return None
+    return base[start:start + len(arrays)]
 
-    def __init__(self, groups: Sequence[int], cols: np.ndarray, n_rows_max: int) -> None:
+
+class _Problem:
+    """Buffers of one QP over the joints of some groups (all of one shape: t task rows, n joints)."""
+
+    def __init__(self, groups: Sequence[int], members: Sequence[Group], cols: np.ndarray, n_rows_max: int) -> None:
         self.groups = tuple(groups)
         self.cols = cols
+        shapes = {g.J.shape for g in members}
+        if len(shapes) != 1:
+            raise ValueError(f"groups solved as one QP must have one task shape, got {sorted(shapes)}")
+        t, n = shapes.pop()
         k = cols.size
         self.k = k
         self.H = np.zeros((k, k))
@@ -55,6 +74,16 @@ class _Problem:
         self.bu = np.zeros(k + n_rows_max)
         self.bl = np.zeros(k + n_rows_max)
         self.sense = np.zeros(k + n_rows_max, dtype=c_int)
+        self.A = np.zeros((max(n_rows_max, 1), k))
+        self.moved = np.zeros(max(n_rows_max, 1))
+        # The groups' task Jacobians and errors as one (G, t, n) and (G, t) array: the arrays the
+        # groups hold when they are consecutive rows of one (the Panda IK's), else copied in each time.
+        J, e = _rows_of_one([g.J for g in members]), _rows_of_one([g.e for g in members])
+        self.copy = J is None or e is None
+        self.J = np.zeros((len(members), t, n)) if self.copy else J
+        self.e = np.zeros((len(members), t)) if self.copy else e
+        self.lam2 = np.zeros(len(members))
+        self.q_rest = np.array([g.q_rest for g in members])
 
 
 class ConstrainedDLS:
@@ -79,12 +108,23 @@ class ConstrainedDLS:
         self._tmp = [np.zeros(g.J.shape[1]) for g in groups]
         n = solver.q_lo.size
         self._lo_tick, self._hi_tick, self._v = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._row_index = np.arange(64, dtype=np.intp)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Compile the QP assembly now (no rows), not on the first tick that needs it."""
+        p = self._problem(tuple(range(self.n_groups)))
+        n = self.dls.q_lo.size
+        zeros = np.zeros(n)
+        assemble_qp(p.J, p.e, zeros, p.q_rest, p.cols, 0.0, 0.0, 0.0, zeros, zeros, zeros, np.zeros((1, n)),
+                    np.zeros(1), np.zeros(0, dtype=np.intp), _FREE, p.lam2, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k],
+                    p.moved[:0])
 
     def _problem(self, groups: tuple[int, ...]) -> _Problem:
         p = self._problems.get(groups)
         if p is None:
             cols = np.concatenate([self._group_cols[i] for i in groups])
-            p = self._problems[groups] = _Problem(groups, cols, self._n_rows_max)
+            p = self._problems[groups] = _Problem(groups, [self.dls.groups[i] for i in groups], cols, self._n_rows_max)
         return p
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, problems: Sequence[tuple[int, ...]],
@@ -168,50 +208,39 @@ class ConstrainedDLS:
                    row_group1: np.ndarray, row_group2: np.ndarray) -> None:
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
-        H, f, k = p.H, p.f, p.k
-        H.fill(0.0)
-        off = 0
+        H, f, k, cols = p.H, p.f, p.k, p.cols
         for i in p.groups:
-            g = groups[i]
-            g.iterations += 1
+            groups[i].iterations += 1
             tasks.jacobian(i)
-            J, e = g.J, g.e
-            n = J.shape[1]
-            lam2 = cfg.damping_min + cfg.damping_error_gain * float(e @ e)
-            g.damping = lam2
-            z = g._z
-            np.subtract(g.q_rest, q[g.cols], out=z)
-            z *= cfg.posture_gain
-            JtJ, tmp = self._JtJ[i], self._tmp[i]
-            mujoco.mju_mulMatTMat(JtJ, J, J)
-            JtJ.flat[::n + 1] += lam2
-            H[off:off + n, off:off + n] = JtJ
-            mujoco.mju_mulMatTVec(tmp, J, e)
-            np.multiply(z, lam2, out=f[off:off + n])
-            f[off:off + n] += tmp
-            off += n
-        np.negative(f, out=f)
-        cols = p.cols
-        m = rows.stop - rows.start if isinstance(rows, slice) else rows.size
+        J, e = p.J, p.e
+        if p.copy:
+            for gi, i in enumerate(p.groups):
+                J[gi] = groups[i].J
+                e[gi] = groups[i].e
+        if isinstance(rows, slice):  # the one problem's rows: 0..m-1
+            if rows.stop > self._row_index.size:
+                self._row_index = np.arange(2 * rows.stop, dtype=np.intp)
+            idx = self._row_index[rows]
+        else:
+            idx = rows
+        m = idx.size
         if k + m > p.bu.size:
             p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
             p.sense = np.zeros(k + 2 * m, dtype=c_int)
-        bu, bl, sense = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m]
-        np.subtract(hi_tick[cols], step[cols], out=bu[:k])
-        np.subtract(lo_tick[cols], step[cols], out=bl[:k])
-        Arows = row_jac[rows]
-        A = Arows[:, cols] if k != Arows.shape[1] else Arows
-        moved = Arows @ step
-        bu[k:] = _FREE
-        lower = row_lower[rows]
-        np.subtract(lower, moved, out=bl[k:])
+        if m > p.A.shape[0]:
+            p.A, p.moved = np.zeros((2 * m, k)), np.zeros(2 * m)
+        bu, bl, sense, A, moved = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m], p.A[:m], p.moved[:m]
+        assemble_qp(J, e, q, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain, lo_tick,
+                    hi_tick, step, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu, bl, moved)
+        for gi, i in enumerate(p.groups):
+            groups[i].damping = float(p.lam2[gi])
         sense.fill(0)
         x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
         infeasible = flag <= 0
         if infeasible:
             # No closer than at the tick's start: the start itself satisfies it, so only bounds the
             # start already violates (a joint outside its range less the margin) can refuse it.
-            np.subtract(np.minimum(lower, 0.0), moved, out=bl[k:])
+            np.subtract(np.minimum(row_lower[idx], 0.0), moved, out=bl[k:])
             sense.fill(0)
             x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
         if flag <= 0:

@@ -11,7 +11,7 @@ its velocity limit over one tick, and clamped to the joint range less a margin. 
 never touched.
 
 With `[collision]` on, each solve first measures the collision pairs at the start command
-(`app.control.collision`: a broad phase, then exact distances). No pair within ``influence_m``:
+(`app.control.collision`: MuJoCo's collision on a model of the pairs). No pair within ``influence_m``:
 the plain path above runs unchanged. Otherwise the step is the QP of `app.control.dls_qp` (the
 same cost, joint and speed limits as bounds, one velocity damper per pair within influence), both
 arms as one problem when an arm-arm pair is among them. Each result carries its arm's
@@ -29,7 +29,8 @@ import numpy as np
 from app.config import CollisionConfig, IKConfig
 from app.control.collision import COLLISION_OFF, CollisionStatus
 from app.control.collision_ik import CollisionAwareDLS
-from app.control.dls import DampedLeastSquares, Group, orientation_error, position_error
+from app.control.dls import DampedLeastSquares, Group
+from app.control.pose_kernels import tcp_errors
 from app.sim.scene import ArmHandles
 
 
@@ -66,7 +67,15 @@ class _TcpTasks:
         self._jacp = np.zeros((3, model.nv))
         self._jacr = np.zeros((3, model.nv))
         self._cur = np.zeros(4)
-        self._local = np.zeros(3)
+        self._site_arr = np.array(self._sites, dtype=np.intp)
+        self._e = np.zeros((len(arms), 6))
+        """Every arm's task error, one row each: each group's ``e`` is a view of its row."""
+        self._J = np.zeros((len(arms), 6, 7))
+        """Every arm's task Jacobian, likewise: each group's ``J`` is a view of its slice."""
+        for i, g in enumerate(self.groups):
+            g.e = self._e[i]
+            g.J = self._J[i]
+        self._err = np.zeros((len(arms), 2))
         self._jac_ready = False
         self._primed = False
 
@@ -91,12 +100,11 @@ class _TcpTasks:
             data.qpos[self._qadr] = q
             mujoco.mj_kinematics(model, data)
             self._jac_ready = False
-        cur, w = self._cur, self.rot_weight
+        tcp_errors(data.site_xpos, data.site_xmat, self._site_arr, self.target_pos, self.target_quat, self.rot_weight,
+                   self._e, self._err, self._cur)
         for i, g in enumerate(self.groups):
-            site, e = self._sites[i], g.e
-            g.pos_err_m = position_error(e[:3], self.target_pos[i], data.site_xpos[site])
-            mujoco.mju_mat2Quat(cur, data.site_xmat[site])
-            g.rot_err_rad = orientation_error(e[3:], self.target_quat[i], cur, w, self._local)
+            g.pos_err_m = float(self._err[i, 0])
+            g.rot_err_rad = float(self._err[i, 1])
 
     def jacobian(self, group: int) -> None:
         model, data = self.model, self.data

@@ -4,8 +4,8 @@
 server's own model (never the physics data) at the commanded joints (an arm the command does not name
 stays at its reference joints: the joints it is being driven to, see `SimServer`) and measures every
 arm-arm pair of `[collision]` (`app.control.collision_pairs.resolve_pairs`, class `ARM_ARM`) with
-`app.control.collision.CollisionDistances`: a numpy broad phase over all pairs at once (bounding
-spheres), then `mujoco.mj_geomDistance` for the few pairs it passes, up to `minimum_m`. The fingers
+`app.control.collision.CollisionDistances` (one `mj_collision` on a contact model of the pairs, exact
+`mujoco.mj_geomDistance` for pairs of two boxes), up to `minimum_m`. The fingers
 are modelled fully open, their widest outline, as the client's IK models them (so a command the IK
 produced is measured as the IK measured it, whatever the gripper does).
 

@@ -1,0 +1,270 @@
+"""The collision IK's per-tick arithmetic over contacts and rows, compiled (numba).
+
+As numpy calls, the few dozen small array operations of a tick cost 2-5 us each on the machines
+this runs on, far more than their arithmetic; here each is a plain loop over a handful of
+contacts, rows and joints, without allocation. Callers own the buffers (`app.control.collision`).
+Compiled on first use and cached (`app.control.compiled`).
+
+A *contact* here is a point pair of two geoms: distance ``dist`` (m, negative: overlap), the point
+``pos`` half-way between the two witness points, and the unit ``normal`` from the first geom
+(``geom[c, 0]``) to the second, along which the distance grows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.control.compiled import kernel
+
+HINGE, SLIDE = 0, 1
+"""Joint kinds of the stacked columns (`contact_rows`' ``kind``)."""
+
+
+@kernel
+def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, exact_dist, exact_geom, exact_pos, exact_normal,
+                    n_exact, influence_m, dist, geom, pos, normal):
+    """Copy the contacts within ``influence_m`` of MuJoCo's list (``mj_*``, ``mj_frame`` (N, 9): its
+    first row the normal) and of the first ``n_exact`` exact ones into ``dist``, ``geom``, ``pos``,
+    ``normal``; returns how many."""
+    n = 0
+    for c in range(mj_dist.shape[0]):
+        if mj_dist[c] < influence_m and n < dist.shape[0]:
+            dist[n] = mj_dist[c]
+            for a in range(2):
+                geom[n, a] = mj_geom[c, a]
+            for a in range(3):
+                pos[n, a] = mj_pos[c, a]
+                normal[n, a] = mj_frame[c, a]
+            n += 1
+    for c in range(n_exact):
+        if exact_dist[c] < influence_m and n < dist.shape[0]:
+            dist[n] = exact_dist[c]
+            for a in range(2):
+                geom[n, a] = exact_geom[c, a]
+            for a in range(3):
+                pos[n, a] = exact_pos[c, a]
+                normal[n, a] = exact_normal[c, a]
+            n += 1
+    return n
+
+
+@kernel
+def contacts_to_pairs(n, dist, geom, pos, normal, pair_of, swap, active, dist_m, fromto_m, row_of):
+    """The pairs of the first ``n`` contacts; returns their number m.
+
+    ``pair_of`` (G, G): pair index of two geoms; ``swap`` (G, G): the pair lists them the other way
+    round. Out: ``active[:m]`` the pairs in increasing order, ``dist_m[:m]`` each one's least contact
+    distance, ``fromto_m[:m]`` its witness points there (on the pair's geom1, then geom2), ``row_of[:n]``
+    each contact's index into ``active``.
+    """
+    m = 0
+    for c in range(n):
+        p = pair_of[geom[c, 0], geom[c, 1]]
+        k = 0
+        while k < m and active[k] < p:
+            k += 1
+        if k < m and active[k] == p:
+            if dist[c] < dist_m[k]:
+                dist_m[k] = dist[c]
+                _witness(c, dist, geom, pos, normal, swap, fromto_m, k)
+            continue
+        for j in range(m, k, -1):  # insertion: a few dozen contacts at most
+            active[j] = active[j - 1]
+            dist_m[j] = dist_m[j - 1]
+            for a in range(6):
+                fromto_m[j, a] = fromto_m[j - 1, a]
+        active[k] = p
+        dist_m[k] = dist[c]
+        _witness(c, dist, geom, pos, normal, swap, fromto_m, k)
+        m += 1
+    for c in range(n):
+        p = pair_of[geom[c, 0], geom[c, 1]]
+        k = 0
+        while active[k] != p:
+            k += 1
+        row_of[c] = k
+    return m
+
+
+@kernel
+def _witness(c, dist, geom, pos, normal, swap, fromto_m, k):
+    h = 0.5 * dist[c] * (-1.0 if swap[geom[c, 0], geom[c, 1]] else 1.0)
+    for a in range(3):
+        fromto_m[k, a] = pos[c, a] - h * normal[c, a]
+        fromto_m[k, 3 + a] = pos[c, a] + h * normal[c, a]
+
+
+@kernel
+def pair_least(n, dist, geom, pair_of, active, m, out):
+    """``out[:m]`` = each active pair's least distance among the first ``n`` contacts (``dist``,
+    ``geom``); a pair without a contact keeps what ``out`` held."""
+    for c in range(n):
+        p = pair_of[geom[c, 0], geom[c, 1]]
+        for k in range(m):
+            if active[k] == p:
+                if dist[c] < out[k]:
+                    out[k] = dist[c]
+                break
+
+
+@kernel
+def near_box_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
+    """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m``, into ``out``;
+    returns how many: bounding spheres apart by less, or, where ``static_box2`` (the second geom is a
+    box fixed to the world: the table top, whose sphere is a metre), the first geom's sphere nearer
+    than that to the box."""
+    k = 0
+    for i in range(g1.shape[0]):
+        a, b = g1[i], g2[i]
+        if static_box2[i]:
+            out2 = 0.0
+            for ax in range(3):
+                loc = 0.0
+                for r in range(3):
+                    loc += (geom_xpos[a, r] - geom_xpos[b, r]) * geom_xmat[b, 3 * r + ax]
+                over = abs(loc) - geom_size[b, ax]
+                if over > 0.0:
+                    out2 += over * over
+            reach = rbound[a] + influence_m
+        else:
+            out2 = 0.0
+            for r in range(3):
+                e = geom_xpos[a, r] - geom_xpos[b, r]
+                out2 += e * e
+            reach = rbound[a] + rbound[b] + influence_m
+        if out2 < reach * reach:
+            out[k] = i
+            k += 1
+    return k
+
+
+@kernel
+def _point_row(x, b, sgn, normal_c, anc, kind, axis, anchor, row):
+    """``row += sgn * n · J(x on body b)`` over the stacked columns."""
+    for j in range(row.shape[0]):
+        if anc[b, j] == 0.0:
+            continue
+        if kind[j] == SLIDE:
+            v = axis[j, 0] * normal_c[0] + axis[j, 1] * normal_c[1] + axis[j, 2] * normal_c[2]
+        else:  # hinge: axis x (x - anchor)
+            r0, r1, r2 = x[0] - anchor[j, 0], x[1] - anchor[j, 1], x[2] - anchor[j, 2]
+            c0 = axis[j, 1] * r2 - axis[j, 2] * r1
+            c1 = axis[j, 2] * r0 - axis[j, 0] * r2
+            c2 = axis[j, 0] * r1 - axis[j, 1] * r0
+            v = c0 * normal_c[0] + c1 * normal_c[1] + c2 * normal_c[2]
+        row[j] += sgn * v
+
+
+@kernel
+def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xmat, feat_local, feat_r,
+                 feat_mask, geom_body, anc, kind, axis, anchor, band_m, influence_m, row_jac, row_dist, row_pair):
+    """The constraint rows of the first ``n`` contacts; returns their number (at most ``row_jac``'s).
+
+    Row c < n: contact c's ``∂d/∂q = n · (J(p, body2) - J(p, body1))`` at its point p over the
+    stacked columns (column j: ``kind[j]`` hinge or slide, world ``axis[j]`` and ``anchor[j]``; it
+    moves body b where ``anc[b, j]``). Then, at each pair's closest contact (``dist_m`` (m,) the pairs'
+    least distances), a row for each vertex e of either geom (``feat_local`` (G, 8, 3) in the geom
+    frame, ``feat_r`` (G,) the radius around them, ``feat_mask`` (G, 8)) whose distance to the other
+    geom's tangent plane at its witness point is below ``min(d + band_m, influence_m)``: the same
+    derivative with e in place of that geom's witness point.
+    """
+    C = row_jac.shape[1]
+    cap = row_jac.shape[0]
+    x = np.empty(3)
+    for c in range(n):
+        for j in range(C):
+            row_jac[c, j] = 0.0
+        for a in range(3):
+            x[a] = pos[c, a]
+        _point_row(x, geom_body[geom[c, 1]], 1.0, normal[c], anc, kind, axis, anchor, row_jac[c])
+        _point_row(x, geom_body[geom[c, 0]], -1.0, normal[c], anc, kind, axis, anchor, row_jac[c])
+        row_dist[c] = dist[c]
+        row_pair[c] = row_of[c]
+    r = n
+    w = np.empty(3)
+    for c in range(n):
+        d = dist[c]
+        if d > dist_m[row_of[c]]:
+            continue
+        limit = min(d + band_m, influence_m)
+        for side in range(2):
+            g = geom[c, side]
+            sgn = 1.0 if side == 0 else -1.0  # the normal points from side 0 to side 1
+            b_own, b_other = geom_body[g], geom_body[geom[c, 1 - side]]
+            for v in range(8):
+                if not feat_mask[g, v]:
+                    continue
+                for a in range(3):
+                    w[a] = geom_xpos[g, a] + (geom_xmat[g, 3 * a] * feat_local[g, v, 0]
+                                              + geom_xmat[g, 3 * a + 1] * feat_local[g, v, 1]
+                                              + geom_xmat[g, 3 * a + 2] * feat_local[g, v, 2])
+                dv = 0.0
+                for a in range(3):  # to the other geom's witness point, along the normal
+                    other = pos[c, a] + sgn * 0.5 * d * normal[c, a]
+                    dv += (other - w[a]) * normal[c, a]
+                dv = sgn * dv - feat_r[g]
+                if dv >= limit or r >= cap:
+                    continue
+                for j in range(C):
+                    row_jac[r, j] = 0.0
+                for a in range(3):
+                    x[a] = pos[c, a] + sgn * 0.5 * d * normal[c, a]
+                # d(vertex distance) = n · (J(other witness) - J(e)) for side 0, n · (J(e) - J(other)) for side 1
+                _point_row(x, b_other, sgn, normal[c], anc, kind, axis, anchor, row_jac[r])
+                _point_row(w, b_own, -sgn, normal[c], anc, kind, axis, anchor, row_jac[r])
+                row_dist[r] = dv
+                row_pair[r] = row_of[c]
+                r += 1
+    return r
+
+
+@kernel
+def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, lo_tick, hi_tick, step, row_jac,
+                row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
+    """The damped-least-squares step of ``G`` groups as one QP (`app.control.dls_qp`), into ``H``
+    (k, k), ``f`` (k,), ``A`` (m, k), ``bu``/``bl`` (k + m,) and ``moved`` (m,): k = G * n joints.
+
+    Group i: task Jacobian ``J[i]`` (t, n) and error ``e[i]`` (t,), joints ``cols[i*n:(i+1)*n]`` of
+    ``q``, rest posture ``q_rest[i]``, squared damping (written to ``lam2[i]``)
+    ``λ² = damping_min + damping_gain |e|²``:
+    ``H_ii = JᵀJ + λ²I``, ``f_i = -(Jᵀe + λ² z)``, ``z = posture_gain (q_rest - q)``. Box bounds:
+    the tick's joint and speed bounds (``lo_tick``, ``hi_tick`` over all of q) less ``step`` (the
+    tick's step so far). Rows: ``row_jac[rows[r]] · (step + x) >= row_lower[rows[r]]``, i.e.
+    ``A x >= row_lower - moved`` with ``moved = row_jac · step`` (over all of q); above: ``free``.
+    """
+    G, t, n = J.shape
+    k = G * n
+    for a in range(k):
+        for b in range(k):
+            H[a, b] = 0.0
+    for i in range(G):
+        o = i * n
+        s = 0.0
+        for r in range(t):
+            s += e[i, r] * e[i, r]
+        lam2[i] = damping_min + damping_gain * s
+        for a in range(n):
+            for b in range(a, n):
+                s = 0.0
+                for r in range(t):
+                    s += J[i, r, a] * J[i, r, b]
+                H[o + a, o + b] = s
+                H[o + b, o + a] = s
+            H[o + a, o + a] += lam2[i]
+            s = 0.0
+            for r in range(t):
+                s += J[i, r, a] * e[i, r]
+            c = cols[o + a]
+            f[o + a] = -(s + lam2[i] * posture_gain * (q_rest[i, a] - q[c]))
+            bu[o + a] = hi_tick[c] - step[c]
+            bl[o + a] = lo_tick[c] - step[c]
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        mv = 0.0
+        for c in range(step.shape[0]):
+            mv += row_jac[row, c] * step[c]
+        moved[r] = mv
+        for a in range(k):
+            A[r, a] = row_jac[row, cols[a]]
+        bu[k + r] = free
+        bl[k + r] = row_lower[row] - mv
