@@ -112,6 +112,13 @@ class CollisionDistances:
         d = self.data
         mujoco.mj_kinematics(self.scene_model, d)  # the IK's own data: posed at whatever it holds
         self._measure()
+        # MuJoCo's contact fields are strided views of its contact structs, contiguous only for
+        # fewer than two contacts: numba compiles a kernel once per layout, so both, now.
+        for strided in (False, True):
+            dist, geom = np.zeros(4)[::2 if strided else 1], np.zeros((2, 4), np.int32)[:, ::2 if strided else 1]
+            pos, frame = np.zeros((2, 6))[:, ::2 if strided else 1], np.zeros((2, 18))[:, ::2 if strided else 1]
+            kern.gather_contacts(dist, geom, pos, frame, self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal,
+                                 0, self.influence_m, self._dist, self._geom, self._pos, self._normal)
         kern.contacts_to_pairs(0, self._dist, self._geom, self._pos, self._normal, self._pair_of, self._swap,
                                self._active, self.dist_m, self.fromto_m, self._row_of)
         kern.pair_least(0, self._dist, self._geom, self._pair_of, self._active, 0, self._recheck)
