@@ -26,24 +26,22 @@ def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, exact_dist, exact_geom, 
     """Copy the contacts within ``influence_m`` of MuJoCo's list (``mj_*``, ``mj_frame`` (N, 9): its
     first row the normal) and of the first ``n_exact`` exact ones into ``dist``, ``geom``, ``pos``,
     ``normal``; returns how many."""
-    n = 0
-    for c in range(mj_dist.shape[0]):
-        if mj_dist[c] < influence_m and n < dist.shape[0]:
-            dist[n] = mj_dist[c]
+    n = _append(mj_dist, mj_geom, mj_pos, mj_frame, mj_dist.shape[0], influence_m, dist, geom, pos, normal, 0)
+    return _append(exact_dist, exact_geom, exact_pos, exact_normal, n_exact, influence_m, dist, geom, pos, normal, n)
+
+
+@kernel
+def _append(src_dist, src_geom, src_pos, src_normal, count, influence_m, dist, geom, pos, normal, n):
+    """Append the first ``count`` contacts of ``src_*`` within ``influence_m`` at ``n``; returns the new count
+    (``src_normal``'s first three columns are the normal)."""
+    for c in range(count):
+        if src_dist[c] < influence_m and n < dist.shape[0]:
+            dist[n] = src_dist[c]
             for a in range(2):
-                geom[n, a] = mj_geom[c, a]
+                geom[n, a] = src_geom[c, a]
             for a in range(3):
-                pos[n, a] = mj_pos[c, a]
-                normal[n, a] = mj_frame[c, a]
-            n += 1
-    for c in range(n_exact):
-        if exact_dist[c] < influence_m and n < dist.shape[0]:
-            dist[n] = exact_dist[c]
-            for a in range(2):
-                geom[n, a] = exact_geom[c, a]
-            for a in range(3):
-                pos[n, a] = exact_pos[c, a]
-                normal[n, a] = exact_normal[c, a]
+                pos[n, a] = src_pos[c, a]
+                normal[n, a] = src_normal[c, a]
             n += 1
     return n
 
