@@ -34,6 +34,7 @@ from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
 from app.gui.collision_view import collision_markers, snapshot_collisions
 from app.gui.presenter import Hud, hud_lines
+from app.gui.render_budget import RenderBudget, RenderBudgetConfig
 from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer, TextMarker
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ software renderer gives way to the control loop. Only they are reniced: they nev
 whereas a starved thread holding it would stall the loop (priority inversion)."""
 
 SOFTWARE_MAX_PIXELS = 640 * 480
-"""On a software renderer the image is rendered at most this large and scaled up to the widget."""
+"""On a software renderer the image is rendered at most this large and scaled up to the widget;
+smaller while a render takes longer than its budget (`app.gui.render_budget`)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class _Frame:
     snap: Snapshot | None
     published_s: float
     render_ms: float
+    pixels: int
+    """Pixels rendered (scaled up to the widget when fewer than its own)."""
 
 
 BASE_LABEL_OFFSET_M = (-0.15, 0.0, 0.01)
@@ -174,7 +178,7 @@ class _RenderJob:
         rgb = r.render(width, height, markers_for(snap, boxes + self.labels, collision))
         h, w = rgb.shape[:2]
         image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
-        return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3)
+        return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3, w * h)
 
     def close(self) -> None:
         if self.renderer is not None:
@@ -210,6 +214,8 @@ class SceneViewport(QWidget):
         self.latency_ms: deque[float] = deque(maxlen=120)
         """Snapshot published -> frame painted, per painted frame."""
         self.render_ms: deque[float] = deque(maxlen=120)
+        self.budget = RenderBudget(RenderBudgetConfig(max_pixels=SOFTWARE_MAX_PIXELS))
+        """Pixels of the next frame on a software renderer: each render kept near its time budget."""
         self.frameReady.connect(self._on_frame)
         self._thread: threading.Thread | None = None
         if self.threaded:
@@ -319,7 +325,7 @@ class SceneViewport(QWidget):
             return
         with self._job.lock:
             self._job.size = (max(1, self.width()), max(1, self.height()))
-            self._job.max_pixels = SOFTWARE_MAX_PIXELS if (self.software and not self._full_res) else 0
+            self._job.max_pixels = self.budget.pixels if (self.software and not self._full_res) else 0
         self.requests += 1
         if not self.threaded:
             self._render_inline()
@@ -374,6 +380,8 @@ class SceneViewport(QWidget):
         self._frame_painted = False
         self.frames += 1
         self.render_ms.append(frame.render_ms)
+        if self.software and not self._full_res:
+            self.budget.update(frame.render_ms, frame.pixels)
         self.update()
 
     # ----- painting -----
