@@ -62,9 +62,6 @@ class CentreTasks:
         mujoco.mj_comPos(self.model, self.data)
         self._primed = True
 
-    def com_ready(self):
-        pass
-
     def update(self, q):
         if not self._primed:
             self.data.qpos[self.qadr] = q

@@ -44,9 +44,6 @@ class PrimableTasks(Tasks, Protocol):
     def prime(self, q: np.ndarray) -> None:
         """Kinematics at ``q`` now; the next `update` is at this same ``q`` and reuses them."""
 
-    def com_ready(self) -> None:
-        """`mj_comPos` at the current kinematics (for `mj_jac`), if not done yet."""
-
 
 class CollisionAwareDLS:
     """Solves `solver`'s tasks keeping `resolve_pairs(cfg, model, arms)` apart (see the module).
@@ -126,7 +123,6 @@ class CollisionAwareDLS:
             if (dist.recheck() - d >= self.damper_lower_m(d, dt_s) - ROW_TOL_M).all():
                 return q, self._statuses(act, d, None, None)
             self.tasks.prime(q_start)
-        self.tasks.com_ready()
         R = dist.rows()
         jac = dist.row_jac[:R]
         row_d = dist.row_dist_m[:R]

@@ -30,7 +30,7 @@ from app.config import CollisionConfig, IKConfig
 from app.control.collision import COLLISION_OFF, CollisionStatus
 from app.control.collision_ik import CollisionAwareDLS
 from app.control.dls import DampedLeastSquares, Group
-from app.control.pose_kernels import tcp_errors
+from app.control.pose_kernels import tcp_errors, tcp_jacobians
 from app.sim.scene import ArmHandles
 
 
@@ -63,9 +63,11 @@ class _TcpTasks:
         self.target_quat = np.zeros((len(arms), 4))
         self._qadr = np.concatenate([np.asarray(a.qpos_adr) for a in arms])
         self._sites = [int(a.tcp_site_id) for a in arms]
-        self._dadr = [np.asarray(a.dof_adr) for a in arms]
-        self._jacp = np.zeros((3, model.nv))
-        self._jacr = np.zeros((3, model.nv))
+        self._joints = np.array([np.asarray(a.joint_ids) for a in arms], dtype=np.intp)
+        """Each arm's joints (ids), in its columns' order."""
+        for a, joints in zip(arms, self._joints):
+            if (model.jnt_type[joints] != mujoco.mjtJoint.mjJNT_HINGE).any():
+                raise ValueError(f"{a.prefix}: the TCP task needs an arm of hinge joints")
         self._cur = np.zeros(4)
         self._site_arr = np.array(self._sites, dtype=np.intp)
         self._e = np.zeros((len(arms), 6))
@@ -86,12 +88,6 @@ class _TcpTasks:
         self._jac_ready = False
         self._primed = True
 
-    def com_ready(self) -> None:
-        """`mj_comPos` at the current kinematics (for `mj_jac` outside `jacobian`)."""
-        if not self._jac_ready:
-            mujoco.mj_comPos(self.model, self.data)
-            self._jac_ready = True
-
     def update(self, q: np.ndarray) -> None:
         model, data = self.model, self.data
         if self._primed:
@@ -107,15 +103,11 @@ class _TcpTasks:
             g.rot_err_rad = float(self._err[i, 1])
 
     def jacobian(self, group: int) -> None:
-        model, data = self.model, self.data
+        """Every arm's Jacobian at the current kinematics (once after each `update`; `group` is one of them)."""
         if not self._jac_ready:
-            mujoco.mj_comPos(model, data)
+            data = self.data
+            tcp_jacobians(data.site_xpos, self._site_arr, data.xaxis, data.xanchor, self._joints, self.rot_weight, self._J)
             self._jac_ready = True
-        J = self.groups[group].J
-        mujoco.mj_jacSite(model, data, self._jacp, self._jacr, self._sites[group])
-        np.take(self._jacp, self._dadr[group], axis=1, out=J[:3])
-        np.take(self._jacr, self._dadr[group], axis=1, out=J[3:])
-        J[3:] *= self.rot_weight
 
 
 class MultiArmIK:

@@ -1,6 +1,6 @@
 """Pose errors of the damped-least-squares tasks, compiled (numba): the one definition of the
 position and orientation error rows (`app.control.dls.position_error`, `orientation_error` and the
-Panda IK's all-arms `tcp_errors` call these).
+Panda IK's all-arms `tcp_errors` call these), and the Panda IK's TCP Jacobians (`tcp_jacobians`).
 
 Quaternions are w, x, y, z; rotation matrices row-major 3x3 as MuJoCo stores them (9 values).
 """
@@ -105,3 +105,24 @@ def warm_up() -> None:
     mat_to_quat(np.eye(3).ravel(), cur)
     tcp_errors(np.zeros((1, 3)), np.eye(3).reshape(1, 9), np.zeros(1, dtype=np.intp), np.zeros((1, 3)),
                unit.reshape(1, 4), 1.0, np.zeros((1, 6)), np.zeros((1, 2)), cur)
+    tcp_jacobians(np.zeros((1, 3)), np.zeros(1, dtype=np.intp), np.zeros((1, 3)), np.zeros((1, 3)),
+                  np.zeros((1, 1), dtype=np.intp), 1.0, np.zeros((1, 6, 1)))
+
+
+@kernel
+def tcp_jacobians(site_xpos, sites, xaxis, xanchor, joints, weight, J):
+    """Each arm i's task Jacobian ``J[i]`` (6, n): for its hinge joints ``joints[i]`` (all moving
+    site ``sites[i]``), position rows ``axis × (p_site - anchor)`` and orientation rows
+    ``weight * axis`` (world frame), as `mj_jacSite` gives them for a chain of hinges."""
+    for i in range(sites.shape[0]):
+        s = sites[i]
+        for a in range(joints.shape[1]):
+            j = joints[i, a]
+            r0 = site_xpos[s, 0] - xanchor[j, 0]
+            r1 = site_xpos[s, 1] - xanchor[j, 1]
+            r2 = site_xpos[s, 2] - xanchor[j, 2]
+            J[i, 0, a] = xaxis[j, 1] * r2 - xaxis[j, 2] * r1
+            J[i, 1, a] = xaxis[j, 2] * r0 - xaxis[j, 0] * r2
+            J[i, 2, a] = xaxis[j, 0] * r1 - xaxis[j, 1] * r0
+            for b in range(3):
+                J[i, 3 + b, a] = weight * xaxis[j, b]
