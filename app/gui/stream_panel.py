@@ -32,7 +32,8 @@ from app.gui.backend import SessionBackend
 from app.gui.humanoid_preview import PreviewThread
 from app.gui.qt_post import QtPoster
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
-from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
+from app.streaming.publisher import (ProcessState, StartRefused, StreamPublisher, StreamState, StreamStateError,
+                                     StreamStatus)
 from app.streaming.threepoint import CalibrationError
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,11 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
         colour = theme.WARN
     left, right = st.keypoints_clamped
     text += f"; wrists clamped to reach L {left} / R {right} ticks"
+    if st.frames_dropped:
+        text += f"; {st.frames_dropped} operator frames dropped"
+    if st.process is not ProcessState.RUNNING:
+        text = f"STREAM PROCESS {st.process.value.upper()} ({st.process_crashes} crash(es)): " + text
+        colour = theme.ALERT
     if st.last_error:
         text += f"; last error: {st.last_error}"
         colour = theme.ALERT if st.state is not StreamState.STREAMING else colour

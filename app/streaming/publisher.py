@@ -148,7 +148,8 @@ class StreamPublisher:
         return self
 
     def close(self) -> None:
-        """End the stream process (it sends the stop command first when streaming) and release the sockets."""
+        """End the stream process (it sends the stop command first when streaming, then its last
+        report, which `status()` keeps) and release the sockets."""
         self._closing.set()
         proc = self._proc
         if proc is not None:
@@ -162,10 +163,13 @@ class StreamPublisher:
             self._link.join(timeout=5.0)
             self._link = None
         self._fail_pending("the stream was closed")
-        for conn in (self._control, self._reports):
-            if conn is not None:
-                conn.close()
-        self._control = self._reports = self._proc = None
+        with self._control_lock:
+            for conn in (self._control, self._reports):
+                if conn is not None:
+                    conn.close()
+            self._control = self._reports = self._proc = None
+        if self._process is not ProcessState.DOWN:
+            self._process = ProcessState.CLOSED
         self._close_frames()
 
     def __enter__(self) -> "StreamPublisher":
@@ -339,7 +343,7 @@ class StreamPublisher:
         """The core's link thread: reads the reports and answers, passes the robot's joints on, and
         restarts a stream process that ended without being asked to."""
         next_robot_q = 0.0
-        while not self._closing.is_set():
+        while True:  # after `close` too, until the process's last report and its end
             reports, proc = self._reports, self._proc
             if reports is None or proc is None:
                 return
@@ -357,7 +361,8 @@ class StreamPublisher:
                     return
                 continue
             now = time.monotonic()
-            if self._robot_q_source is not None and now >= next_robot_q and now - self._report_s < 1.0:
+            if (self._robot_q_source is not None and not self._closing.is_set() and now >= next_robot_q
+                    and now - self._report_s < 1.0):
                 next_robot_q = now + ROBOT_Q_PERIOD_S
                 self._tell((ROBOT_Q, 0, self._robot_q()))
 

@@ -24,6 +24,8 @@ class ProcessState(Enum):
     """It ended without being asked to; a new one is starting (the stream is STOPPED)."""
     DOWN = "down"
     """It ended and is not restarted (`MAX_RESTARTS` reached, or a restart failed): reopen the stream."""
+    CLOSED = "closed"
+    """The core closed the stream (its last report is kept)."""
 
 
 class StreamState(Enum):
@@ -85,7 +87,8 @@ class StreamStatus:
     """Messages ZMQ refused to queue (EAGAIN). A PUB socket drops silently, per subscriber, once
     that subscriber's SNDHWM queue is full, so drops inside ZMQ do not show up here."""
     frames_skipped: int
-    """pose-v1: grid frames never computed because the thread stalled longer than a window."""
+    """pose modes: grid frames never computed because the stream process stalled longer than
+    `max_catchup_frames` periods."""
     last_error: str
     frame_index: int
     """Last frame index sent in a pose message (-1 before any)."""

@@ -165,6 +165,7 @@ class StreamWorker:
                     break
         if self.session.state is StreamState.STREAMING:
             self._send_all(self.session.halt("closed"))
+        self._tell((REPORT, 0, self._report()))  # the last word: what was sent in all
 
     def _wait_until(self, deadline: float) -> bool:
         """Serve the control pipe until ``deadline``; False when this process must end."""
@@ -196,6 +197,7 @@ class StreamWorker:
             self.session.set_robot_q(payload)
         elif kind == CALL:
             method, args, robot_q = payload
+            self._drain_frames()  # the request sees every frame the core sent before it
             self.session.set_robot_q(robot_q)  # the core's newest, with every request
             try:
                 ok, value = True, self._call(method, args)
