@@ -123,8 +123,8 @@ def test_cancelled_far_start_and_estop(window, qtbot):
     panel.confirm = lambda text: True
     panel.start_button.click()
     assert pub.status().state is StreamState.STREAMING
-    window.estop()
-    assert pub.status().state is StreamState.STOPPED
+    window.estop()  # one-way to the stream process: it stops as soon as it reads it
+    qtbot.waitUntil(lambda: pub.status().state is StreamState.STOPPED, timeout=5000)
     window.reset()
 
 

@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from app.config import StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
@@ -55,6 +56,9 @@ from app.streaming.stream_worker import CALL, CLOSE, ESTOP, FAILED, READY, REPLY
 from app.streaming.threepoint import ThreePoint
 
 log = logging.getLogger(__name__)
+
+# The stream process's frames connection is up once its ZMTP handshake succeeded.
+_PEER_UP = getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_ACCEPTED)
 
 RobotQSource = Callable[[], "np.ndarray | None"]
 """Returns the robot's measured joint angles (29,) in MuJoCo order (g1_debug `body_q`), or None."""
@@ -75,6 +79,11 @@ while streaming; every request carries the newest too)."""
 
 FRAMES_SNDHWM = 16
 """Operator frames queued on the core's side at most (80 ms of the 200 Hz loop)."""
+
+FRAMES_SOCKET_BUFFER_BYTES = 32 * 1024
+"""The operating system's buffer for the frames' TCP connection, each side (about 90 frames): with
+the high-water marks, what a stalled stream process can have queued is a few hundred frames, not
+the megabytes loopback TCP would buffer by default."""
 
 
 class StreamProcessError(RuntimeError):
@@ -97,11 +106,16 @@ class StreamPublisher:
         self._ctx: zmq.Context | None = None
         self._frames: zmq.Socket | None = None
         self._frames_endpoint = ""
+        self._frames_monitor: zmq.Socket | None = None
+        """The frames socket's connection events (the open and restarts wait for the process's handshake)."""
         self._frames_lock = threading.Lock()
         """Held around one non-blocking send (the loop's thread, or `open_stream`'s first frame) and
         to take the socket away on close: microseconds."""
         self._calibrations = 0
         self._frames_dropped = 0
+        self._newest_frame: bytes | None = None
+        """The newest frame submitted: every request carries it, so that it sees what the core
+        has seen even when it overtakes the frames on their way (one reference, replaced whole)."""
         self._proc: Any = None
         self._control: mpc.Connection | None = None
         self._reports: mpc.Connection | None = None
@@ -132,8 +146,10 @@ class StreamPublisher:
         self._ctx = zmq.Context()
         frames = self._ctx.socket(zmq.PUSH)
         frames.setsockopt(zmq.SNDHWM, FRAMES_SNDHWM)
+        frames.setsockopt(zmq.SNDBUF, FRAMES_SOCKET_BUFFER_BYTES)
         frames.setsockopt(zmq.IMMEDIATE, 1)  # nothing queued for a stream process that is not connected
         frames.setsockopt(zmq.LINGER, 0)
+        self._frames_monitor = frames.get_monitor_socket(_PEER_UP)
         port = frames.bind_to_random_port("tcp://127.0.0.1")
         self._frames_endpoint = f"tcp://127.0.0.1:{port}"
         self._frames = frames
@@ -196,6 +212,7 @@ class StreamPublisher:
         if snap.events and any(e.kind is EventKind.CALIBRATE for e in snap.events):
             self._calibrations += 1
         raw = operator_frame.encode(snap, self._calibrations)
+        self._newest_frame = raw
         with self._frames_lock:
             sock = self._frames
             if sock is None:
@@ -293,10 +310,12 @@ class StreamPublisher:
     def _spawn(self, first_frame_index: int, after_crash: bool) -> None:
         """Start a stream process and wait for it to bind (OSError when it cannot)."""
         self._process = ProcessState.STARTING if not after_crash else ProcessState.RESTARTING
+        # a restarted process binds where its predecessor was (an OS-chosen port too): the deploy reconnects
+        cfg = dataclasses.replace(self.cfg, endpoint=self._endpoint) if self._endpoint else self.cfg
         control_r, control_w = self._mp.Pipe(duplex=False)
         reports_r, reports_w = self._mp.Pipe(duplex=False)
         proc = self._mp.Process(target=stream_worker.child_main, name="humanoid-stream", daemon=True,
-                                args=(self.cfg, self._frames_endpoint, control_r, reports_w, first_frame_index,
+                                args=(cfg, self._frames_endpoint, control_r, reports_w, first_frame_index,
                                       self._calibrations, after_crash))
         proc.start()
         # only the child holds its ends now: either side's death is the other's end of file
@@ -314,6 +333,7 @@ class StreamPublisher:
             raise
         with self._control_lock:
             self._proc, self._control, self._reports = proc, control_w, reports_r
+        self._await_frames_link(proc)
         self._endpoint = endpoint
         self._process = ProcessState.RUNNING
         log.info("humanoid stream process %d bound %s", proc.pid, endpoint)
@@ -338,6 +358,16 @@ class StreamPublisher:
                 return payload
             if kind == FAILED:
                 raise OSError(payload)
+
+    def _await_frames_link(self, proc) -> None:
+        """Wait until the new process's frames connection is up (its handshake, which follows its
+        `connect` by a moment): the frames sent from now on reach it, the first one too."""
+        monitor = self._frames_monitor
+        end = time.monotonic() + START_TIMEOUT_S
+        while monitor is not None and time.monotonic() < end and proc.is_alive():
+            if monitor.poll(100) and recv_monitor_message(monitor)["event"] == _PEER_UP:
+                return
+        log.warning("the stream process's frames connection did not come up: frames are dropped until it does")
 
     def _run_link(self) -> None:
         """The core's link thread: reads the reports and answers, passes the robot's joints on, and
@@ -424,7 +454,7 @@ class StreamPublisher:
             request_id, self._next_id = self._next_id, self._next_id + 1
             self._pending[request_id] = pending
             try:
-                control.send((CALL, request_id, (method, args, robot_q)))
+                control.send((CALL, request_id, (method, args, robot_q, self._newest_frame)))
             except (OSError, EOFError) as exc:
                 self._pending.pop(request_id, None)
                 raise StreamProcessError(f"the stream process is gone: {exc}") from None
@@ -468,7 +498,11 @@ class StreamPublisher:
         with self._frames_lock:
             sock, self._frames = self._frames, None
         if sock is not None:
+            sock.disable_monitor()
             sock.close(linger=0)
+        if self._frames_monitor is not None:
+            self._frames_monitor.close(linger=0)
+            self._frames_monitor = None
         if self._ctx is not None:
             self._ctx.term()
             self._ctx = None

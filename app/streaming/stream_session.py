@@ -115,6 +115,11 @@ class StreamSession:
         self._calibrations_seen = max(self._calibrations_seen, frame.calibrations)
         self._frame = frame
 
+    @property
+    def frame(self) -> OperatorFrame | None:
+        """The newest operator frame observed (None before any)."""
+        return self._frame
+
     def set_robot_q(self, q_mujoco_rad: np.ndarray | None) -> None:
         """The robot's measured joints (29,) in MuJoCo order (the deploy's `g1_debug`), or None when
         there are none: calibration and the start check then use the standing pose."""

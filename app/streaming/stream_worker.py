@@ -53,6 +53,9 @@ REPORT_PERIOD_S = 0.1
 FRAMES_RCVHWM = 16
 """Operator frames queued on this side at most (80 ms of the core's 200 Hz loop)."""
 
+FRAMES_SOCKET_BUFFER_BYTES = 32 * 1024
+"""The operating system's receive buffer for the frames' TCP connection (about 90 frames)."""
+
 STOP_AFTER_CRASH_S = 0.5
 """A process started after its predecessor crashed sends the stop command every tick for this long
 (the deploy's SUB reconnects to the new socket within ~0.1 s and must hear it)."""
@@ -95,6 +98,7 @@ class StreamWorker:
         self._frames: zmq.Socket | None = None
         self.endpoint = ""
         self._sent = self._dropped = self._late = self._subscribers = self._manager_states = 0
+        self._refused = 0
         self._closing = False
 
     # ---- lifecycle ----
@@ -117,6 +121,7 @@ class StreamWorker:
         self._monitor = pub.get_monitor_socket(_PEER_UP | zmq.EVENT_DISCONNECTED)
         frames = self._ctx.socket(zmq.PULL)
         frames.setsockopt(zmq.RCVHWM, FRAMES_RCVHWM)
+        frames.setsockopt(zmq.RCVBUF, FRAMES_SOCKET_BUFFER_BYTES)
         frames.setsockopt(zmq.LINGER, 0)
         frames.connect(self._frames_endpoint)
         self._frames = frames
@@ -196,8 +201,10 @@ class StreamWorker:
         elif kind == ROBOT_Q:
             self.session.set_robot_q(payload)
         elif kind == CALL:
-            method, args, robot_q = payload
-            self._drain_frames()  # the request sees every frame the core sent before it
+            method, args, robot_q, newest = payload
+            self._drain_frames()
+            if newest is not None:  # the request may have overtaken the core's newest frame
+                self._observe(newest, only_if_newer=True)
             self.session.set_robot_q(robot_q)  # the core's newest, with every request
             try:
                 ok, value = True, self._call(method, args)
@@ -227,16 +234,24 @@ class StreamWorker:
 
     def _drain_frames(self) -> None:
         assert self._frames is not None
-        newest = None
         while True:
             try:
-                newest = self._frames.recv(zmq.NOBLOCK)
+                raw = self._frames.recv(zmq.NOBLOCK)
             except zmq.Again:
-                break
-            try:
-                self.session.observe(operator_frame.decode(newest))
-            except operator_frame.FrameError as exc:
-                self.session.last_error = f"operator frame refused: {exc}"
+                return
+            self._observe(raw)
+
+    def _observe(self, raw: bytes, only_if_newer: bool = False) -> None:
+        try:
+            frame = operator_frame.decode(raw)
+        except operator_frame.FrameError as exc:
+            self._refused += 1
+            self.session.last_error = f"operator frame refused ({self._refused} so far): {exc}"
+            return
+        current = self.session.frame
+        if only_if_newer and current is not None and frame.wall_time_s <= current.wall_time_s:
+            return
+        self.session.observe(frame)
 
     def _send_all(self, messages: list[bytes]) -> None:
         for msg in messages:
