@@ -410,6 +410,7 @@ class StreamPublisher:
 
     def _on_crash(self, proc) -> bool:
         """Count a stream process that ended unasked and start a new one; False when it stays down."""
+        self._process = ProcessState.RESTARTING  # before the count: nobody sees it counted and RUNNING
         proc.join(timeout=1.0)
         self._crashes += 1
         what = f"the stream process ended unexpectedly (exit code {proc.exitcode})"

@@ -56,7 +56,7 @@ FRAMES_RCVHWM = 16
 FRAMES_SOCKET_BUFFER_BYTES = 32 * 1024
 """The operating system's receive buffer for the frames' TCP connection (about 90 frames)."""
 
-STOP_AFTER_CRASH_S = 0.5
+STOP_AFTER_CRASH_S = 1.0
 """A process started after its predecessor crashed sends the stop command every tick for this long
 (the deploy's SUB reconnects to the new socket within ~0.1 s and must hear it)."""
 
@@ -88,10 +88,10 @@ class StreamWorker:
         self._clock = clock
         self.session = session or StreamSession(cfg, first_frame_index=first_frame_index,
                                                 calibrations_seen=calibrations_seen)
+        self._after_crash = after_crash
         self._stop_until: float | None = None
         if after_crash:  # the deploy may still stream what the crashed process sent last
             self.session.halt("the previous stream process ended unexpectedly")
-            self._stop_until = clock() + STOP_AFTER_CRASH_S
         self._ctx: zmq.Context | None = None
         self._pub: zmq.Socket | None = None
         self._monitor: zmq.Socket | None = None
@@ -146,6 +146,8 @@ class StreamWorker:
         t0 = self._clock()
         tick = 0
         next_report = t0
+        if self._after_crash:
+            self._stop_until = t0 + STOP_AFTER_CRASH_S
         while not self._closing:
             if not self._wait_until(t0 + tick * period):
                 break
