@@ -1,0 +1,63 @@
+"""The humanoid stream's process is killed while it streams beside a running session: the control
+loop keeps its rate and the arms their state, the stream's status says the process crashed and
+the stream stopped, and a new process takes over, STOPPED (docs/safety.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from app.config import MODE_POSE_V1, Config, StreamConfig
+from app.pipeline import Pipeline
+from app.streaming.publisher import ProcessState, StreamState
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="kills the stream process by signal")
+
+BOUND_S = 60.0
+
+
+def _wait(cond, pipe: Pipeline, what: str) -> None:
+    end = time.monotonic() + BOUND_S
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {BOUND_S} s waiting for {what}")
+        pipe.poll()  # the stream's auto-start, as the core's session thread does
+        time.sleep(0.05)
+
+
+def test_killing_the_stream_process_leaves_the_loop_and_the_arms_alone():
+    pipe = Pipeline(Config())
+    pipe.start("demo")
+    try:
+        pipe.stream_when_calibrated(StreamConfig(mode=MODE_POSE_V1, endpoint="tcp://127.0.0.1:*"))
+        pub = pipe.publisher
+        _wait(lambda: pub.status().state is StreamState.STREAMING and pub.status().frame_index > 50, pipe,
+              "the stream to start and send")
+        first_pid = pub.pid
+        state_before = pipe.latest().teleop_state
+        tick0, t0, timer0 = pipe.latest().tick, time.perf_counter(), pipe.loop.timer
+        late0, skipped0 = timer0.late_ticks, timer0.skipped_ticks
+        os.kill(first_pid, signal.SIGKILL)
+        _wait(lambda: pub.status().process_crashes == 1, pipe, "the crash to be counted")
+        crashed = pub.status()
+        _wait(lambda: pub.status().process is ProcessState.RUNNING and pub.pid != first_pid, pipe,
+              "the restarted stream process")
+        time.sleep(max(0.0, 2.0 - (time.perf_counter() - t0)))
+        latest, elapsed_s = pipe.latest(), time.perf_counter() - t0
+        rate_hz = (latest.tick - tick0) / elapsed_s
+        late, skipped = timer0.late_ticks - late0, timer0.skipped_ticks - skipped0
+        running, fatal = pipe.running, pipe.fatal_error
+        after = pub.status()
+    finally:
+        pipe.close()
+    print(f"\nstream process killed: the loop ran {latest.tick - tick0} ticks in {elapsed_s:.2f} s "
+          f"({rate_hz:.1f} Hz), {late} late, {skipped} skipped; the stream: {crashed.last_error}")
+    assert running and not fatal
+    assert latest.teleop_state == state_before != "estopped"  # the arms never noticed
+    assert rate_hz > 0.75 * Config().loop.rate_hz  # a loop that waited for the dead process would stall
+    assert crashed.state is StreamState.STOPPED and "ended unexpectedly (exit code -9)" in crashed.last_error
+    assert after.state is StreamState.STOPPED and after.process is ProcessState.RUNNING
+    assert "restarted (1 of" in after.last_error
