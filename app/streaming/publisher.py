@@ -421,6 +421,9 @@ class StreamPublisher:
                     conn.close()
             self._control = self._reports = None
         self._fail_pending(what)
+        rep = self._report
+        if rep is not None:  # what it last reported is history: nothing streams until a new Start
+            self._report = dataclasses.replace(rep, status=dataclasses.replace(rep.status, state=StreamState.STOPPED))
         if self._crashes > MAX_RESTARTS:
             self._process = ProcessState.DOWN
             self._fault = f"{what}; not restarted after {MAX_RESTARTS} restarts: close and reopen the stream"
