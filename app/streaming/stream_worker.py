@@ -36,7 +36,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from app.config import StreamConfig
-from app.stats import is_late
+from app.control.timing import LoopTimer
 from app.streaming import operator_frame, protocol
 from app.streaming.manager_commands import STOP
 from app.streaming.stream_session import StreamSession
@@ -97,8 +97,11 @@ class StreamWorker:
         self._monitor: zmq.Socket | None = None
         self._frames: zmq.Socket | None = None
         self.endpoint = ""
-        self._sent = self._dropped = self._late = self._subscribers = self._manager_states = 0
+        self._sent = self._dropped = self._subscribers = self._manager_states = 0
         self._refused = 0
+        self._ending = False
+        """The process must end (closed, or the core is gone): the loop stops at its next wake-up."""
+        self._timer: LoopTimer | None = None
         self._closing = False
 
     # ---- lifecycle ----
@@ -141,21 +144,23 @@ class StreamWorker:
     # ---- the loop ----
 
     def run(self) -> None:
-        """Tick on the 50 Hz grid until closed or orphaned; between ticks, serve the control pipe."""
-        period = self.cfg.period_s
-        t0 = self._clock()
-        tick = 0
-        next_report = t0
+        """Tick on the 50 Hz grid until closed or orphaned; between ticks, serve the control pipe.
+
+        The grid is the control loop's own `LoopTimer` (its definition of late, deadlines skipped
+        and counted, never run back to back), sleeping in `_serve`; a tick that serves skipped
+        deadlines computes a frame for each (``steps``), so frame indices never skip."""
+        timer = self._timer = LoopTimer(self.cfg.period_s, spin_s=0.0, clock=self._clock, sleep=self._serve)
+        t0 = timer.start()
         if self._after_crash:
             self._stop_until = t0 + STOP_AFTER_CRASH_S
-        while not self._closing:
-            if not self._wait_until(t0 + tick * period):
+        previous = -1
+        next_report = t0
+        while True:
+            now, lateness = timer.wait()
+            if self._ending:
                 break
-            now = self._clock()
-            steps = int((now - t0) / period) - tick + 1
-            if is_late(now - (t0 + tick * period), period):
-                self._late += 1
-            steps = max(steps, 1)
+            steps = timer.index - previous if previous >= 0 else 1
+            previous = timer.index
             self._drain_frames()
             self._poll_monitor()
             self._send_all(self.session.tick(now, steps, time.monotonic()))
@@ -165,7 +170,7 @@ class StreamWorker:
                 else:
                     self._stop_until = None
             self._send(self.session.manager_state(), manager_state=True)
-            tick += steps
+            timer.record(lateness, self._clock() - now, now)
             if now >= next_report:
                 next_report = now + REPORT_PERIOD_S
                 if not self._tell((REPORT, 0, self._report())):
@@ -173,6 +178,11 @@ class StreamWorker:
         if self.session.state is StreamState.STREAMING:
             self._send_all(self.session.halt("closed"))
         self._tell((REPORT, 0, self._report()))  # the last word: what was sent in all
+
+    def _serve(self, duration_s: float) -> None:
+        """`LoopTimer`'s sleep: serve the control pipe meanwhile; a reason to end cuts it short."""
+        if not self._ending and not self._wait_until(self._clock() + duration_s):
+            self._ending = True
 
     def _wait_until(self, deadline: float) -> bool:
         """Serve the control pipe until ``deadline``; False when this process must end."""
@@ -284,8 +294,10 @@ class StreamWorker:
                 self._subscribers = max(0, self._subscribers - 1)
 
     def _report(self) -> StreamReport:
+        timer = self._timer
         return self.session.report(endpoint=self.endpoint, sent=self._sent, dropped=self._dropped,
-                                   late_ticks=self._late, subscribers=self._subscribers,
+                                   late_ticks=timer.late_ticks if timer is not None else 0,
+                                   subscribers=self._subscribers,
                                    manager_states=self._manager_states)
 
     def _tell(self, message: tuple) -> bool:
