@@ -29,6 +29,7 @@ import logging
 import multiprocessing
 import multiprocessing.connection as mpc
 import os
+import pickle
 import time
 from typing import Any, Callable
 
@@ -221,7 +222,7 @@ class StreamWorker:
             try:
                 ok, value = True, self._call(method, args)
             except Exception as exc:  # the caller raises it in the core
-                ok, value = False, exc
+                ok, value = False, _crossable(exc)
             self._tell((REPLY, request_id, (ok, value, self._report())))
 
     def _call(self, method: str, args: tuple) -> Any:
@@ -306,6 +307,15 @@ class StreamWorker:
             return True
         except (OSError, EOFError):  # the core is gone
             return False
+
+
+def _crossable(exc: Exception) -> Exception:
+    """``exc`` if it survives the pipe (pickled and unpickled as itself), else a RuntimeError saying it."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
