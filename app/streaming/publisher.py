@@ -52,7 +52,7 @@ from app.streaming import operator_frame, stream_worker
 from app.streaming.smpl_stream import SmplAccuracy
 from app.streaming.stream_status import (PoseDistance, ProcessState, StartRefused, StreamReport, StreamState,
                                          StreamStateError, StreamStatus)
-from app.streaming.stream_worker import CALL, CLOSE, ESTOP, FAILED, READY, REPLY, REPORT, ROBOT_Q
+from app.streaming.stream_worker import CALL, CLOSE, ESTOP, FAILED, LOG, READY, REPLY, REPORT, ROBOT_Q
 from app.streaming.threepoint import ThreePoint
 
 log = logging.getLogger(__name__)
@@ -358,6 +358,8 @@ class StreamPublisher:
                 return payload
             if kind == FAILED:
                 raise OSError(payload)
+            if kind == LOG:
+                _log_from_process(payload, proc.pid)
 
     def _await_frames_link(self, proc) -> None:
         """Wait until the new process's frames connection is up (its handshake, which follows its
@@ -400,6 +402,8 @@ class StreamPublisher:
         kind, request_id, payload = message
         if kind == REPORT:
             self._report, self._report_s = payload, time.monotonic()
+        elif kind == LOG:
+            _log_from_process(payload, self.pid)
         elif kind == REPLY:
             ok, value, report = payload
             self._report, self._report_s = report, time.monotonic()
@@ -510,6 +514,12 @@ class StreamPublisher:
         if self._ctx is not None:
             self._ctx.term()
             self._ctx = None
+
+
+def _log_from_process(record: tuple, pid: int | None) -> None:
+    """A log record of the stream process, written by the core's own logging."""
+    level, name, text = record
+    logging.getLogger(name).log(level, "%s (stream process %s)", text, pid)
 
 
 __all__ = ["CALL_TIMEOUT_S", "MAX_RESTARTS", "PoseDistance", "ProcessState", "RobotQSource", "StartRefused",

@@ -16,7 +16,8 @@ Links, all owned by this process's one thread:
   switch mode, ...) answered on the report pipe, the stream's e-stop and the robot's measured
   joints (one-way), and close. Served between ticks, at once.
 - **reports** (a pipe, here -> core): ready (the bound endpoint) or failed (why), a `StreamReport`
-  every `REPORT_PERIOD_S`, and the answers, each with a fresh report.
+  every `REPORT_PERIOD_S`, the answers, each with a fresh report, and this process's log records
+  (the core writes them where it writes its own).
 
 The process ends when the core asks it to (after the stop command when streaming), when the
 control pipe reaches its end, or when the core's process is gone (its sentinel): it never
@@ -28,7 +29,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection as mpc
-import os
 import pickle
 import time
 from typing import Any, Callable
@@ -70,7 +70,7 @@ METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "pose_dis
 # control messages (core -> stream process): (kind, request_id, payload)
 CALL, ESTOP, ROBOT_Q, CLOSE = "call", "estop", "robot_q", "close"
 # reports (stream process -> core)
-READY, FAILED, REPORT, REPLY = "ready", "failed", "report", "reply"
+READY, FAILED, REPORT, REPLY, LOG = "ready", "failed", "report", "reply", "log"
 
 
 class StreamWorker:
@@ -309,6 +309,24 @@ class StreamWorker:
             return False
 
 
+class ReportsLogHandler(logging.Handler):
+    """The stream process's log records go to the core over the report pipe (the core's handlers write
+    them, off its loop's thread): this process never writes to a stderr that may be a pipe nobody reads."""
+
+    def __init__(self, reports: mpc.Connection) -> None:
+        super().__init__(logging.INFO)
+        self._reports = reports
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._reports.send((LOG, 0, (record.levelno, record.name, self.format(record))))
+        except (OSError, EOFError):
+            pass  # the core is gone: nobody to tell
+        except Exception:
+            self.handleError(record)
+
+
 def _crossable(exc: Exception) -> Exception:
     """``exc`` if it survives the pipe (pickled and unpickled as itself), else a RuntimeError saying it."""
     try:
@@ -321,7 +339,11 @@ def _crossable(exc: Exception) -> Exception:
 def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
                first_frame_index: int, calibrations_seen: int, after_crash: bool) -> None:
     """The stream process's entry point (spawned by `StreamPublisher`)."""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s stream[{os.getpid()}] %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(ReportsLogHandler(reports))
+    root.setLevel(logging.INFO)
     parent = multiprocessing.parent_process()
     try:
         worker = StreamWorker(cfg, frames_endpoint, control, reports, first_frame_index=first_frame_index,
