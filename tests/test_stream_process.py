@@ -131,3 +131,19 @@ def test_a_taken_endpoint_is_an_os_error_naming_it():
     with StreamPublisher(StreamConfig(endpoint=ANY_PORT)) as first:
         with pytest.raises(OSError, match=f"cannot bind the humanoid stream to {first.endpoint}"):
             StreamPublisher(StreamConfig(endpoint=first.endpoint)).open()
+
+
+def test_the_stream_processs_log_records_are_written_by_the_core(caplog):
+    import logging
+    caplog.set_level(logging.INFO)
+    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0)
+    with StreamPublisher(cfg) as pub, Feeder(pub):
+        pid = pub.pid
+        _wait(lambda: pub.status().calibrated or pub.calibrate() is not None, what="a calibration")
+        pub.start_streaming()
+        pub.stop_streaming()
+        _wait(lambda: any("humanoid stream stopped (operator)" in r.getMessage() for r in caplog.records),
+              what="the process's log record in the core")
+    started = [r for r in caplog.records if "humanoid stream started (pose-v1)" in r.getMessage()
+               and r.name == "app.streaming.stream_session"]
+    assert started and started[0].getMessage().endswith(f"(stream process {pid})")
