@@ -153,12 +153,12 @@ class StreamPublisher:
         port = frames.bind_to_random_port("tcp://127.0.0.1")
         self._frames_endpoint = f"tcp://127.0.0.1:{port}"
         self._frames = frames
+        self._closing.clear()
         try:
             self._spawn(first_frame_index=0, after_crash=False)
         except BaseException:
             self._close_frames()
             raise
-        self._closing.clear()
         self._link = threading.Thread(target=self._run_link, name="humanoid-stream-link", daemon=True)
         self._link.start()
         return self
@@ -323,6 +323,10 @@ class StreamPublisher:
         reports_w.close()
         try:
             endpoint = self._await_ready(proc, reports_r)
+            if self._closing.is_set():  # closed while a restart was starting: this one must not outlive it
+                control_w.send((CLOSE, 0, None))
+                proc.join(timeout=5.0)
+                raise OSError("the stream was closed while its process started")
         except BaseException:
             control_w.close()
             reports_r.close()
