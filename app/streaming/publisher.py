@@ -1,7 +1,7 @@
 """Streams the operator to a GR00T-WholeBodyControl G1 deployment, from a process of its own.
 
 `StreamPublisher` is the core's side of the humanoid stream: a thin shell around the stream
-process (`stream_worker.child_main`, started with the "spawn" method on Linux and Windows alike),
+process (`stream_process.main`, started with the "spawn" method on Linux and Windows alike),
 where the 3-point mapping, the retargeting, the SMPL body, the message encoding and the PUB
 socket the deploy connects to live (`stream_session.StreamSession` has the logic, pure). The
 core's control loop therefore never waits for the interpreter lock behind the stream's work.
@@ -48,7 +48,7 @@ from zmq.utils.monitor import recv_monitor_message
 from app.config import StreamConfig, is_loopback_endpoint
 from app.control.snapshot import Snapshot
 from app.events import EventKind
-from app.streaming import operator_frame, stream_worker
+from app.streaming import operator_frame, stream_process
 from app.streaming.smpl_stream import SmplAccuracy
 from app.streaming.stream_status import (PoseDistance, ProcessState, StartRefused, StreamReport, StreamState,
                                          StreamStateError, StreamStatus)
@@ -314,7 +314,7 @@ class StreamPublisher:
         cfg = dataclasses.replace(self.cfg, endpoint=self._endpoint) if self._endpoint else self.cfg
         control_r, control_w = self._mp.Pipe(duplex=False)
         reports_r, reports_w = self._mp.Pipe(duplex=False)
-        proc = self._mp.Process(target=stream_worker.child_main, name="humanoid-stream", daemon=True,
+        proc = self._mp.Process(target=stream_process.main, name="humanoid-stream", daemon=True,
                                 args=(cfg, self._frames_endpoint, control_r, reports_w, first_frame_index,
                                       self._calibrations, after_crash))
         proc.start()

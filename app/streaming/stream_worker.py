@@ -1,7 +1,7 @@
 """The stream process: a `StreamSession` on a 50 Hz grid, the PUB socket the deploy connects to,
 and the links to the core.
 
-`StreamPublisher` (in the core) starts `child_main` with the "spawn" start method (Linux,
+`StreamPublisher` (in the core) starts `stream_process.main`, then `child_main`, with the "spawn" start method (Linux,
 Windows and the PyInstaller bundle alike: a fresh interpreter, nothing inherited but what is
 passed). Everything the humanoid stream computes happens here, in a process of its own, so the
 core's control loop never waits for the interpreter lock behind the retargeting, the SMPL body or
@@ -337,13 +337,16 @@ def _crossable(exc: Exception) -> Exception:
 
 
 def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
-               first_frame_index: int, calibrations_seen: int, after_crash: bool) -> None:
-    """The stream process's entry point (spawned by `StreamPublisher`)."""
+               first_frame_index: int, calibrations_seen: int, after_crash: bool, scheduling: str = "") -> None:
+    """The stream process's work, once `stream_process.main` has set it up (``scheduling``: what it
+    did about the scheduling it inherited, logged here)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
     root.addHandler(ReportsLogHandler(reports))
     root.setLevel(logging.INFO)
+    if scheduling:
+        log.info("stream process: %s", scheduling)
     parent = multiprocessing.parent_process()
     try:
         worker = StreamWorker(cfg, frames_endpoint, control, reports, first_frame_index=first_frame_index,
