@@ -40,6 +40,7 @@ def test_killing_the_stream_process_leaves_the_loop_and_the_arms_alone():
         state_before = pipe.latest().teleop_state
         tick0, t0, timer0 = pipe.latest().tick, time.perf_counter(), pipe.loop.timer
         late0, skipped0 = timer0.late_ticks, timer0.skipped_ticks
+        waits0 = pipe.loop.lock_wait()
         os.kill(first_pid, signal.SIGKILL)
         _wait(lambda: pub.status().process_crashes == 1, pipe, "the crash to be counted")
         crashed = pub.status()
@@ -50,18 +51,23 @@ def test_killing_the_stream_process_leaves_the_loop_and_the_arms_alone():
         rate_hz = (latest.tick - tick0) / elapsed_s
         late, skipped = timer0.late_ticks - late0, timer0.skipped_ticks - skipped0
         running, fatal = pipe.running, pipe.fatal_error
+        waits = pipe.loop.lock_wait()
         after = pub.status()
     finally:
         pipe.close()
     print(f"\nstream process killed: the loop ran {latest.tick - tick0} ticks in {elapsed_s:.2f} s "
-          f"({rate_hz:.1f} Hz), {late} late, {skipped} skipped; the stream: {crashed.last_error}")
+          f"({rate_hz:.1f} Hz), {late} late, {skipped} skipped; its longest wait for another thread "
+          f"{waits.lock_wait_max_ms:.1f} ms (before the kill {waits0.lock_wait_max_ms:.1f} ms), "
+          f"{waits.ticks_over_limit - waits0.ticks_over_limit} ticks over 0.5 ms; the stream: {crashed.last_error}")
     assert running and not fatal
     assert latest.teleop_state == state_before != "estopped"  # the arms never noticed
-    # A loop that waited for the dead process would stall. It keeps going; not at its full rate here:
-    # this test process has no real-time priority, so the new stream process's start-up (seconds of
-    # CPU) competes with the loop for the two CPUs (measured 105-181 Hz at load 4-5). In the core the
-    # loop runs SCHED_FIFO and the stream process under time sharing, so it always wins.
-    assert rate_hz > 0.4 * Config().loop.rate_hz
+    # A loop that waited for the dead process (a request's timeout is 30 s) would stall. It keeps going,
+    # but not at its full rate here: this test process has no real-time priority, so the new stream
+    # process's start-up (seconds of CPU) competes with the loop for the two CPUs (measured 83-181 Hz
+    # at load 3-5). In the core the loop runs SCHED_FIFO and the stream process time-shares: it wins.
+    assert rate_hz > 0.25 * Config().loop.rate_hz
+    if waits.available:  # Linux: the loop thread was never blocked for long by another thread meanwhile
+        assert waits.lock_wait_max_ms < 100.0
     assert crashed.state is StreamState.STOPPED and "ended unexpectedly (exit code -9)" in crashed.last_error
     assert after.state is StreamState.STOPPED and after.process is ProcessState.RUNNING
     assert "restarted (1 of" in after.last_error
