@@ -100,6 +100,11 @@ class StreamPublisher:
     """The humanoid stream, run by a process of its own. Use as a context manager or `open`/`close`."""
 
     def __init__(self, cfg: StreamConfig | None = None, robot_q_source: RobotQSource | None = None) -> None:
+        """Owners: the loop's thread writes the frame state (`submit`: `_calibrations`, `_newest_frame`,
+        `_frames_dropped`); the link thread writes what the process reports and its fate (`_report`,
+        `_process`, `_crashes`, `_fault`, and the process and pipes on a restart, under
+        `_control_lock`); `open`/`close` the rest. Each is one reference replaced whole, read
+        without a lock by `status()` and the properties."""
         self.cfg = cfg or StreamConfig()
         self._robot_q_source = robot_q_source
         self._mp = multiprocessing.get_context("spawn")
