@@ -12,7 +12,6 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pytest
 
 from app.config import MODE_POSE_V1, StreamConfig
