@@ -134,8 +134,8 @@ class Pipeline:
         self.foxglove: "FoxgloveLive | None" = None
         """The live Foxglove server, once opened; subscribed to every loop."""
         self.loop_idle = threading.Event()
-        """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
-        stream waits on it before each retargeted frame, so its Python runs while the loop sleeps."""
+        """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): a
+        replay's file is read in steps that start while the loop sleeps (`_yield_to_loop`)."""
         self.loop_idle.set()
         self._handover = threading.Lock()
         """Held by `send` and by the hand-over from one loop to the next (never by a loop thread,
@@ -343,7 +343,9 @@ class Pipeline:
     # ----- humanoid stream -----
 
     def open_stream(self, stream_cfg) -> "StreamPublisher":
-        """Open the humanoid stream publisher (binds its socket; IDLE, nothing sent) and feed it every tick.
+        """Open the humanoid stream (starts its process, which binds the socket; IDLE, nothing sent) and
+        feed it every tick. Takes a second or more (a new interpreter loads the G1 model): call it off
+        the loop's thread, as every caller does.
         With `stream_cfg.feedback_endpoint`, also subscribe to the deploy's `g1_debug`: while it is
         live, the robot's measured joints are the reference of calibration and the start-distance
         check (else the standing pose). OSError when an endpoint cannot be bound or connected."""
@@ -360,7 +362,7 @@ class Pipeline:
                 raise OSError(str(exc)) from None
         try:
             pub = StreamPublisher(stream_cfg, robot_q_source=feedback.live_joint_pos_mujoco_rad
-                                  if feedback is not None else None, yield_to=self.loop_idle).open()
+                                  if feedback is not None else None).open()
         except BaseException:
             if feedback is not None:
                 feedback.close()

@@ -216,7 +216,8 @@ def test_stream_flag_streams_after_calibration(tmp_path, capsys):
     port = s.getsockname()[1]
     s.close()
     summary = tmp_path / "s.json"
-    code, out, err = run(capsys, "run", "--source", "demo", "--seconds", "2", "--quiet", "--stream", "planner-vr3pt",
+    # 5 s: the stream's process starts beside the running loop (a second, several on a loaded machine)
+    code, out, err = run(capsys, "run", "--source", "demo", "--seconds", "5", "--quiet", "--stream", "planner-vr3pt",
                          "--stream-endpoint", f"tcp://127.0.0.1:{port}", "--summary-json", str(summary))
     assert code == 0, err
     st = json.loads(summary.read_text())["stream"]

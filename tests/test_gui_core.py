@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from app.config import Config, config_from_dict  # noqa: E402
 from app.gui import theme  # noqa: E402
-from app.gui.core_client import CoreClient  # noqa: E402
+from app.gui.core_client import CoreClient, StreamProxy  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
@@ -63,6 +63,11 @@ def test_the_window_runs_its_loop_in_a_core_process(window, qtbot):
     assert isinstance(runner, CoreClient) and runner.process.pid != os.getpid()
     assert missing_members(runner) == [] and isinstance(runner, SessionBackend)
     qtbot.waitUntil(lambda: runner.latest() is not None and runner.buffers.count > 50, timeout=10000)
+    from app.streaming import stream_control
+    from app.streaming.publisher import StreamPublisher
+    for stream in (StreamProxy(runner), StreamPublisher()):  # the window's view of the core's, and the core's
+        assert stream_control.missing_members(stream) == [] and isinstance(stream, stream_control.StreamControl)
+    assert "start_streaming" in dir(stream_control.StreamControl) and "cfg" in stream_control.StreamControl.__annotations__
     assert runner.core_problem() == ""
     assert runner.core_status.priority  # what the OS granted is reported, and shown
     qtbot.waitUntil(lambda: runner.core_status.priority in window.status_panel.core_label.text(), timeout=3000)

@@ -123,8 +123,8 @@ def test_cancelled_far_start_and_estop(window, qtbot):
     panel.confirm = lambda text: True
     panel.start_button.click()
     assert pub.status().state is StreamState.STREAMING
-    window.estop()
-    assert pub.status().state is StreamState.STOPPED
+    window.estop()  # one-way to the stream process: it stops as soon as it reads it
+    qtbot.waitUntil(lambda: pub.status().state is StreamState.STOPPED, timeout=5000)
     window.reset()
 
 
@@ -191,6 +191,19 @@ def test_status_text_shows_lost_input_and_reach_clamps():
     assert "INPUT LOST" in text and "7 ticks" in text and "L 3 / R 12" in text and colour == theme.WARN
     text, colour = status_text(dataclasses.replace(st, input_lost=False))
     assert "INPUT LOST" not in text and "L 3 / R 12" in text and colour == theme.OK
+
+
+def test_status_text_says_when_the_stream_process_is_down_and_frames_were_dropped():
+    from app.gui.stream_panel import status_text
+    from app.streaming.publisher import ProcessState, StreamStatus
+    st = StreamStatus("pose-v1", StreamState.STREAMING, "tcp://127.0.0.1:5556", 10, 0, 0, "", 9, True, 0, 0, (), 1)
+    text, colour = status_text(st)
+    assert "PROCESS" not in text and "operator frames" not in text and colour == theme.OK
+    down = dataclasses.replace(st, state=StreamState.STOPPED, process=ProcessState.DOWN, process_crashes=4,
+                               frames_dropped=12, last_error="the stream process ended unexpectedly (exit code -9)")
+    text, colour = status_text(down)
+    assert text.startswith("STREAM PROCESS DOWN (4 crash(es))") and "12 operator frames dropped" in text
+    assert "exit code -9" in text and colour == theme.ALERT
 
 
 def test_closing_the_stream_releases_the_publisher(window):

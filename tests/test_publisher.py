@@ -1,5 +1,6 @@
-"""The humanoid stream publisher: real PUB/SUB over 127.0.0.1 with the subscriber in another
-process, decoded and checked with `app.streaming.protocol` / `validation`; plus its pure parts."""
+"""The humanoid stream publisher: its stream process publishing over real PUB/SUB on 127.0.0.1 to a
+subscriber in another process, decoded and checked with `app.streaming.protocol` / `validation`;
+plus its pure parts (the session's logic: `tests/test_stream_session.py`)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,8 @@ from app.streaming.g1_joints import isaaclab_to_mujoco
 from app.streaming.g1_model import dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
 from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StreamConfig, is_loopback_endpoint
-from app.streaming.publisher import (
-    StartRefused, StreamPublisher, StreamState, StreamStateError, locomotion_from_stick, turn,
-)
+from app.streaming.locomotion import locomotion_from_stick, turn
+from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError
 from app.streaming.validation import PoseStreamValidator, ResetReason, Severity, validate_message
 from tests.test_publisher_helpers import Feeder, operator_sample, snapshot, subscribe
 
@@ -91,7 +91,7 @@ def _assert_conforming(msgs) -> None:
 
 def test_manager_mode_start_planner_stop_over_tcp(g1):
     cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT)
-    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+    with StreamPublisher(cfg) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
         _connect(pub, sub)
         pub.calibrate()
         time.sleep(0.1)
@@ -139,7 +139,7 @@ def test_manager_mode_start_planner_stop_over_tcp(g1):
 
 def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
     cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.1)
-    with StreamPublisher(cfg, g1) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+    with StreamPublisher(cfg) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
         _connect(pub, sub)
         pub.calibrate()
         assert pub.status().messages_sent == 0
@@ -210,8 +210,8 @@ def _ready(pub: StreamPublisher, **script) -> None:
     time.sleep(0.06)  # a few 20 ms ticks
 
 
-def test_start_refusals_and_state_errors(g1):
-    with StreamPublisher(StreamConfig(endpoint=ANY_PORT), g1) as pub:
+def test_start_refusals_and_state_errors():
+    with StreamPublisher(StreamConfig(endpoint=ANY_PORT)) as pub:
         with pytest.raises(StartRefused, match="no snapshot"):
             pub.start_streaming()
         _ready(pub)
@@ -232,10 +232,9 @@ def test_start_refusals_and_state_errors(g1):
         assert pub.status().state is StreamState.STREAMING
         with pytest.raises(StreamStateError, match="while streaming; only from idle or stopped"):
             pub.start_streaming()
-        pub.estop()
-        assert pub.status().state is StreamState.STOPPED
+        pub.estop()  # one-way: the stream process stops as soon as it reads it
+        _wait(lambda: pub.status().state is StreamState.STOPPED, what="the stream's e-stop")
         pub.submit(snapshot(operator_sample(1.0), 200, teleop_state="estopped"))
-        time.sleep(0.05)
         with pytest.raises(StartRefused, match="e-stopped"):
             pub.start_streaming(confirm_large=True)
 
@@ -243,7 +242,7 @@ def test_start_refusals_and_state_errors(g1):
 def test_calibration_against_the_robots_measured_pose(g1):
     q_robot = np.array(g1.stand_q_rad)
     q_robot[15:22] += [-0.4, 0.2, 0.1, -0.6, 0.2, 0.1, 0.0]  # left arm raised
-    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), g1, robot_q_source=lambda: q_robot) as pub:
+    with StreamPublisher(StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT), robot_q_source=lambda: q_robot) as pub:
         _ready(pub)
         tp = pub.calibrate()
         np.testing.assert_allclose(tp.pos_m[:2], g1.key_poses(q_robot).pos_m[:2], atol=1e-9)
@@ -253,8 +252,8 @@ def test_calibration_against_the_robots_measured_pose(g1):
         assert dist.joint_rad is not None and dist.joint_rad < 0.1 and not dist.large
 
 
-def test_the_engines_calibration_calibrates_the_3point_unless_streaming(g1):
-    with StreamPublisher(StreamConfig(endpoint=ANY_PORT), g1) as pub:
+def test_the_engines_calibration_calibrates_the_3point_unless_streaming():
+    with StreamPublisher(StreamConfig(endpoint=ANY_PORT)) as pub:
         _ready(pub)
         assert not pub.status().calibrated
         calib = snapshot(operator_sample(0.01), 2)
@@ -264,54 +263,36 @@ def test_the_engines_calibration_calibrates_the_3point_unless_streaming(g1):
         assert pub.status().messages_sent == 0
 
 
-def test_a_failing_tick_stops_the_stream(g1, monkeypatch):
-    cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0, stale_input_s=10.0)
-    with StreamPublisher(cfg, g1) as pub:
-        _ready(pub)
-        pub.calibrate()
-
-        def boom(*a, **k):
-            raise FloatingPointError("retarget exploded")
-
-        monkeypatch.setattr(pub._retarget, "step", boom)
-        pub.start_streaming()
-        # The stream thread halts under its lock, then sends the stop command outside it.
-        _wait(lambda: pub.status().state is StreamState.STOPPED and pub.status().messages_sent >= 3,
-              what="the fault stop, sent")
-        time.sleep(0.1)  # nothing more may follow the stop
-        st = pub.status()
-        assert "retarget exploded" in st.last_error and st.frame_index == -1
-        assert st.messages_sent == 3  # only the commands: (1,0,1) and (1,0,0) into pose, then the stop
-
-
-def test_status_and_stop_do_not_wait_for_the_ik(g1, monkeypatch):
-    """The thread's retargeting step is held mid-IK: the Qt thread's status(), stop and e-stop
-    still answer at once (the state lock is never held across the IK)."""
+def test_status_and_estop_do_not_wait_for_a_frozen_stream_process():
+    """The stream process is frozen (SIGSTOP) mid-stream: the core's status() and e-stop answer at
+    once (they never wait for it); the e-stop takes effect when it runs again."""
+    import os
+    import signal
     import threading
+    if not hasattr(signal, "SIGSTOP"):
+        pytest.skip("needs SIGSTOP/SIGCONT")
     cfg = StreamConfig(mode=MODE_POSE_V1, endpoint=ANY_PORT, pose_entry_delay_s=0.0, stale_input_s=10.0)
-    with StreamPublisher(cfg, g1) as pub:
+    with StreamPublisher(cfg) as pub, Feeder(pub):
         _ready(pub)
         pub.calibrate()
-        inside, release = threading.Event(), threading.Event()
-        real_step = pub._retarget.step
-
-        def slow_step(*a, **k):
-            inside.set()
-            release.wait(BOUND_S)
-            return real_step(*a, **k)
-
-        monkeypatch.setattr(pub._retarget, "step", slow_step)
         pub.start_streaming()
-        assert inside.wait(BOUND_S), "the thread never reached the IK"
-        answered = []
-        caller = threading.Thread(target=lambda: answered.append((pub.status().state, pub.stop_streaming(),
-                                                                   pub.status().state)))
-        caller.start()
-        caller.join(BOUND_S)
-        answered_during_ik = list(answered)
-        release.set()
-        caller.join(BOUND_S)
-        assert answered_during_ik == [(StreamState.STREAMING, None, StreamState.STOPPED)]
+        _wait(lambda: pub.status().frame_index >= 0, what="the first pose message")
+        os.kill(pub.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.3)  # any report in flight has arrived: what follows is frozen
+            answered: list = []
+            caller = threading.Thread(target=lambda: answered.append((pub.status(), pub.estop(), pub.status())),
+                                      daemon=True)
+            caller.start()
+            caller.join(BOUND_S)
+            answered_while_frozen = list(answered)
+        finally:
+            os.kill(pub.pid, signal.SIGCONT)
+        _wait(lambda: pub.status().state is StreamState.STOPPED, what="the e-stop, once the process runs again")
+    assert answered_while_frozen, "status() or estop() waited for the frozen stream process"
+    before, _, after = answered_while_frozen[0]
+    assert before.state is after.state is StreamState.STREAMING  # it takes effect in the stream process
+    assert after.messages_sent == before.messages_sent
 
 
 # ---- pure parts ------------------------------------------------------------------------------------

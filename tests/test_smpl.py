@@ -375,10 +375,10 @@ def test_heading_increment_is_the_pico_formula():
 
 
 def test_the_body_tunables_come_from_the_config_files_stream_smpl_table(tmp_path):
-    """`[stream.smpl]` in a config file reaches the estimator of an smpl-mode publisher; a bad value
-    names its key."""
+    """`[stream.smpl]` in a config file reaches the estimator of an smpl-mode stream session (what
+the stream process runs); a bad value names its key."""
     from app.config import ConfigError, load_config
-    from app.streaming.publisher import StreamPublisher
+    from app.streaming.stream_session import StreamSession
 
     p = tmp_path / "c.toml"
     p.write_text('[stream]\nmode = "smpl-v3"\n[stream.smpl]\nreach_iterations = 0\n'
@@ -386,8 +386,8 @@ def test_the_body_tunables_come_from_the_config_files_stream_smpl_table(tmp_path
     cfg = load_config(p).stream
     assert cfg.smpl == SmplBodyConfig(reach_iterations=0, hmd_to_head_m=(-0.1, 0.0, -0.1),
                                       filter=FilterConfig(pos_beta=6.0, d_cutoff_hz=2.0))  # the table's own defaults stay
-    pub = StreamPublisher(cfg)
-    assert pub._smpl.estimator.cfg == cfg.smpl
+    session = StreamSession(cfg)
+    assert session._smpl.estimator.cfg == cfg.smpl
     p.write_text("[stream.smpl]\nspine_twist_fraction = 1.5\n")
     with pytest.raises(ConfigError, match=r"stream\.smpl\.spine_twist_fraction.*0\.0\.\.1\.0.*1\.5"):
         load_config(p)

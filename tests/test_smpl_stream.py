@@ -153,9 +153,9 @@ def test_run_stream_smpl_v3_is_fully_conforming_by_inspect(tmp_path):
         assert insp.returncode == 0, out + err
         assert int(m.group(4)) == 0 and gaps == 0 and "CONFORMS: all" in out
     else:
-        # A loaded machine stalled the stream thread for more than a window: the publisher skipped
+        # A loaded machine stalled the stream process for more than a window: the publisher skipped
         # (and counted) grid frames, the one violation it may cause (issue 13, "Under load", open).
-        print(f"WARNING: the stream thread stalled: {st['frames_skipped']} frames skipped, {gaps} gap(s)")
+        print(f"WARNING: the stream process stalled: {st['frames_skipped']} frames skipped, {gaps} gap(s)")
         assert int(m.group(4)) == gaps <= st["frames_skipped"], out
 
 

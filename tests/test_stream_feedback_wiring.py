@@ -14,6 +14,7 @@ import zmq
 from app.config import MODE_POSE_V1, Config, StreamConfig
 from app.pipeline import Pipeline
 from app.streaming.feedback import FeedbackState, SubscriberLifecycle
+from app.streaming.g1_model import load_g1
 from tests.test_feedback import g1, wait_for
 from tests.test_feedback import pub as deploy  # noqa: F401 (the fixture: a PUB standing in for the deploy)
 from tests.test_publisher_helpers import operator_sample, snapshot
@@ -46,7 +47,7 @@ def test_measured_pose_is_the_start_reference_while_live_and_falls_back(pipeline
     feedback = pipeline.feedback
     try:
         assert feedback is not None and feedback.lifecycle is SubscriberLifecycle.RUNNING
-        g1_model = pub.g1
+        g1_model = load_g1()  # the stream process has its own
         q_robot = np.array(g1_model.stand_q_rad)
         q_robot[15:22] += [-0.4, 0.2, 0.1, -0.6, 0.2, 0.1, 0.0]  # the robot's left arm raised (MuJoCo order)
         pub.submit(snapshot(operator_sample(0.0), 0))

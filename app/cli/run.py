@@ -311,20 +311,31 @@ def _run_result(pipe, summary, started: float) -> dict:
     if publisher is not None:
         feedback = pipe.feedback_snapshot()
         feedback_endpoint = pipe.feedback.endpoint if pipe.feedback is not None else ""
+        acc = publisher.smpl_accuracy()  # asked of the stream process while it runs
         pipe.close_stream()  # sends the stop command when streaming
         st = publisher.status()
         result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
                             "messages_sent": st.messages_sent, "dropped": st.dropped, "frames_skipped": st.frames_skipped,
                             "last_error": st.last_error, "input_lost": st.input_lost,
                             "suppressed_ticks": st.suppressed_ticks, "keypoints_clamped": list(st.keypoints_clamped),
-                            "refusals": refusals}
-        acc = publisher.smpl_accuracy()
+                            "refusals": refusals, "frames_dropped": st.frames_dropped,
+                            "process_crashes": st.process_crashes}
         if acc is not None:
             result["stream"]["smpl"] = acc.as_dict()
         if feedback is not None:
             result["stream"]["feedback"] = {"endpoint": feedback_endpoint, **feedback.as_dict(),
                                             "summary": feedback.describe()}
     return result
+
+
+def _process_text(st: dict) -> str:
+    """The stream process's faults and the operator frames it missed, when there were any."""
+    parts = []
+    if st.get("process_crashes"):
+        parts.append(f"the stream process crashed {st['process_crashes']} time(s)")
+    if st.get("frames_dropped"):
+        parts.append(f"{st['frames_dropped']} operator frames dropped on the way to it")
+    return "".join(p + "; " for p in parts)
 
 
 def _arm_line(arm: str, a: dict) -> str:
@@ -391,7 +402,7 @@ def print_summary(r: dict) -> None:
     if "stream" in r:
         st = r["stream"]
         lines.append(f"stream {st['mode']} on {st['endpoint']}: {st['state']}, {st['messages_sent']} messages sent, "
-                     f"{st['dropped']} dropped; {_input_text(st['input_lost'], st['suppressed_ticks'])}; "
+                     f"{st['dropped']} dropped; {_process_text(st)}{_input_text(st['input_lost'], st['suppressed_ticks'])}; "
                      f"{_clamp_text(st['keypoints_clamped'])}{'; ' + st['last_error'] if st['last_error'] else ''}")
         if "smpl" in st:
             a = st["smpl"]

@@ -19,6 +19,7 @@ from app.events import Command
 from app.gui.plot_buffers import PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene
+from app.streaming.stream_control import StreamControl
 
 
 @runtime_checkable
@@ -90,9 +91,9 @@ class SessionBackend(Protocol):
 
     # ----- humanoid stream, Foxglove, remote output, devices -----
     @property
-    def publisher(self) -> Any: ...
+    def publisher(self) -> StreamControl | None: ...
 
-    def open_stream(self, stream_cfg) -> Any: ...
+    def open_stream(self, stream_cfg) -> StreamControl: ...
 
     def close_stream(self) -> None: ...
 

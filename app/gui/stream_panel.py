@@ -1,8 +1,8 @@
 """The humanoid stream dock: mode, endpoint, Calibrate / Start / Stop, status and a G1 preview.
 
-The `StreamPublisher` is opened the first time the operator asks for streaming (Calibrate or
-Start), never when the window opens: binding a socket that a robot deploy connects to is the
-operator's decision. `TeleopRunner` subscribes it to every loop it starts. A start refused
+The stream (a `StreamControl`: the core's `StreamPublisher`, seen through `StreamProxy`) is opened
+the first time the operator asks for streaming (Calibrate or Start), never when the window opens:
+binding a socket that a robot deploy connects to is the operator's decision. `TeleopRunner` subscribes it to every loop it starts. A start refused
 because the operator's pose is far from the robot's asks for confirmation (showing the distance);
 other refusals are shown as they are.
 
@@ -32,7 +32,8 @@ from app.gui.backend import SessionBackend
 from app.gui.humanoid_preview import PreviewThread
 from app.gui.qt_post import QtPoster
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
-from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError, StreamStatus
+from app.streaming.publisher import ProcessState, StartRefused, StreamState, StreamStateError, StreamStatus
+from app.streaming.stream_control import StreamControl
 from app.streaming.threepoint import CalibrationError
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,11 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
         colour = theme.WARN
     left, right = st.keypoints_clamped
     text += f"; wrists clamped to reach L {left} / R {right} ticks"
+    if st.frames_dropped:
+        text += f"; {st.frames_dropped} operator frames dropped"
+    if st.process is not ProcessState.RUNNING:
+        text = f"STREAM PROCESS {st.process.value.upper()} ({st.process_crashes} crash(es)): " + text
+        colour = theme.ALERT
     if st.last_error:
         text += f"; last error: {st.last_error}"
         colour = theme.ALERT if st.state is not StreamState.STREAMING else colour
@@ -153,7 +159,7 @@ class StreamPanel(QWidget):
     # ----- operator actions -----
 
     @property
-    def publisher(self) -> StreamPublisher | None:
+    def publisher(self) -> StreamControl | None:
         return self.runner.publisher
 
     def stream_config(self) -> StreamConfig:
@@ -164,7 +170,7 @@ class StreamPanel(QWidget):
                                    endpoint=self.endpoint_edit.text().strip(),
                                    feedback_endpoint=self.feedback_edit.text().strip())
 
-    def ensure_open(self) -> StreamPublisher:
+    def ensure_open(self) -> StreamControl:
         """The open publisher for the panel's settings: the same one switched to the panel's mode
         when it can (`_switchable`), else (re)opened."""
         pub = self._open_for(self.stream_config())
@@ -175,7 +181,7 @@ class StreamPanel(QWidget):
         if self._preview is None and self._preview_enabled and self.publisher is not None:
             self._preview = PreviewThread(self._preview_pose)
 
-    def _open_for(self, cfg: StreamConfig) -> StreamPublisher:
+    def _open_for(self, cfg: StreamConfig) -> StreamControl:
         """`ensure_open`'s requests to the backend, without touching a widget (any thread)."""
         pub = self.publisher
         if pub is not None and (pub.cfg.endpoint != cfg.endpoint or pub.cfg.feedback_endpoint != cfg.feedback_endpoint
@@ -436,7 +442,7 @@ def _current_mode(pub) -> str:
     return st.mode if st is not None else pub.cfg.mode
 
 
-def _far_distance(pub: StreamPublisher):
+def _far_distance(pub: StreamControl):
     """The pose distance when it is what refused the start, else None (another refusal)."""
     try:
         dist = pub.pose_distance()

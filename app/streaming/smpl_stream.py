@@ -1,10 +1,10 @@
-"""The publisher's SMPL modes (`smpl-v2`, `smpl-v3`): one SMPL body per 50 Hz grid frame and the pose message.
+"""The stream's SMPL modes (`smpl-v2`, `smpl-v3`): one SMPL body per 50 Hz grid frame and the pose message.
 
-`StreamPublisher` keeps the grid, the frame indices and the overlapping 5-frame window (as for
+`StreamSession` keeps the grid, the frame indices and the overlapping 5-frame window (as for
 ``pose-v1``); per grid frame it asks this module for an `SmplStreamFrame` (the SMPL body estimated
 from the newest tracked devices, paired with that frame's G1 retargeting), and per message for the
-bytes (`SmplStream.message`). Nothing here touches a socket or a thread: one owner, the publisher's
-stream thread (and `calibrate`, under the publisher's solver lock).
+bytes (`SmplStream.message`). Nothing here touches a socket or a thread: one owner, the session,
+in the stream process's one thread.
 
 - ``smpl-v2`` sends protocol v2: `smpl_joints` [N,24,3], `smpl_pose` [N,21,3], `body_quat_w` [N,4],
   `frame_index` [N] (doc §3.1, §6).

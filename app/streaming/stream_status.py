@@ -1,0 +1,139 @@
+"""The humanoid stream's values: its state machine, refusals, the start-distance check and status.
+
+Plain values, picklable: the stream process (`stream_worker`) builds them, the core's
+`StreamPublisher` hands them on, the window shows them. No threads, no sockets, no MuJoCo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from app.lifecycle import IllegalTransition
+from app.streaming.threepoint import ThreePoint
+
+
+class ProcessState(Enum):
+    """The stream process as the core sees it."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    """It ended without being asked to; a new one is starting (the stream is STOPPED)."""
+    DOWN = "down"
+    """It ended and is not restarted (`MAX_RESTARTS` reached, or a restart failed): reopen the stream."""
+    CLOSED = "closed"
+    """The core closed the stream (its last report is kept)."""
+
+
+class StreamState(Enum):
+    IDLE = "idle"
+    STREAMING = "streaming"
+    STOPPED = "stopped"
+
+
+class StreamStateError(IllegalTransition):
+    """A transition was asked for in a state that does not allow it."""
+
+    def __init__(self, action: str, current: StreamState, required: str) -> None:
+        super().__init__("stream", action, current, required)
+        self._args = (action, current, required)
+
+    def __reduce__(self):  # crosses from the stream process to the core (and to the window) as itself
+        return type(self), self._args
+
+
+class StartRefused(RuntimeError):
+    """`start_streaming` would not start; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class PoseDistance:
+    """How far the operator's mapped pose is from the robot's current pose."""
+
+    keypoint_m: tuple[float, float, float]
+    """Left wrist, right wrist, neck: mapped 3-point to the robot's key point (m)."""
+    joint_rad: float | None
+    """pose-v1: largest |retargeted - current| joint angle (rad); None in planner mode."""
+    worst_joint: str
+    reference: str
+    """'feedback' (the robot's measured joints) or 'standing pose' (no feedback available)."""
+    max_keypoint_m: float
+    max_joint_rad: float
+
+    @property
+    def large(self) -> bool:
+        return max(self.keypoint_m) > self.max_keypoint_m or (self.joint_rad is not None and self.joint_rad > self.max_joint_rad)
+
+    def describe(self) -> str:
+        names = ("left wrist", "right wrist", "neck")
+        k = int(np.argmax(self.keypoint_m))
+        text = f"{names[k]} is {self.keypoint_m[k]:.3f} m from the robot's (limit {self.max_keypoint_m:.3f} m)"
+        if self.joint_rad is not None:
+            text += f"; {self.worst_joint} differs by {self.joint_rad:.2f} rad (limit {self.max_joint_rad:.2f} rad)"
+        return text + f", compared with the {self.reference}"
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    mode: str
+    state: StreamState
+    endpoint: str
+    """The bound endpoint (with the OS-chosen port when the configuration said '*')."""
+    messages_sent: int
+    dropped: int
+    """Messages ZMQ refused to queue (EAGAIN). A PUB socket drops silently, per subscriber, once
+    that subscriber's SNDHWM queue is full, so drops inside ZMQ do not show up here."""
+    frames_skipped: int
+    """pose modes: grid frames never computed because the stream process stalled longer than
+    `max_catchup_frames` periods."""
+    last_error: str
+    frame_index: int
+    """Last frame index sent in a pose message (-1 before any)."""
+    calibrated: bool
+    late_ticks: int
+    """Ticks that woke more than one period after their deadline."""
+    stale_ticks: int
+    """Streaming ticks without a fresh snapshot (planner sent IDLE, pose held)."""
+    held_devices: tuple[str, ...]
+    """Devices whose last good pose is held (lost or jumping)."""
+    subscribers: int
+    """Peers connected to the PUB socket (the deploy shows up here once it connects)."""
+    input_lost: bool = False
+    """Tracking lost for longer than `stale_input_s`: no planner or pose message is being sent."""
+    suppressed_ticks: int = 0
+    """Streaming ticks that sent nothing because tracking was lost (see `input_lost`)."""
+    keypoints_clamped: tuple[int, int] = (0, 0)
+    """Ticks on which the left / right wrist key point was moved onto the G1's reach sphere."""
+    manager_states_sent: int = 0
+    """`manager_state` messages sent (every tick while open, as the PICO manager does)."""
+    process: ProcessState = ProcessState.RUNNING
+    """The stream process: starting, running, restarting after a crash, or down."""
+    process_crashes: int = 0
+    """Times the stream process ended without being asked to (each one counted, then restarted
+    up to `publisher.MAX_RESTARTS` times)."""
+    frames_dropped: int = 0
+    """Operator frames the core could not hand to the stream process (its channel full, or the
+    process not running): dropped and counted, never queued."""
+
+
+@dataclass(frozen=True)
+class StreamReport:
+    """What the stream process tells the core, ten times a second and with every answer."""
+
+    status: StreamStatus
+    mode: str
+    threepoint: ThreePoint
+    """The 3-point of the last tick (for a preview)."""
+    q_mujoco_rad: np.ndarray | None
+    """pose modes: the newest streamed joint angles (29,) in MuJoCo order; else None."""
+    smpl_joints_m: np.ndarray | None
+    """smpl modes: the newest SMPL body's 24 joints (24, 3) in the operator frame; else None."""
+    next_frame_index: int
+    """The next pose frame index: a restarted process continues above it."""
+
+
+__all__ = ["PoseDistance", "ProcessState", "StartRefused", "StreamReport", "StreamState", "StreamStateError",
+           "StreamStatus"]

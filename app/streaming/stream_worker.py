@@ -1,0 +1,368 @@
+"""The stream process: a `StreamSession` on a 50 Hz grid, the PUB socket the deploy connects to,
+and the links to the core.
+
+`StreamPublisher` (in the core) starts `stream_process.main`, then `child_main`, with the "spawn" start method (Linux,
+Windows and the PyInstaller bundle alike: a fresh interpreter, nothing inherited but what is
+passed). Everything the humanoid stream computes happens here, in a process of its own, so the
+core's control loop never waits for the interpreter lock behind the retargeting, the SMPL body or
+the message encoding.
+
+Links, all owned by this process's one thread:
+
+- **frames** (core PUSH -> here PULL, TCP on 127.0.0.1; `ipc://` is not on every Windows build):
+  each tick of the core's loop sends one `operator_frame` record without blocking. Every tick of
+  the grid drains what arrived and keeps the newest.
+- **control** (a `multiprocessing` pipe, core -> here): requests (calibrate, start, stop,
+  switch mode, ...) answered on the report pipe, the stream's e-stop and the robot's measured
+  joints (one-way), and close. Served between ticks, at once.
+- **reports** (a pipe, here -> core): ready (the bound endpoint) or failed (why), a `StreamReport`
+  every `REPORT_PERIOD_S`, the answers, each with a fresh report, and this process's log records
+  (the core writes them where it writes its own).
+
+The process ends when the core asks it to (after the stop command when streaming), when the
+control pipe reaches its end, or when the core's process is gone (its sentinel): it never
+outlives the core.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection as mpc
+import pickle
+import time
+from typing import Any, Callable
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from app.config import StreamConfig
+from app.control.timing import LoopTimer
+from app.streaming import operator_frame, protocol
+from app.streaming.manager_commands import STOP
+from app.streaming.stream_session import StreamSession
+from app.streaming.stream_status import StreamReport, StreamState
+
+log = logging.getLogger(__name__)
+
+# A subscriber counts as connected once its ZMTP handshake succeeded (its subscription follows).
+_PEER_UP = getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_ACCEPTED)
+
+REPORT_PERIOD_S = 0.1
+"""How often the stream process tells the core its status (the core publishes its own at 10 Hz)."""
+
+FRAMES_RCVHWM = 16
+"""Operator frames queued on this side at most (80 ms of the core's 200 Hz loop)."""
+
+FRAMES_SOCKET_BUFFER_BYTES = 32 * 1024
+"""The operating system's receive buffer for the frames' TCP connection (about 90 frames)."""
+
+STOP_AFTER_CRASH_S = 1.0
+"""A process started after its predecessor crashed sends the stop command every tick for this long
+(the deploy's SUB reconnects to the new socket within ~0.1 s and must hear it)."""
+
+_STOP_COMMAND = protocol.build_command(*STOP)
+
+METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "pose_distance", "set_locomotion",
+                     "switch_mode", "smpl_accuracy"})
+"""What the core may ask through a ``call``."""
+
+# control messages (core -> stream process): (kind, request_id, payload)
+CALL, ESTOP, ROBOT_Q, CLOSE = "call", "estop", "robot_q", "close"
+# reports (stream process -> core)
+READY, FAILED, REPORT, REPLY, LOG = "ready", "failed", "report", "reply", "log"
+
+
+class StreamWorker:
+    """The stream process's loop. Runs in the thread that calls `run` (the process's main thread;
+    a test may run one in a thread of its own)."""
+
+    def __init__(self, cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
+                 *, first_frame_index: int = 0, calibrations_seen: int = 0, after_crash: bool = False,
+                 parent_sentinel: Any = None, clock: Callable[[], float] = time.perf_counter,
+                 session: StreamSession | None = None) -> None:
+        self.cfg = cfg
+        self._frames_endpoint = frames_endpoint
+        self._control = control
+        self._reports = reports
+        self._parent_sentinel = parent_sentinel
+        self._clock = clock
+        self.session = session or StreamSession(cfg, first_frame_index=first_frame_index,
+                                                calibrations_seen=calibrations_seen)
+        self._after_crash = after_crash
+        self._stop_until: float | None = None
+        if after_crash:  # the deploy may still stream what the crashed process sent last
+            self.session.halt("the previous stream process ended unexpectedly")
+        self._ctx: zmq.Context | None = None
+        self._pub: zmq.Socket | None = None
+        self._monitor: zmq.Socket | None = None
+        self._frames: zmq.Socket | None = None
+        self.endpoint = ""
+        self._sent = self._dropped = self._subscribers = self._manager_states = 0
+        self._refused = 0
+        self._ending = False
+        """The process must end (closed, or the core is gone): the loop stops at its next wake-up."""
+        self._timer: LoopTimer | None = None
+        self._closing = False
+
+    # ---- lifecycle ----
+
+    def open(self) -> str:
+        """Bind the PUB socket (the configured endpoint) and connect to the core's frames; the bound endpoint."""
+        self._ctx = zmq.Context()
+        pub = self._ctx.socket(zmq.PUB)
+        pub.setsockopt(zmq.SNDHWM, self.cfg.sndhwm)
+        pub.setsockopt(zmq.LINGER, 0)
+        try:
+            pub.bind(self.cfg.endpoint)
+        except zmq.ZMQError as exc:
+            pub.close()
+            self._ctx.term()
+            self._ctx = None
+            raise OSError(f"cannot bind the humanoid stream to {self.cfg.endpoint}: {exc}") from exc
+        self._pub = pub
+        self.endpoint = pub.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._monitor = pub.get_monitor_socket(_PEER_UP | zmq.EVENT_DISCONNECTED)
+        frames = self._ctx.socket(zmq.PULL)
+        frames.setsockopt(zmq.RCVHWM, FRAMES_RCVHWM)
+        frames.setsockopt(zmq.RCVBUF, FRAMES_SOCKET_BUFFER_BYTES)
+        frames.setsockopt(zmq.LINGER, 0)
+        frames.connect(self._frames_endpoint)
+        self._frames = frames
+        return self.endpoint
+
+    def close(self) -> None:
+        if self._pub is not None:
+            self._pub.disable_monitor()
+        for sock in (self._monitor, self._frames, self._pub):
+            if sock is not None:
+                sock.close(linger=0)
+        self._monitor = self._frames = self._pub = None
+        if self._ctx is not None:
+            self._ctx.term()
+            self._ctx = None
+
+    # ---- the loop ----
+
+    def run(self) -> None:
+        """Tick on the 50 Hz grid until closed or orphaned; between ticks, serve the control pipe.
+
+        The grid is the control loop's own `LoopTimer` (its definition of late, deadlines skipped
+        and counted, never run back to back), sleeping in `_serve`; a tick that serves skipped
+        deadlines computes a frame for each (``steps``), so frame indices never skip."""
+        timer = self._timer = LoopTimer(self.cfg.period_s, spin_s=0.0, clock=self._clock, sleep=self._serve)
+        t0 = timer.start()
+        if self._after_crash:
+            self._stop_until = t0 + STOP_AFTER_CRASH_S
+        previous = -1
+        next_report = t0
+        while True:
+            now, lateness = timer.wait()
+            if self._ending:
+                break
+            steps = timer.index - previous if previous >= 0 else 1
+            previous = timer.index
+            self._drain_frames()
+            self._poll_monitor()
+            self._send_all(self.session.tick(now, steps, time.monotonic()))
+            if self._stop_until is not None:
+                if now < self._stop_until and self.session.state is not StreamState.STREAMING:
+                    self._send(_STOP_COMMAND)
+                else:
+                    self._stop_until = None
+            self._send(self.session.manager_state(), manager_state=True)
+            timer.record(lateness, self._clock() - now, now)
+            if now >= next_report:
+                next_report = now + REPORT_PERIOD_S
+                if not self._tell((REPORT, 0, self._report())):
+                    break
+        if self.session.state is StreamState.STREAMING:
+            self._send_all(self.session.halt("closed"))
+        self._tell((REPORT, 0, self._report()))  # the last word: what was sent in all
+
+    def _serve(self, duration_s: float) -> None:
+        """`LoopTimer`'s sleep: serve the control pipe meanwhile; a reason to end cuts it short."""
+        if not self._ending and not self._wait_until(self._clock() + duration_s):
+            self._ending = True
+
+    def _wait_until(self, deadline: float) -> bool:
+        """Serve the control pipe until ``deadline``; False when this process must end."""
+        waitables = [self._control] + ([self._parent_sentinel] if self._parent_sentinel is not None else [])
+        while not self._closing:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return True
+            ready = mpc.wait(waitables, remaining)
+            if self._parent_sentinel is not None and self._parent_sentinel in ready:
+                log.warning("the core's process is gone: the stream process ends")
+                return False
+            if self._control in ready:
+                try:
+                    message = self._control.recv()
+                except (EOFError, OSError):
+                    log.warning("the core closed the stream's control link: the stream process ends")
+                    return False
+                self._handle(message)
+        return False
+
+    def _handle(self, message: tuple) -> None:
+        kind, request_id, payload = message
+        if kind == CLOSE:
+            self._closing = True
+        elif kind == ESTOP:
+            self._send_all(self.session.estop())
+        elif kind == ROBOT_Q:
+            self.session.set_robot_q(payload)
+        elif kind == CALL:
+            method, args, robot_q, newest = payload
+            self._drain_frames()
+            if newest is not None:  # the request may have overtaken the core's newest frame
+                self._observe(newest, only_if_newer=True)
+            self.session.set_robot_q(robot_q)  # the core's newest, with every request
+            try:
+                ok, value = True, self._call(method, args)
+            except Exception as exc:  # the caller raises it in the core
+                ok, value = False, _crossable(exc)
+            self._tell((REPLY, request_id, (ok, value, self._report())))
+
+    def _call(self, method: str, args: tuple) -> Any:
+        s = self.session
+        if method not in METHODS:
+            raise ValueError(f"unknown stream request {method!r}")
+        if method == "start_streaming":
+            self._send_all(s.start(self._clock(), *args))
+        elif method == "stop_streaming":
+            self._send_all(s.stop())
+        elif method == "switch_mode":
+            self._send_all(s.switch_mode(*args))
+        elif method == "set_locomotion":
+            s.set_locomotion(*args)
+        elif method == "calibrate":
+            return s.calibrate()
+        elif method == "pose_distance":
+            return s.pose_distance()
+        elif method == "smpl_accuracy":
+            return s.smpl_accuracy()
+        return None
+
+    def _drain_frames(self) -> None:
+        assert self._frames is not None
+        while True:
+            try:
+                raw = self._frames.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._observe(raw)
+
+    def _observe(self, raw: bytes, only_if_newer: bool = False) -> None:
+        try:
+            frame = operator_frame.decode(raw)
+        except operator_frame.FrameError as exc:
+            self._refused += 1
+            self.session.last_error = f"operator frame refused ({self._refused} so far): {exc}"
+            return
+        current = self.session.frame
+        if only_if_newer and current is not None and frame.wall_time_s <= current.wall_time_s:
+            return
+        self.session.observe(frame)
+
+    def _send_all(self, messages: list[bytes]) -> None:
+        for msg in messages:
+            self._send(msg)
+
+    def _send(self, msg: bytes, manager_state: bool = False) -> None:
+        assert self._pub is not None
+        try:
+            self._pub.send(msg, zmq.NOBLOCK)
+        except zmq.Again:
+            self._dropped += 1
+            return
+        if manager_state:
+            self._manager_states += 1
+        else:
+            self._sent += 1
+
+    def _poll_monitor(self) -> None:
+        """Count connected peers from the socket monitor's events (non-blocking)."""
+        while self._monitor is not None:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if event["event"] == _PEER_UP:
+                self._subscribers += 1
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self._subscribers = max(0, self._subscribers - 1)
+
+    def _report(self) -> StreamReport:
+        timer = self._timer
+        return self.session.report(endpoint=self.endpoint, sent=self._sent, dropped=self._dropped,
+                                   late_ticks=timer.late_ticks if timer is not None else 0,
+                                   subscribers=self._subscribers,
+                                   manager_states=self._manager_states)
+
+    def _tell(self, message: tuple) -> bool:
+        try:
+            self._reports.send(message)
+            return True
+        except (OSError, EOFError):  # the core is gone
+            return False
+
+
+class ReportsLogHandler(logging.Handler):
+    """The stream process's log records go to the core over the report pipe (the core's handlers write
+    them, off its loop's thread): this process never writes to a stderr that may be a pipe nobody reads."""
+
+    def __init__(self, reports: mpc.Connection) -> None:
+        super().__init__(logging.INFO)
+        self._reports = reports
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._reports.send((LOG, 0, (record.levelno, record.name, self.format(record))))
+        except (OSError, EOFError):
+            pass  # the core is gone: nobody to tell
+        except Exception:
+            self.handleError(record)
+
+
+def _crossable(exc: Exception) -> Exception:
+    """``exc`` if it survives the pipe (pickled and unpickled as itself), else a RuntimeError saying it."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
+               first_frame_index: int, calibrations_seen: int, after_crash: bool, scheduling: str = "") -> None:
+    """The stream process's work, once `stream_process.main` has set it up (``scheduling``: what it
+    did about the scheduling it inherited, logged here)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(ReportsLogHandler(reports))
+    root.setLevel(logging.INFO)
+    if scheduling:
+        log.info("stream process: %s", scheduling)
+    parent = multiprocessing.parent_process()
+    try:
+        worker = StreamWorker(cfg, frames_endpoint, control, reports, first_frame_index=first_frame_index,
+                              calibrations_seen=calibrations_seen, after_crash=after_crash,
+                              parent_sentinel=parent.sentinel if parent is not None else None)
+        endpoint = worker.open()
+    except Exception as exc:
+        reports.send((FAILED, 0, f"{exc}" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"))
+        return
+    try:
+        reports.send((READY, 0, endpoint))
+        worker.run()
+    except (OSError, EOFError):
+        pass  # the core is gone
+    finally:
+        worker.close()
+
+
+__all__ = ["METHODS", "REPORT_PERIOD_S", "StreamWorker", "child_main"]

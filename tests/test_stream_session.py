@@ -1,0 +1,176 @@
+"""The humanoid stream's pure parts: the operator frame the loop hands over, and `StreamSession`
+(operator frames in, protocol messages out) driven tick by tick with explicit times, without a
+process, a thread or a socket."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+
+from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig
+from app.streaming import operator_frame, protocol
+from app.streaming.g1_model import load_g1
+from app.streaming.operator_frame import FrameError
+from app.streaming.protocol import StreamMode
+from app.streaming.stream_session import StreamSession
+from app.streaming.stream_status import StartRefused, StreamState, StreamStateError
+from tests.test_publisher_helpers import operator_sample, snapshot
+
+PERIOD_S = 0.02
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return load_g1()
+
+
+def _frame(tick: int, wall_time_s: float, calibrations: int = 0, state: str = "running", **script):
+    snap = dataclasses.replace(snapshot(operator_sample(tick * 0.005, **script), tick, state), wall_time_s=wall_time_s)
+    return operator_frame.decode(operator_frame.encode(snap, calibrations))
+
+
+def _decoded(messages: list[bytes]) -> list[protocol.Message]:
+    return [protocol.decode(m) for m in messages]
+
+
+def _command(msg: protocol.Message) -> tuple[bool, bool, bool]:
+    return tuple(bool(np.asarray(msg.fields[k])[0]) for k in ("start", "stop", "planner"))
+
+
+class Clock:
+    """The session's time, advanced by hand: one 50 Hz grid tick at a time, a fresh frame each."""
+
+    def __init__(self, session: StreamSession) -> None:
+        self.session = session
+        self.now_s = 100.0
+        self.tick = 0
+
+    def step(self, steps: int = 1, **script) -> list[protocol.Message]:
+        self.now_s += steps * PERIOD_S
+        self.tick += 4 * steps
+        self.session.observe(_frame(self.tick, self.now_s, **script))
+        return _decoded(self.session.tick(self.now_s, steps, self.now_s))
+
+
+def _streaming(g1, **cfg) -> tuple[StreamSession, Clock]:
+    session = StreamSession(StreamConfig(**cfg), g1, first_frame_index=1000)
+    clock = Clock(session)
+    clock.step()
+    session.calibrate()
+    session.start(clock.now_s)
+    return session, clock
+
+
+# ---- the operator frame ----------------------------------------------------------------------------
+
+
+def test_an_operator_frame_carries_the_sample_and_the_loops_state_exactly():
+    snap = snapshot(operator_sample(0.3, reach_m=0.1, left_stick=(0.2, -0.5), right_stick_x=0.7, trigger=0.25,
+                                    grip=True, left_valid=False), 17, "estopped", heading_rad=0.4)
+    raw = operator_frame.encode(snap, calibrations=3)
+    assert len(raw) == operator_frame.SIZE_BYTES
+    frame = operator_frame.decode(raw)
+    assert frame.sample == snap.sample
+    assert (frame.tick, frame.t_s, frame.wall_time_s, frame.heading_rad) == (17, snap.t_s, snap.wall_time_s, 0.4)
+    assert frame.estopped and frame.calibrations == 3
+    assert not operator_frame.decode(operator_frame.encode(snapshot(operator_sample(0.0), 1), 0)).estopped
+
+
+def test_a_record_of_another_length_or_version_is_refused():
+    raw = operator_frame.encode(snapshot(operator_sample(0.0), 1), 0)
+    with pytest.raises(FrameError, match=f"{operator_frame.SIZE_BYTES} bytes, got 10"):
+        operator_frame.decode(raw[:10])
+    with pytest.raises(FrameError, match="version 7"):
+        operator_frame.decode(bytes([7, 0]) + raw[2:])
+
+
+# ---- the session ---------------------------------------------------------------------------------
+
+
+def test_nothing_but_manager_state_before_start_and_refusals_name_the_reason(g1):
+    session = StreamSession(StreamConfig(mode=MODE_POSE_V1), g1)
+    with pytest.raises(StartRefused, match="no snapshot"):
+        session.start(0.0)
+    clock = Clock(session)
+    assert clock.step() == [] and clock.step(3) == []
+    assert int(protocol.decode(session.manager_state()).fields["stream_mode"][0]) == StreamMode.OFF
+    with pytest.raises(StartRefused, match="not calibrated"):
+        session.start(clock.now_s)
+    with pytest.raises(StreamStateError, match="while idle; only from streaming"):
+        session.stop()
+    session.calibrate()
+    session.observe(_frame(clock.tick + 1, clock.now_s, state="estopped"))
+    with pytest.raises(StartRefused, match="e-stopped"):
+        session.start(clock.now_s)
+
+
+def test_a_pose_start_enters_the_planner_then_streams_windows_of_consecutive_frames(g1):
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.05)
+    before = [clock.step() for _ in range(2)]  # entering: planner messages, the deploy still in its planner
+    assert all(m.topic == "planner" for msgs in before for m in msgs) and any(before)
+    entry = clock.step()  # 60 ms after the start: into streamed motion, then the window fills
+    assert entry[0].topic == "command" and _command(entry[0]) == (True, False, False)
+    windows = [m for _ in range(12) for m in clock.step() if m.topic == "pose"]
+    assert windows, "the window never filled"
+    indices = np.concatenate([m.fields["frame_index"][-1:] for m in windows])
+    np.testing.assert_array_equal(np.diff(indices), 1)
+    assert windows[0].fields["frame_index"][0] == 1000  # numbering starts where it was told to
+    assert session.last_frame_index == indices[-1] and session.next_frame_index == indices[-1] + 1
+    assert int(protocol.decode(session.manager_state()).fields["stream_mode"][0]) == StreamMode.POSE
+
+
+def test_a_late_tick_sends_every_frame_since_the_last_and_a_long_stall_skips_counted(g1):
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.0)
+    for _ in range(8):
+        clock.step()
+    last = session.last_frame_index
+    late = [m for m in clock.step(8) if m.topic == "pose"]  # woke 8 periods late
+    np.testing.assert_array_equal(late[0].fields["frame_index"], np.arange(last + 1, last + 9))
+    stalled = [m for m in clock.step(session.cfg.max_catchup_frames + 7) if m.topic == "pose"]
+    assert session.skipped_frames == 7
+    assert stalled[0].fields["frame_index"][0] == last + 9 + 7  # the skipped indices are never sent
+
+
+def test_a_failing_tick_stops_the_stream_and_nothing_half_computed_is_sent(g1, monkeypatch):
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.0, stale_input_s=10.0)
+
+    def boom(*a, **k):
+        raise FloatingPointError("retarget exploded")
+
+    monkeypatch.setattr(session._retarget, "step", boom)
+    msgs = clock.step()
+    assert [m.topic for m in msgs] == ["command", "command"]
+    assert _command(msgs[0]) == (True, False, False) and _command(msgs[1]) == (False, True, True)
+    assert session.state is StreamState.STOPPED and "retarget exploded" in session.last_error
+    assert session.last_frame_index == -1 and clock.step() == []  # nothing more follows the stop
+
+
+def test_an_estopped_frame_halts_and_a_stale_frame_is_counted(g1):
+    session, clock = _streaming(g1, mode=MODE_PLANNER_VR3PT)
+    assert [m.topic for m in clock.step()] == ["planner"]
+    session.observe(_frame(clock.tick, clock.now_s - 1.0))  # the loop stopped sending a second ago
+    session.tick(clock.now_s + PERIOD_S, 1, 0.0)
+    assert session.stale_ticks == 1
+    msgs = clock.step(state="estopped")
+    assert [m.topic for m in msgs] == ["command"] and _command(msgs[0]) == (False, True, True)
+    assert session.state is StreamState.STOPPED
+
+
+def test_the_engines_calibration_count_calibrates_unless_streaming(g1):
+    session = StreamSession(StreamConfig(), g1, calibrations_seen=2)
+    clock = Clock(session)
+    clock.step(calibrations=2)  # counted before this session: not a new calibration
+    assert not session.report(endpoint="", sent=0, dropped=0, late_ticks=0, subscribers=0,
+                              manager_states=0).status.calibrated
+    clock.step(calibrations=3)
+    assert session.report(endpoint="", sent=0, dropped=0, late_ticks=0, subscribers=0,
+                          manager_states=0).status.calibrated
+
+
+def test_refusals_cross_the_process_boundary_as_themselves():
+    err = pickle.loads(pickle.dumps(StreamStateError("stop streaming", StreamState.IDLE, "streaming")))
+    assert isinstance(err, StreamStateError) and str(err) == "stream: cannot stop streaming while idle; only from streaming"
+    assert err.current is StreamState.IDLE
