@@ -19,6 +19,7 @@ import pytest
 
 import app.sessions.recorder as recorder_module
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
+from app.control.teleop_state import ArmState, TeleopState
 from app.events import Command, CommandKind, Event, EventKind, parse_events
 from app.sessions.reader import SessionFormatError, read_session
 from app.sessions.recorder import Recorder, RecorderState, RecorderStateError
@@ -87,7 +88,7 @@ def make_arm(rng: np.random.Generator, state: str = "engaged") -> ArmSnapshot:
         return tuple(float(v) for v in rng.normal(size=n))
 
     return ArmSnapshot(
-        state=state, engaged=state == "engaged", precision=bool(rng.integers(2)), tracking_ok=bool(rng.integers(2)),
+        state=ArmState(state), engaged=state == "engaged", precision=bool(rng.integers(2)), tracking_ok=bool(rng.integers(2)),
         target_pos_m=vec(3), target_quat_wxyz=vec(4), tcp_pos_m=vec(3), tcp_quat_wxyz=vec(4),
         q_rad=vec(7), q_cmd_rad=vec(7), gripper_cmd=float(rng.uniform()),
         ik_iterations=int(rng.integers(0, 20)), ik_pos_err_m=float(rng.uniform()) * 1e-4,
@@ -118,7 +119,7 @@ def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_
         timing=TimingSnapshot(period_s=period_s, lateness_s=float(rng.uniform()) * 1e-3,
                               compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0,
                               skipped_ticks=tick // 7),
-        teleop_state="running", heading_rad=float(rng.normal()), source_name="test",
+        teleop_state=TeleopState.RUNNING, heading_rad=float(rng.normal()), source_name="test",
         rejected=(("left:jump", tick), ("right:invalid", 2)),
         clamp_counts=(("left:velocity", 3 * tick), ("right:collision_infeasible", tick // 3)),
         events=events,
@@ -237,6 +238,14 @@ def test_columns_are_unique_and_input_columns_are_a_prefix_of_the_row():
     snap = make_snapshots(2)[0]
     assert len(snapshot_to_row(snap)) == len(COLUMNS)
     assert set(expected_values(snap)) == set(COLUMNS)
+
+
+def test_the_state_columns_hold_the_same_text_as_before_the_states_were_enums():
+    snap = make_snapshots(2)[0]
+    row = dict(zip(COLUMNS, snapshot_to_row(snap)))
+    assert snap.teleop_state is TeleopState.RUNNING and snap.right.state is ArmState.HOLDING
+    texts = [row["teleop_state"], row["left_state"], row["right_state"]]
+    assert texts == ["running", "engaged", "holding"] and all(type(t) is str for t in texts)
 
 
 def test_snapshot_to_row_refuses_a_wrong_joint_count():

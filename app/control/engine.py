@@ -406,7 +406,7 @@ class TeleopEngine:
             reading = self.sim.read(arm.name)
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
-                state=arm.clutch.state.value, engaged=arm.clutch.state is ArmState.ENGAGED,
+                state=arm.clutch.state, engaged=arm.clutch.state is ArmState.ENGAGED,
                 precision=arm.clutch.precision,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
@@ -427,7 +427,7 @@ class TeleopEngine:
         return Snapshot(
             tick=self.tick_index, t_s=t_s, wall_time_s=wall_time_s, sim_time_s=self.sim.sim_time_s,
             sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,
-            teleop_state=self.teleop.state.value, heading_rad=self.heading_rad, source_name=self.source_name,
+            teleop_state=self.teleop.state, heading_rad=self.heading_rad, source_name=self.source_name,
             rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items())), events=tuple(events),
             error=self._error, output_live=self.sim.is_live(),
         )

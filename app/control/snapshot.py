@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from app.control.teleop_state import ArmState, TeleopState
 from app.events import Event
 from app.tracking.sample import TrackingSample
 
@@ -19,8 +20,8 @@ Joints = tuple[float, ...]
 
 @dataclass(frozen=True)
 class ArmSnapshot:
-    state: str
-    """Teleop state of the arm: 'idle', 'engaged' or 'holding' (see `teleop_state.ArmState`)."""
+    state: ArmState
+    """Teleop state of the arm (a text enum: compares equal to, and prints as, 'idle', 'engaged', 'holding')."""
     engaged: bool
     precision: bool
     """True while precision mode (reduced scale) is active."""
@@ -91,8 +92,8 @@ class Snapshot:
     left: ArmSnapshot
     right: ArmSnapshot
     timing: TimingSnapshot
-    teleop_state: str
-    """'running' or 'estopped'."""
+    teleop_state: TeleopState
+    """RUNNING or ESTOPPED (a text enum: compares equal to, and prints as, 'running' / 'estopped')."""
     heading_rad: float
     """Operator heading captured at the last calibration (yaw of operator forward in robot axes)."""
     source_name: str

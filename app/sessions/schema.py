@@ -202,7 +202,7 @@ def _collision_fields(arm: ArmSnapshot, name: str, infeasible_ticks: int) -> lis
 
 def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[str, int]) -> list[str]:
     return [
-        arm.state,
+        str(arm.state),  # the enum's text: the column is as it always was
         "1" if arm.engaged else "0",
         "1" if arm.precision else "0",
         "1" if arm.tracking_ok else "0",
@@ -238,7 +238,7 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         _repr(float(timing.lateness_s) * 1000.0),
         _repr(float(timing.compute_s) * 1000.0),
         str(int(timing.skipped_ticks)),
-        snap.teleop_state,
+        str(snap.teleop_state),
         _repr(float(snap.heading_rad)),
         format_events(snap.events),
         *_arm_fields(snap.left, "left", clamps),
