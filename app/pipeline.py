@@ -34,7 +34,7 @@ from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
 from app.sessions.run_summary import RunSummary
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
-from app.tracking.source import TrackingSource
+from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
     from app.remote.client import RemoteStatus
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SOURCE_LABELS = {"openvr": "OpenVR (SteamVR)", "demo": "Demo operator", "replay": "Session replay"}
+SOURCE_LABELS: dict[SourceKind, str] = {SourceKind.OPENVR: "OpenVR (SteamVR)", SourceKind.DEMO: "Demo operator",
+                                        SourceKind.REPLAY: "Session replay"}
 
 Subscriber = Callable[[Snapshot], None]
 
@@ -116,7 +117,8 @@ class Pipeline:
         self.mirror = SceneMirror(self.scene.model.nq)
         """The physics pose of the newest tick, copied in the loop thread (for 3D views)."""
         self.source: TrackingSource | None = None
-        self.source_kind = ""
+        self.source_kind: SourceKind | None = None
+        """The running source's kind (AUTO resolved to the one it chose); None before the first start."""
         self.replay_path: str | None = None
         self.engine = None
         self.loop: ControlLoop | None = None
@@ -162,11 +164,11 @@ class Pipeline:
 
     # ----- the session -----
 
-    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
               options: StartOptions | None = None, session: "Session | None" = None,
               record_path: str | Path | None = None) -> str:
-        """(Re)start with source `kind` ('auto', 'demo', 'openvr', 'replay'); returns the note for
-        the operator ('' if none).
+        """(Re)start with source `kind` (its text is accepted too); returns the note for the operator
+        ('' if none).
 
         `cfg`: the configuration to use (default: the current one). For a replay with no explicit
         `cfg`, the recorded configuration is used. The new source starts before the old session
@@ -179,8 +181,9 @@ class Pipeline:
         if self.recording:
             raise PipelineError("stop the recording before changing the source or the settings")
         options = options or StartOptions()
+        kind = SourceKind.parse(kind)
         explicit = cfg is not None
-        if kind == "replay":
+        if kind is SourceKind.REPLAY:
             if session is None:
                 if not replay_path:
                     raise PipelineError("a replay needs a session file")
@@ -191,13 +194,13 @@ class Pipeline:
         cfg = cfg if cfg is not None else self.live_cfg
         scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
-        if kind in ("openvr", "auto") and self.source is not None and self.source.name == "openvr":
+        if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
             self.stop()
         source, note = make_source(kind, cfg, scene, session)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options
-        if explicit or kind != "replay":
+        if explicit or kind is not SourceKind.REPLAY:
             self.live_cfg = cfg
         if scene.model.nq != self.mirror.nq:
             self.mirror = SceneMirror(scene.model.nq)
@@ -224,8 +227,8 @@ class Pipeline:
                 log.warning("the Foxglove server draws the scene it was opened with (%s); reopen it for %s",
                             self.foxglove.scene.path.name, scene.path.name)
             loop.subscribe(self.foxglove.submit)
-        self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
-        self.replay_path = replay_path if kind == "replay" else None
+        self.source, self.source_kind = source, (kind if kind is SourceKind.REPLAY else SourceKind(source.name))
+        self.replay_path = replay_path if kind is SourceKind.REPLAY else None
         with self._handover:
             if self._held_by:  # e-stopped before or during this start: the new loop's first tick holds
                 loop.send(Command(CommandKind.ESTOP, label=self._held_by))
@@ -255,9 +258,9 @@ class Pipeline:
 
     def restart(self, cfg: Config) -> str:
         """Same source, new configuration (a fresh loop from the home pose)."""
-        kind = self.source_kind or "auto"
+        kind = self.source_kind or SourceKind.AUTO
         self.live_cfg = cfg
-        return self.start(kind, self.replay_path if kind == "replay" else None, cfg)
+        return self.start(kind, self.replay_path if kind is SourceKind.REPLAY else None, cfg)
 
     def stop(self) -> None:
         """End the loop, then close the recording, the output and the source (in that order)."""

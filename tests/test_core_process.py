@@ -470,7 +470,7 @@ def test_a_malformed_request_with_the_right_token_gets_a_typed_refusal_and_is_co
         assert "did not unpickle" in str(replies[11].error)
         assert "unknown request type builtins.tuple" in str(replies[12].error)
         assert "unknown request type app.core.wire.TimingCounts" in str(replies[13].error)
-        assert "Start.kind must be str, got int 7" in str(replies[14].error)
+        assert "Start.kind must be SourceKind, got int 7" in str(replies[14].error)
         assert client.process.poll() is None
         st = client.refresh_status()  # still serving
         assert st.bad_requests == len(bad) + 1 and client.core_problem() == ""

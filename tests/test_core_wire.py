@@ -12,6 +12,7 @@ import pytest
 from app.config import Config
 from app.core import wire
 from app.events import Command, CommandKind
+from app.tracking.source import SourceKind
 from tests.engine_helpers import make_engine, sample
 
 
@@ -45,7 +46,7 @@ def _examples() -> dict[type, wire.Request]:
     return {
         wire.Heartbeat: wire.Heartbeat(), wire.SendCommand: wire.SendCommand(Command(CommandKind.ESTOP, label="x")),
         wire.GetStatus: wire.GetStatus(), wire.Shutdown: wire.Shutdown(),
-        wire.Start: wire.Start("replay", "/tmp/s.csv", cfg, "/tmp/r.csv"), wire.Restart: wire.Restart(cfg),
+        wire.Start: wire.Start(SourceKind.REPLAY, "/tmp/s.csv", cfg, "/tmp/r.csv"), wire.Restart: wire.Restart(cfg),
         wire.Stop: wire.Stop(), wire.SetLiveConfig: wire.SetLiveConfig(cfg),
         wire.StartRecording: wire.StartRecording("/tmp/r.csv"), wire.StopRecording: wire.StopRecording(),
         wire.OpenStream: wire.OpenStream(cfg.stream), wire.CloseStream: wire.CloseStream(),
@@ -68,7 +69,7 @@ def test_every_request_round_trips():
 
 
 def test_a_request_with_a_field_of_the_wrong_type_is_refused_where_built_and_where_it_arrives():
-    with pytest.raises(TypeError, match=r"Start.kind must be str, got int"):
+    with pytest.raises(TypeError, match=r"Start.kind must be SourceKind, got int"):
         wire.Start(3)
     with pytest.raises(TypeError, match=r"StreamStart.confirm_large must be bool"):
         wire.StreamStart("yes")
@@ -125,3 +126,9 @@ def test_an_unpicklable_error_crosses_as_a_core_call_error():
 
     reply = wire.decode_reply(wire.encode_reply(wire.Reply(3, error=Odd(1, 2))))
     assert isinstance(reply.error, wire.CoreCallError) and str(reply.error) == "Odd: 1/2"
+
+
+def test_a_start_names_its_source_kind_as_an_enum_with_the_same_text():
+    with pytest.raises(TypeError, match="Start.kind must be SourceKind, got str 'demo'"):
+        wire.Start("demo")  # the client parses the text first (`SourceKind.parse`)
+    assert str(wire.Start(SourceKind.parse("demo")).kind) == "demo"

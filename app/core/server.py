@@ -52,6 +52,7 @@ from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
 from app.pipeline import SOURCE_LABELS, Pipeline
 from app.sessions.recorder import RecorderStatus
+from app.tracking.source import SourceKind
 
 if TYPE_CHECKING:
     from app.streaming.publisher import StreamPublisher
@@ -372,7 +373,7 @@ class CoreServer:
         text = request.label or type(request).__name__
         if isinstance(request, wire.Start):
             text = f"starting {SOURCE_LABELS.get(request.kind, request.kind)}"
-            if request.kind == "replay" and request.replay_path:
+            if request.kind is SourceKind.REPLAY and request.replay_path:
                 text += f" ({Path(request.replay_path).name})"
         elif not isinstance(request, wire.Restart):
             return text

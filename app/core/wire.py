@@ -42,6 +42,7 @@ import numpy as np
 
 from app.config import Config, StreamConfig
 from app.events import Command
+from app.tracking.source import SourceKind
 
 TOKEN_ENV_VAR = "PICO_TELEOP_CORE_TOKEN"
 """Environment variable through which the GUI hands a new core its session token (hex)."""
@@ -109,7 +110,7 @@ class CoreStatus:
     running: bool
     finished: bool
     fatal_error: str
-    source_kind: str
+    source_kind: SourceKind | None
     replay_path: str | None
     note: str
     cfg: Any
@@ -217,7 +218,7 @@ class Shutdown(Request):
 class Start(Request):
     """(Re)start with a source (`Pipeline.start`). Answers the note for the operator (str)."""
 
-    kind: str = "auto"
+    kind: SourceKind = SourceKind.AUTO
     replay_path: str | None = None
     cfg: Config | None = None
     record_path: str | None = None

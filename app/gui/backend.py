@@ -19,6 +19,7 @@ from app.events import Command
 from app.gui.plot_buffers import PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene
+from app.tracking.source import SourceKind
 
 
 @runtime_checkable
@@ -41,11 +42,11 @@ class SessionBackend(Protocol):
     returns at once and its answer (value, error) reaches `on_done`, from another thread
     (`CoreClient`); False: requests return their answer or raise (`TeleopRunner`). The window
     goes through `MainWindow.request`, which handles both."""
-    source_kind: str
+    source_kind: SourceKind | None
     replay_path: str | None
     note: str
 
-    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
               record_path: str | Path | None = None) -> str: ...
 
     def stop(self) -> None: ...

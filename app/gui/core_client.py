@@ -36,6 +36,7 @@ from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
+from app.tracking.source import SourceKind
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class CoreClient:
         self.scene = scene if scene is not None else load_scene(cfg)
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.mirror = SceneMirror(self.scene.model.nq)
-        self.source_kind = ""
+        self.source_kind: SourceKind | None = None
         self.replay_path: str | None = None
         self.note = ""
         self.core_status: wire.CoreStatus | None = None
@@ -476,7 +477,7 @@ class CoreClient:
     """Every request method returns at once; its answer reaches the `on_done` given to it (in the
     requests thread), after the status has been refreshed."""
 
-    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
               record_path: str | Path | None = None, on_done: Done | None = None) -> None:
         """Start a source in the core; `on_done` gets the note for the operator. Returns at once
         (a remote connect or the SteamVR probe may take seconds in the core)."""
@@ -488,7 +489,7 @@ class CoreClient:
                 self.scene = load_scene(st.cfg)
                 self.mirror = SceneMirror(self.scene.model.nq)
 
-        self._request(wire.Start(kind, replay_path, cfg, None if record_path is None else str(record_path)),
+        self._request(wire.Start(SourceKind.parse(kind), replay_path, cfg, None if record_path is None else str(record_path)),
                       on_done=on_done, then=then, timeout_s=START_TIMEOUT_S)
 
     def restart(self, cfg: Config, on_done: Done | None = None) -> None:

@@ -52,7 +52,7 @@ from app.gui.teleop_runner import TeleopRunner
 from app.gui.viewport import SceneViewport
 from app.sessions.reader import SessionFormatError
 from app.sim.scene import SceneError
-from app.tracking.source import TrackingSourceError
+from app.tracking.source import SourceKind, TrackingSourceError
 
 if TYPE_CHECKING:
     from app.remote.config import ClientConfig
@@ -131,9 +131,9 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 3),)),
     ActionRow("restart_core", "Restart core", lambda w: w.restart_core, "Ctrl+Shift+R",
               "Start a new core process (the control loop) after the old one ended", menus=(("Session", 3),)),
-    ActionRow("src_openvr", SOURCE_LABELS["openvr"], lambda w: lambda: w.select_source("openvr"), "Ctrl+Shift+V",
+    ActionRow("src_openvr", SOURCE_LABELS[SourceKind.OPENVR], lambda w: lambda: w.select_source(SourceKind.OPENVR), "Ctrl+Shift+V",
               "Track the Pico controllers through SteamVR", menus=(("Source", 0),), toolbar=3, exclusive=True),
-    ActionRow("src_demo", SOURCE_LABELS["demo"], lambda w: lambda: w.select_source("demo"), "Ctrl+Shift+D",
+    ActionRow("src_demo", SOURCE_LABELS[SourceKind.DEMO], lambda w: lambda: w.select_source(SourceKind.DEMO), "Ctrl+Shift+D",
               "The built-in scripted operator (no headset needed)", menus=(("Source", 0),), toolbar=3, exclusive=True),
     ActionRow("src_replay", "Replay session file…", lambda w: w.open_replay, "Ctrl+O",
               "Replay the inputs of a recorded session", menus=(("File", 1), ("Source", 0)), toolbar=3, exclusive=True),
@@ -193,7 +193,7 @@ class Banner(QLabel):
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: str = "auto", replay_path: str | None = None,
+    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: SourceKind = SourceKind.AUTO, replay_path: str | None = None,
                  sessions_dir: Path | None = None, threaded_render: bool | None = None,
                  remote: "ClientConfig | None" = None, runner_factory: Callable[[Config], SessionBackend] | None = None,
                  record_path: Path | None = None) -> None:
@@ -250,7 +250,7 @@ class MainWindow(QMainWindow):
             self.presenter.attached = True
             self._show_source(self.runner.note)
         else:
-            self._start_source(source, replay_path, initial=True, record_path=record_path)
+            self._start_source(SourceKind.parse(source), replay_path, initial=True, record_path=record_path)
         if settings_note:
             self.banner.show_message(settings_note, "warn")
 
@@ -634,7 +634,7 @@ class MainWindow(QMainWindow):
 
     # ----- sources and settings -----
 
-    def _start_source(self, kind: str, replay_path: str | None = None, initial: bool = False,
+    def _start_source(self, kind: SourceKind, replay_path: str | None = None, initial: bool = False,
                       cfg: Config | None = None, record_path: Path | None = None,
                       then: Callable[[], None] | None = None) -> None:
         """Ask for `kind` to drive the loop; the window shows it once the backend has started it
@@ -650,10 +650,10 @@ class MainWindow(QMainWindow):
                 then()
 
         def failed(exc: BaseException) -> None:
-            if initial and kind != "demo" and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
+            if initial and kind is not SourceKind.DEMO and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
                 # The operator asked for a source that is not there: say so and keep a working window.
                 note = f"{_describe(exc)} Running the built-in demo operator instead."
-                self.request(self.runner.start, "demo", None, None, record_path, then=lambda _: started(note))
+                self.request(self.runner.start, SourceKind.DEMO, None, None, record_path, then=lambda _: started(note))
                 return
             self._sync_source_actions()
             self.report(exc)
@@ -682,12 +682,13 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
     def _sync_source_actions(self) -> None:
-        act = {"openvr": self.act_src_openvr, "demo": self.act_src_demo, "replay": self.act_src_replay}.get(self.runner.source_kind)
+        act = {SourceKind.OPENVR: self.act_src_openvr, SourceKind.DEMO: self.act_src_demo,
+               SourceKind.REPLAY: self.act_src_replay}.get(self.runner.source_kind)
         if act is not None:
             act.setChecked(True)
 
-    def select_source(self, kind: str) -> None:
-        self._start_source(kind)
+    def select_source(self, kind: SourceKind) -> None:
+        self._start_source(SourceKind.parse(kind))
         self._sync_source_actions()
 
     def open_replay(self) -> None:
@@ -780,7 +781,7 @@ class MainWindow(QMainWindow):
 
     def replay_file(self, path: str | Path) -> None:
         """Restart the loop on the inputs recorded in session file `path`."""
-        self._start_source("replay", str(path))
+        self._start_source(SourceKind.REPLAY, str(path))
         self._sync_source_actions()
 
     def open_settings(self) -> None:
@@ -796,7 +797,7 @@ class MainWindow(QMainWindow):
             raise PipelineError("stop the recording before changing settings")
         overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
         self.store.save(overrides)
-        kind = self.runner.source_kind or "auto"
+        kind = self.runner.source_kind or SourceKind.AUTO
 
         def applied() -> None:
             self.runner.live_cfg = cfg
@@ -804,7 +805,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
 
         # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.
-        self._start_source(kind, self.runner.replay_path, cfg=None if kind == "replay" else cfg, then=applied)
+        self._start_source(kind, self.runner.replay_path, cfg=None if kind is SourceKind.REPLAY else cfg, then=applied)
 
     def _on_button_learned(self, role: str, bit: int) -> None:
         from app.config import config_from_dict
@@ -905,7 +906,7 @@ class MainWindow(QMainWindow):
     def restart_core(self) -> None:
         """Replace a dead (or any) core with a new one running the same source."""
         old = self.runner
-        kind, path = old.source_kind or "demo", old.replay_path
+        kind, path = old.source_kind or SourceKind.DEMO, old.replay_path
         factory = self.runner_factory
 
         def replace() -> SessionBackend:
@@ -925,7 +926,7 @@ class MainWindow(QMainWindow):
             self.plots.buffers = self.runner.buffers
             self.presenter.core_replaced()
             self.banner.clear()
-            self._start_source(kind, path if kind == "replay" else None)
+            self._start_source(kind, path if kind is SourceKind.REPLAY else None)
 
         self.statusBar().showMessage("Restarting the core…", 30000)
         if not old.asynchronous:
