@@ -20,7 +20,7 @@ import pytest
 import app.sessions.recorder as recorder_module
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopState
-from app.events import Command, CommandKind, Event, EventKind, parse_events
+from app.events import Command, CommandKind, CountKey, Event, EventKind, parse_events
 from app.sessions.reader import SessionFormatError, read_session
 from app.sessions.recorder import Recorder, RecorderState, RecorderStateError
 from app.sessions.schema import (
@@ -120,8 +120,8 @@ def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_
                               compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0,
                               skipped_ticks=tick // 7),
         teleop_state=TeleopState.RUNNING, heading_rad=float(rng.normal()), source_name="test",
-        rejected=(("left:jump", tick), ("right:invalid", 2)),
-        clamp_counts=(("left:velocity", 3 * tick), ("right:collision_infeasible", tick // 3)),
+        rejected=((CountKey("left", "jump"), tick), (CountKey("right", "invalid"), 2)),
+        clamp_counts=((CountKey("left", "velocity"), 3 * tick), (CountKey("right", "collision_infeasible"), tick // 3)),
         events=events,
     )
 
@@ -180,7 +180,7 @@ def expected_values(s: Snapshot) -> dict[str, object]:
                   f"{name}_velocity_clamped": float(a.velocity_clamped)})
         e.update({f"{name}_collision_distance_m": a.collision_distance_m, f"{name}_collision_pair": a.collision_pair,
                   f"{name}_collision_held": float(a.collision_held),
-                  f"{name}_collision_infeasible_ticks": float(dict(s.clamp_counts).get(f"{name}:collision_infeasible", 0))})
+                  f"{name}_collision_infeasible_ticks": float(dict(s.clamp_counts).get(CountKey(name, "collision_infeasible"), 0))})
         for p, point in (("a", a.collision_point_a_m), ("b", a.collision_point_b_m)):
             e.update({f"{name}_collision_{p}_{k}_m": math.nan if point is None else v
                       for k, v in zip("xyz", point or (0.0, 0.0, 0.0))})

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from app.control.teleop_state import ArmState, TeleopState
-from app.events import Event
+from app.events import CountKey, Event
 from app.tracking.sample import TrackingSample
 
 Vec3 = tuple[float, float, float]
@@ -97,11 +97,13 @@ class Snapshot:
     heading_rad: float
     """Operator heading captured at the last calibration (yaw of operator forward in robot axes)."""
     source_name: str
-    rejected: tuple[tuple[str, int], ...] = ()
-    """Cumulative rejected controller samples by 'device:reason'."""
-    clamp_counts: tuple[tuple[str, int], ...] = ()
-    """Cumulative clamp counts by 'arm:kind' (workspace, joint_limit, velocity, collision: ticks held
-    by a collision constraint, collision_infeasible: ticks its problem had no solution)."""
+    rejected: tuple[tuple[CountKey, int], ...] = ()
+    """Cumulative rejected controller samples by device and reason (`CountKey('left', 'jump')`),
+    in the order of their text."""
+    clamp_counts: tuple[tuple[CountKey, int], ...] = ()
+    """Cumulative clamp counts by arm and kind (workspace, joint_limit, velocity, collision: ticks held
+    by a collision constraint, collision_infeasible: ticks its problem had no solution; and
+    `CountKey('', 'rejected_command')`), in the order of their text."""
     events: tuple[Event, ...] = field(default=())
     """What happened this tick (calibration, engage, release, tracking lost, commands, ...), in order."""
     error: str = ""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import ButtonMapConfig
-from app.events import format_events
+from app.events import CountKey, format_events
 from app.tracking.sample import (
     CONTROLLERS,
     DEVICES,
@@ -200,7 +200,7 @@ def _collision_fields(arm: ArmSnapshot, name: str, infeasible_ticks: int) -> lis
     ]
 
 
-def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[str, int]) -> list[str]:
+def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[CountKey, int]) -> list[str]:
     return [
         str(arm.state),  # the enum's text: the column is as it always was
         "1" if arm.engaged else "0",
@@ -219,7 +219,7 @@ def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[str, int]) -> list[
         "1" if arm.workspace_clamped else "0",
         "1" if arm.joint_limit_clamped else "0",
         "1" if arm.velocity_clamped else "0",
-        *_collision_fields(arm, name, clamps.get(f"{name}:collision_infeasible", 0)),
+        *_collision_fields(arm, name, clamps.get(CountKey(name, "collision_infeasible"), 0)),
     ]
 
 
