@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from app.config import Config
-from app.control.engine import Command, CommandKind
+from app.control.engine import Command, CommandKind, TeleopEngine
 from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
 from app.stats import TimingFigures
@@ -37,7 +37,7 @@ from app.sim.scene import Scene, load_scene
 from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
-    from app.remote.client import RemoteStatus
+    from app.remote.client import RemoteArms, RemoteStatus
     from app.remote.config import ClientConfig
     from app.sessions.foxglove_live import FoxgloveLive
     from app.sessions.reader import Session
@@ -120,9 +120,11 @@ class Pipeline:
         self.source_kind: SourceKind | None = None
         """The running source's kind (AUTO resolved to the one it chose); None before the first start."""
         self.replay_path: str | None = None
-        self.engine = None
+        self.engine: TeleopEngine | None = None
+        """The running loop's engine (None before the first start and after a stop)."""
         self.loop: ControlLoop | None = None
-        self.output = None
+        self.output: "RemoteArms | None" = None
+        """The simulation server connection the engine drives (with `remote`), None for the local simulation."""
         self.publisher: "StreamPublisher | None" = None
         """The humanoid stream, once opened; subscribed to every loop."""
         self.feedback: "FeedbackSubscriber | None" = None

@@ -10,7 +10,7 @@ implementations provide every member.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 
 from app.config import Config
@@ -20,6 +20,12 @@ from app.gui.plot_buffers import PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene
 from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.remote.config import ClientConfig
+    from app.sessions.recorder import RecorderStatus
+    from app.streaming.feedback import FeedbackSnapshot
 
 
 @runtime_checkable
@@ -33,8 +39,8 @@ class SessionBackend(Protocol):
     """The 3D view's copy of the session's joints."""
     buffers: PlotBuffers
     """The plots' history, filled from every tick's snapshot."""
-    remote: Any
-    """The remote simulation's `ClientConfig` when the window drives a server, else None."""
+    remote: "ClientConfig | None"
+    """The remote simulation's configuration when the window drives a server, else None."""
 
     # ----- the session -----
     asynchronous: bool
@@ -83,13 +89,17 @@ class SessionBackend(Protocol):
     @property
     def recording(self) -> bool: ...
 
-    def recorder_status(self) -> Any: ...
+    def recorder_status(self) -> "RecorderStatus | None": ...
 
-    def start_recording(self, path: str | Path) -> Path: ...
+    def start_recording(self, path: str | Path) -> Path:
+        """Answers the path written to."""
 
-    def stop_recording(self) -> Any: ...
+    def stop_recording(self) -> "RecorderStatus":
+        """Answers the recording's final status."""
 
     # ----- humanoid stream, Foxglove, remote output, devices -----
+    # The stream's members (`publisher`, `open_stream`, `stream_when_calibrated`) are typed by the
+    # stream's own interface, which moves with the stream publisher into a process of its own.
     @property
     def publisher(self) -> Any: ...
 
@@ -99,13 +109,14 @@ class SessionBackend(Protocol):
 
     def stream_when_calibrated(self, stream_cfg) -> Any: ...
 
-    def feedback_snapshot(self) -> Any: ...
+    def feedback_snapshot(self) -> "FeedbackSnapshot | None": ...
 
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> Any: ...
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
+        """Answers the live server's `host:port`."""
 
     def close_foxglove(self) -> None: ...
 
-    def remote_status(self) -> Any: ...
+    def remote_status(self) -> "RemoteStatus | None": ...
 
     def remote_seq(self) -> int | None: ...
 

@@ -16,6 +16,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -80,7 +81,7 @@ OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, Confi
 
 @dataclass(frozen=True)
 class ActionRow:
-    """One window action: its menu entries, toolbar button, shortcut and slot (`self.act_<name>`)."""
+    """One window action: its menu entries, toolbar button, shortcut and slot (`MainWindow.act[name]`)."""
 
     name: str
     text: str
@@ -192,6 +193,16 @@ class Banner(QLabel):
         self.hide()
 
 
+class WindowMode(Enum):
+    """What the window shows."""
+
+    LIVE = "live"
+    """The running session."""
+    REVIEW = "review"
+    """A recorded session file along a timeline (`MainWindow.review`); the live session runs on
+    behind it (Space still e-stops it), and closing the review shows it again."""
+
+
 class MainWindow(QMainWindow):
     def __init__(self, base_cfg: Config, store: SettingsStore, *, source: SourceKind = SourceKind.AUTO, replay_path: str | None = None,
                  sessions_dir: Path | None = None, threaded_render: bool | None = None,
@@ -282,6 +293,7 @@ class MainWindow(QMainWindow):
         self.timeline.hide()
         lay.addWidget(self.timeline)
         self.review: SessionReview | None = None
+        """The session file shown in review mode (`mode`), None while live."""
         self._review_loading: str | None = None
         """The file being read for review (in a thread of its own), None when none is."""
         self.setCentralWidget(central)
@@ -317,8 +329,10 @@ class MainWindow(QMainWindow):
         return dock
 
     def _build_actions(self) -> None:
-        """One `QAction` per row of `ACTIONS`, as `self.act_<name>`; added to the window itself so
-        its shortcut works while the menu bar is hidden or a dock has focus."""
+        """One `QAction` per row of `ACTIONS`, in `self.act` by the row's name; added to the window
+        itself so its shortcut works while the menu bar is hidden or a dock has focus."""
+        self.act: dict[str, QAction] = {}
+        """The window's actions by `ActionRow.name` ('estop', 'record', 'src_demo', ...)."""
         for row in ACTIONS:
             a = QAction(row.text, self)
             if row.shortcut is not None:
@@ -338,13 +352,13 @@ class MainWindow(QMainWindow):
             else:
                 a.triggered.connect(self._guard(lambda checked=False, slot=slot: slot()))
             self.addAction(a)
-            setattr(self, f"act_{row.name}", a)
-        self.act_engage = {"left": self.act_engage_left, "right": self.act_engage_right}
+            self.act[row.name] = a
+        self.act_engage: dict[str, QAction] = {arm: self.act[f"engage_{arm}"] for arm in ("left", "right")}
         self.source_group = QActionGroup(self)
         for row in ACTIONS:
             if row.exclusive:
-                self.source_group.addAction(getattr(self, f"act_{row.name}"))
-        self.plots.pausedChanged.connect(self.act_pause_plots.setChecked)
+                self.source_group.addAction(self.act[row.name])
+        self.plots.pausedChanged.connect(self.act["pause_plots"].setChecked)
 
     def _build_menus(self) -> None:
         """The menus of `MENUS`, each filled from `ACTIONS` (group by group, separated), plus the
@@ -360,7 +374,7 @@ class MainWindow(QMainWindow):
                 if n:
                     menu.addSeparator()
                 for _, _, row in (x for x in placed if x[0] == group):
-                    menu.addAction(getattr(self, f"act_{row.name}"))
+                    menu.addAction(self.act[row.name])
                 if (menu_name, group) in extras:
                     extras[(menu_name, group)](menu)
 
@@ -388,19 +402,19 @@ class MainWindow(QMainWindow):
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
         self.estop_button = QPushButton("E-STOP  (Space)")
-        self.estop_button.setToolTip(self.act_estop.toolTip())
+        self.estop_button.setToolTip(self.act["estop"].toolTip())
         self.estop_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.estop_button.setStyleSheet(
             "QPushButton { background: #c62828; color: white; font-weight: 700; padding: 6px 18px;"
             " border-radius: 4px; border: 1px solid #ff6b5e; } QPushButton:pressed { background: #8e1c1c; }")
-        self.estop_button.clicked.connect(self.act_estop.trigger)
+        self.estop_button.clicked.connect(self.act["estop"].trigger)
         tb.addWidget(self.estop_button)
         previous = None
         for row in sorted((r for r in ACTIONS if r.toolbar is not None), key=lambda r: r.toolbar):
             if row.toolbar != previous:
                 tb.addSeparator()
                 previous = row.toolbar
-            tb.addAction(getattr(self, f"act_{row.name}"))
+            tb.addAction(self.act[row.name])
 
     def _build_statusbar(self) -> None:
         sb = self.statusBar()
@@ -581,9 +595,9 @@ class MainWindow(QMainWindow):
 
     def toggle_foxglove(self, on: bool) -> None:
         def failed(exc: BaseException) -> None:
-            self.act_foxglove.blockSignals(True)
-            self.act_foxglove.setChecked(False)
-            self.act_foxglove.blockSignals(False)
+            self.act["foxglove"].blockSignals(True)
+            self.act["foxglove"].setChecked(False)
+            self.act["foxglove"].blockSignals(False)
             self.report(exc)
 
         if on:
@@ -627,10 +641,10 @@ class MainWindow(QMainWindow):
         self.request(self.runner.stop_recording, then=stopped)
 
     def _sync_record_action(self) -> None:
-        self.act_record.blockSignals(True)
-        self.act_record.setChecked(self.runner.recording)
-        self.act_record.setText("Stop recording" if self.runner.recording else "Record")
-        self.act_record.blockSignals(False)
+        self.act["record"].blockSignals(True)
+        self.act["record"].setChecked(self.runner.recording)
+        self.act["record"].setText("Stop recording" if self.runner.recording else "Record")
+        self.act["record"].blockSignals(False)
 
     # ----- sources and settings -----
 
@@ -665,7 +679,7 @@ class MainWindow(QMainWindow):
         return from review)."""
         self.viewport.set_mirror(self.runner.mirror)
         self.plots.buffers = self.runner.buffers
-        self._show_boxes(self.act_boxes.isChecked())
+        self._show_boxes(self.act["boxes"].isChecked())
         self._show_collision_limits(self.runner.live_cfg)
         if announce:
             self.presenter.source_changed()
@@ -682,8 +696,8 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
     def _sync_source_actions(self) -> None:
-        act = {SourceKind.OPENVR: self.act_src_openvr, SourceKind.DEMO: self.act_src_demo,
-               SourceKind.REPLAY: self.act_src_replay}.get(self.runner.source_kind)
+        act = {SourceKind.OPENVR: self.act["src_openvr"], SourceKind.DEMO: self.act["src_demo"],
+               SourceKind.REPLAY: self.act["src_replay"]}.get(self.runner.source_kind)
         if act is not None:
             act.setChecked(True)
 
@@ -761,9 +775,14 @@ class MainWindow(QMainWindow):
         self.banner.show_message(*review_banner(review.path.name, review.n_rows, review.duration_s))
         self.setWindowTitle(f"review: {review.path.name}")
 
+    @property
+    def mode(self) -> WindowMode:
+        """Live or review: derived from `review`, the one state that decides it."""
+        return WindowMode.LIVE if self.review is None else WindowMode.REVIEW
+
     def close_review(self) -> None:
         """Leave review mode: the live session is shown again as it is (nothing restarts)."""
-        if self.review is None:
+        if self.mode is WindowMode.LIVE:
             return
         self._leave_review()
         self._show_source(self.runner.note, announce=False)
@@ -891,8 +910,9 @@ class MainWindow(QMainWindow):
         self.status_panel.update_core(shown.core_problem or runner.core_description(), ok=not shown.core_problem)
         self.status_panel.update_remote(shown.remote_status_text,
                                         ok=shown.remote_status_text is not None and not shown.hud.alert)
-        if self.review is not None:  # the file's figures at the cursor, not the live session's behind it
-            self.status_panel.update_review(self.review)
+        review = self.review
+        if review is not None:  # review mode: the file's figures at the cursor, not the live session's behind it
+            self.status_panel.update_review(review)
         else:
             self.status_panel.update_status(
                 snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
