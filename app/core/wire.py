@@ -36,13 +36,17 @@ import struct
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from app.config import Config, StreamConfig
 from app.events import Command
 from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.sessions.recorder import RecorderStatus
 
 TOKEN_ENV_VAR = "PICO_TELEOP_CORE_TOKEN"
 """Environment variable through which the GUI hands a new core its session token (hex)."""
@@ -113,18 +117,20 @@ class CoreStatus:
     source_kind: SourceKind | None
     replay_path: str | None
     note: str
-    cfg: Any
-    """The `Config` in force."""
-    live_cfg: Any
-    recorder: Any = None
-    """`RecorderStatus` while recording, else None."""
-    last_recording: Any = None
-    """`RecorderStatus` of the recording that ended last (by request, at the end of a replay, or on a fault)."""
+    cfg: Config
+    """The configuration in force."""
+    live_cfg: Config
+    """The configuration the next start uses (`Pipeline.live_cfg`)."""
+    recorder: RecorderStatus | None = None
+    """While recording, else None."""
+    last_recording: RecorderStatus | None = None
+    """The recording that ended last (by request, at the end of a replay, or on a fault)."""
     stream: StreamView | None = None
-    remote: Any = None
-    """`RemoteStatus` when driving a simulation server, else None."""
+    remote: RemoteStatus | None = None
+    """When driving a simulation server, else None."""
     remote_seq: int | None = None
-    device_info: dict | None = None
+    device_info: dict[str, dict[str, Any]] | None = None
+    """The tracking source's devices (`TrackingSource.device_info`), None for sources without any."""
     timing: TimingCounts = field(default_factory=TimingCounts)
     priority: str = ""
     """What the OS granted: process priority and the loop thread's scheduling."""

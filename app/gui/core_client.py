@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import zmq
@@ -37,6 +37,12 @@ from app.pipeline import PipelineError
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
 from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.remote.config import ClientConfig
+    from app.sessions.recorder import RecorderStatus
+    from app.streaming.feedback import FeedbackSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +185,8 @@ class StreamProxy:
 
 class CoreClient:
     def __init__(self, cfg: Config, endpoints: CoreEndpoints, process: subprocess.Popen | None = None,
-                 scene: Scene | None = None, buffers: PlotBuffers | None = None, remote=None) -> None:
+                 scene: Scene | None = None, buffers: PlotBuffers | None = None,
+                 remote: "ClientConfig | None" = None) -> None:
         """Talk to the core at `endpoints` (`process`: when this GUI started it)."""
         self.cfg = cfg
         self._live_cfg = cfg
@@ -231,7 +238,7 @@ class CoreClient:
         self._closed = False
 
     @classmethod
-    def launch(cls, cfg: Config, config_path: str | None, state_dir: Path | None, remote=None,
+    def launch(cls, cfg: Config, config_path: str | None, state_dir: Path | None, remote: "ClientConfig | None" = None,
                connect: str | None = None, **kwargs) -> "CoreClient":
         """Start a core process and connect to it (CoreLaunchError when it cannot start)."""
         process, endpoints = launch_core(config_path, state_dir, connect)
@@ -577,14 +584,14 @@ class CoreClient:
     def stream_when_calibrated(self, stream_cfg, on_done: Done | None = None) -> None:
         self._request(wire.StreamWhenCalibrated(stream_cfg), on_done=on_done)
 
-    def feedback_snapshot(self):
+    def feedback_snapshot(self) -> "FeedbackSnapshot | None":
         """The core's robot feedback subscriber (`FeedbackSnapshot`, as of the last status), or None."""
         st = self.core_status
         return st.stream.feedback if st is not None and st.stream is not None else None
 
     # ----- remote output and devices -----
 
-    def remote_status(self):
+    def remote_status(self) -> "RemoteStatus | None":
         st = self.core_status
         return st.remote if st is not None else None
 
@@ -592,7 +599,7 @@ class CoreClient:
         st = self.core_status
         return st.remote_seq if st is not None else None
 
-    def device_info(self):
+    def device_info(self) -> dict[str, dict[str, Any]] | None:
         st = self.core_status
         return st.device_info if st is not None else None
 
@@ -603,7 +610,7 @@ class CoreClient:
         st = self.core_status
         return bool(st and st.recorder is not None)
 
-    def recorder_status(self):
+    def recorder_status(self) -> "RecorderStatus | None":
         st = self.core_status
         return st.recorder if st is not None else None
 
