@@ -4,11 +4,12 @@ Threads of the core, and what each may do:
 - the **control loop** (`ControlLoop`, real-time scheduling where permitted) encodes each
   snapshot itself (with the newest `qpos`: tens of microseconds of its own compute), appends the
   bytes to a deque and sets an event: it never sends or waits for anyone;
-- the **sender** wakes on that event and publishes the bytes that accumulated (non-blocking PUB):
-  it holds the interpreter lock only for microseconds, and publishes a `CoreStatus` ten times a second;
+- the **sender** wakes on that event and publishes the bytes that accumulated (non-blocking PUB),
+  and the `CoreStatus` the main thread encoded: it holds the interpreter lock only for microseconds;
 - the **main thread** owns the request socket: it answers the e-stop, every other command, the
   heartbeat and the status at once (`IMMEDIATE`), hands every other request to the session
-  thread and sends its answer when it is done; it watches the GUI's heartbeat (no heartbeat for
+  thread and sends its answer when it is done; it is the one thread that builds a `CoreStatus`
+  (asked for, and ten times a second for the sender to publish); it watches the GUI's heartbeat (no heartbeat for
   `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), and exits on
   `shutdown`, SIGTERM/SIGINT or when no GUI came back for `core.orphan_timeout_s`;
 - the **session thread** (`core-session`) is the only one that changes the session: it runs the
@@ -96,23 +97,35 @@ class CoreServer:
         self._router.maxmsgsize = 16 << 20
         self.updates_endpoint = f"tcp://{host}:{self._pub.bind_to_random_port(f'tcp://{host}')}"
         self.requests_endpoint = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        # Who writes what (every other thread only reads, a whole reference or number at a time):
         self.priority = raise_process_priority(self.core_cfg.nice)
         self.threads_priority = ""
-        """What the core's other threads were granted (`serve_core`: they inherit the main thread's)."""
+        """What the core's other threads were granted (`serve_core`: they inherit the main thread's). Set once before `serve`."""
         self._loop_priority = ""
+        """Written by the session thread (after a start), read by the main thread's status."""
         self._pending: deque[bytes] = deque(maxlen=4000)
-        """Encoded snapshots the sender has not sent yet (appended by the loop thread)."""
+        """Encoded snapshots the sender has not sent yet: appended by the loop thread, popped by the sender."""
         self._newest_qpos = b""
+        """The loop thread's newest physics pose (bytes, replaced whole), read by the sender."""
         self._qpos_buf = np.zeros(pipeline.mirror.nq)
+        """The loop thread's own buffer."""
+        self._status_out: deque[list[bytes]] = deque(maxlen=1)
+        """The newest encoded status update: appended by the main thread (replacing an unsent one),
+        popped by the sender."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._status_seq = 0
+        """Main thread only (the one thread that builds a status)."""
         self._last_heartbeat = 0.0
+        """Main thread only, as are `_attached`, `_first_request_s`, `_lost_since` and `gui_lost`
+        (which the status reports)."""
         self._attached = False
         self._first_request_s: float | None = None
         self.gui_lost = False
         self._lost_since = time.monotonic()
-        self._last_recording = None
+        self._last_recording: RecorderStatus | None = None
+        """Written by the session thread (and by the main thread at exit, after the session thread
+        ended), read by the status."""
         self._jobs: queue.SimpleQueue[_Job | _Housekeeping | None] = queue.SimpleQueue()
         """What the session thread runs, in order; None ends it."""
         self._answers: queue.SimpleQueue[tuple[bytes, wire.Reply]] = queue.SimpleQueue()
@@ -121,7 +134,8 @@ class CoreServer:
         self._answered_r.setblocking(False)
         self._answered_w.setblocking(False)
         self.busy = ""
-        """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'."""
+        """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'.
+        Written by the session thread only."""
         self._housekeeping_queued = threading.Event()
         self.bad_requests = 0
         """Requests not carried out because they were bad: ignored (wrong token, bad framing) or
@@ -170,6 +184,8 @@ class CoreServer:
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._answered_r, zmq.POLLIN)
         last_housekeeping = 0.0
+        status_period = 1.0 / wire.STATUS_RATE_HZ
+        next_status = time.monotonic()
         try:
             while not self._stop.is_set():
                 if poller.poll(20):
@@ -177,6 +193,9 @@ class CoreServer:
                     self._send_answers()
                 now = time.monotonic()
                 self._watch_heartbeat(now)
+                if now >= next_status:
+                    next_status = now + status_period
+                    self._publish_status()
                 if now - last_housekeeping >= 0.25 and not self._housekeeping_queued.is_set():
                     last_housekeeping = now
                     self._housekeeping_queued.set()
@@ -241,9 +260,17 @@ class CoreServer:
         self._pending.append(wire.encode_snapshot(snap))
         self._wake.set()
 
+    def _publish_status(self) -> None:
+        """Main thread: build and encode the status; the sender publishes it."""
+        try:
+            self._status_out.append(wire.encode_update(wire.KIND_STATUS, self.status()))
+        except Exception:
+            log.exception("building the status failed")
+            return
+        self._wake.set()
+
     def _send_updates(self) -> None:
         period = 1.0 / wire.STATUS_RATE_HZ
-        next_status = time.monotonic()
         while not self._stop.is_set():
             self._wake.wait(period)
             self._wake.clear()
@@ -252,10 +279,8 @@ class CoreServer:
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
                 if batch:
                     self._publish(wire.snapshots_update(qpos, batch))
-                now = time.monotonic()
-                if now >= next_status:
-                    next_status = now + period
-                    self._publish(wire.encode_update(wire.KIND_STATUS, self.status()))
+                if self._status_out:
+                    self._publish(self._status_out.popleft())
             except Exception:
                 log.exception("publishing an update failed")
                 time.sleep(period)
@@ -267,6 +292,7 @@ class CoreServer:
             pass  # a PUB socket drops for slow subscribers; this is the belt to its braces
 
     def status(self) -> wire.CoreStatus:
+        """The core's status now. Main thread only (its sequence number and the heartbeat state are its own)."""
         p = self.pipeline
         self._status_seq += 1
         stream = None
