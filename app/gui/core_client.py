@@ -187,23 +187,31 @@ class CoreClient:
     def __init__(self, cfg: Config, endpoints: CoreEndpoints, process: subprocess.Popen | None = None,
                  scene: Scene | None = None, buffers: PlotBuffers | None = None,
                  remote: "ClientConfig | None" = None) -> None:
-        """Talk to the core at `endpoints` (`process`: when this GUI started it)."""
-        self.cfg = cfg
+        """Talk to the core at `endpoints` (`process`: when this GUI started it).
+
+        Threads: the window's Qt thread calls the request methods (each a queue put) and reads;
+        the **receiver** thread owns what the updates bring (`buffers`, `_latest`, the mirror's
+        pose, `_last_update_s`); the **requests** thread owns the request socket and the answers;
+        a status (periodic, or asked for after a request) is applied by either, under
+        `_status_lock`, as one reference (`core_status`) from which `cfg`, `source_kind`,
+        `replay_path` and `note` are read, so a reader never sees two statuses mixed."""
+        self._initial_cfg = cfg
         self._live_cfg = cfg
+        """The settings the next start uses: set by the Qt thread (`live_cfg`) or a newer status, under `_status_lock`."""
         self.remote = remote
         self.endpoints = endpoints
         self.process = process
         self.scene = scene if scene is not None else load_scene(cfg)
+        """Replaced (with `mirror`) by the requests thread when a start changed the scene; read whole."""
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.mirror = SceneMirror(self.scene.model.nq)
-        self.source_kind: SourceKind | None = None
-        self.replay_path: str | None = None
-        self.note = ""
         self.core_status: wire.CoreStatus | None = None
+        """The newest status (by its number): written under `_status_lock`, read whole by any thread."""
+        self._status_lock = threading.Lock()
         self.snapshot_listeners: list[Callable[[Snapshot, float], None]] = []
         """Called in the receiver thread with each snapshot and the `perf_counter` time it arrived."""
         self.bad_updates = 0
-        """Updates from the core that did not decode (counted, dropped)."""
+        """Updates from the core that did not decode (counted, dropped). Receiver thread."""
         self._latest: Snapshot | None = None
         self._last_tick = -1
         self._last_update_s = time.monotonic()
@@ -223,7 +231,9 @@ class CoreClient:
         self._waker_r.setblocking(False)
         self._waker_w.setblocking(False)
         self._window_alive_s = 0.0
+        """When the Qt thread last showed life (`heartbeat`): written by it, read by the requests thread."""
         self.heartbeats_sent = 0
+        """Requests thread."""
         self._stop = threading.Event()
         # The receiver must get the interpreter lock soon after an update arrives (an e-stop's
         # snapshot above all); the window's threads may otherwise hold it for Python's default 5 ms.
@@ -430,17 +440,39 @@ class CoreClient:
                 fn(snap, arrived)
         if batch:
             self._latest = batch[-1]
-            if qpos.shape[0] == self.mirror.nq:
-                self.mirror.publish(qpos, batch[-1])
+            mirror = self.mirror  # once: the requests thread may replace it (a new scene)
+            if qpos.shape[0] == mirror.nq:
+                mirror.publish(qpos, batch[-1])
 
     def _apply_status(self, st: wire.CoreStatus) -> None:
-        prev = self.core_status
-        if prev is not None and st.seq < prev.seq and st.pid == prev.pid:
-            return  # an older status overtaken by a requested one
-        self.core_status = st
-        self.cfg = st.cfg
-        self._live_cfg = st.live_cfg
-        self.source_kind, self.replay_path, self.note = st.source_kind, st.replay_path, st.note
+        """The receiver thread (periodic statuses) or the requests thread (one asked for)."""
+        with self._status_lock:
+            prev = self.core_status
+            if prev is not None and st.seq < prev.seq and st.pid == prev.pid:
+                return  # an older status overtaken by a requested one
+            self.core_status = st
+            self._live_cfg = st.live_cfg
+
+    @property
+    def cfg(self) -> Config:
+        """The configuration in force in the core (the one this client was made with until its first status)."""
+        st = self.core_status
+        return st.cfg if st is not None else self._initial_cfg
+
+    @property
+    def source_kind(self) -> SourceKind | None:
+        st = self.core_status
+        return st.source_kind if st is not None else None
+
+    @property
+    def replay_path(self) -> str | None:
+        st = self.core_status
+        return st.replay_path if st is not None else None
+
+    @property
+    def note(self) -> str:
+        st = self.core_status
+        return st.note if st is not None else ""
 
     # ----- health -----
 
@@ -477,7 +509,8 @@ class CoreClient:
 
     @live_cfg.setter
     def live_cfg(self, cfg: Config) -> None:
-        self._live_cfg = cfg
+        with self._status_lock:
+            self._live_cfg = cfg
         self.submit(wire.SetLiveConfig(cfg))
 
     asynchronous = True
