@@ -107,7 +107,13 @@ class StartOptions:
 class Pipeline:
     def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None) -> None:
         """`remote`: drive a simulation server (`pico-teleop serve`) instead of a local simulation;
-        every start opens a new connection, every stop closes it."""
+        every start opens a new connection, every stop closes it.
+
+        Owner: one thread changes the session (the caller of `start`, `stop`, `start_recording`,
+        `open_stream`, ...: the core's session thread, the CLI's main thread, the in-process
+        window's Qt thread); it alone writes the attributes below. Every other thread (the loop,
+        the core's main thread building its status, a reader of `stats`) only reads them, each a
+        whole reference at a time, and reaches the running loop through `send` alone."""
         self.cfg = cfg
         """The configuration in force (a replay's is the one it was recorded with)."""
         self.live_cfg = cfg
