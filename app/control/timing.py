@@ -14,9 +14,9 @@ the compute time of a tick is the one its snapshot carries, percentiles come fro
 
 Owner: the loop thread is the only writer of everything here (`wait`, `record`). Other threads
 only read, through `stats()` and the plain counters (`ticks`, `late_ticks`, `overruns`,
-`skipped_ticks`: each a single int, read whole). The loop never waits for a reader: it publishes
-its binned distributions as immutable objects (replaced, never changed) under a sequence count
-that `stats()` checks (a seqlock), so a reader never sees a half-binned history.
+`skipped_ticks`: each a single int, read whole). The loop never waits for a reader: it bins its
+ring between two steps of a sequence count (a seqlock) and a reader's copy that a binning
+overlapped is taken again, so a reader never sees a half-binned history.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ class LoopTimer:
         self._compute_s = np.zeros(history)
         self._n = 0
         """Ticks in the ring buffers (`_lateness_s`, `_compute_s`) not binned yet."""
-        self._binned: tuple[Distribution, Distribution] = (Distribution(), Distribution())
-        """(lateness ms, compute ms) of every binned tick. Published by the loop: replaced when the
-        ring is binned, never changed after (readers take the reference)."""
+        self._lateness_ms = Distribution()
+        self._compute_ms = Distribution()
+        """Every binned tick (ms). Changed by the loop only while `_binning` is odd."""
         self._binning = 0
         """Odd while the loop bins the ring, even otherwise; grows by 2 with each binning."""
 
@@ -135,32 +135,30 @@ class LoopTimer:
             self._bin()
 
     def _bin(self) -> None:
-        """Move the full ring into new distributions and publish them (every `history` ticks: one
-        copy of each histogram, tens of microseconds)."""
-        lat, comp = (d.copy() for d in self._binned)
-        lat.add(self._lateness_s * 1e3)
-        comp.add(self._compute_s * 1e3)
-        self._binning += 1  # odd: a reader that started before this retries
-        self._binned = (lat, comp)
+        """Move the full ring into the distributions (every `history` ticks); a reader whose copy
+        this overlapped takes it again (`distributions`)."""
+        self._binning += 1
+        self._lateness_ms.add(self._lateness_s * 1e3)
+        self._compute_ms.add(self._compute_s * 1e3)
         self._n = 0
         self._binning += 1
 
     def distributions(self) -> tuple[Distribution, Distribution]:
         """(lateness ms, compute ms) of every tick recorded so far, as new objects the caller owns.
 
-        Any thread: the binned history and the ring's unbinned ticks are taken at one instant of
-        the loop (retried if the loop binned meanwhile: at most every `history` ticks); the loop
-        never waits for this."""
+        Any thread: the binned history and the ring's unbinned ticks are copied between two
+        bins of the loop (taken again if the loop binned meanwhile: at most every `history`
+        ticks); the loop never waits for this."""
         while True:
             seq = self._binning
             if seq % 2:  # the loop is binning right now: let it finish
                 time.sleep(0)
                 continue
-            binned, n = self._binned, self._n
+            n = self._n
+            lat, comp = self._lateness_ms.copy(), self._compute_ms.copy()
             lat_tail, comp_tail = self._lateness_s[:n].copy(), self._compute_s[:n].copy()
             if self._binning == seq:
                 break
-        lat, comp = binned[0].copy(), binned[1].copy()
         lat.add(lat_tail * 1e3)
         comp.add(comp_tail * 1e3)
         return lat, comp

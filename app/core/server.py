@@ -38,8 +38,8 @@ import sys
 import threading
 import time
 from collections import deque
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np

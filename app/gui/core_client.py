@@ -1,9 +1,9 @@
 """The GUI's side of the core process: the same session interface as the in-process `TeleopRunner`.
 
 The window calls `start`, `send`, `start_recording`, ... exactly as it would on a `Pipeline`;
-here each becomes a request to the core (one of the typed requests of `app.core.wire`). A receiver thread takes the core's
-updates: every tick's snapshot goes into the plot history, the newest physics pose into the
-scene mirror, and the status replaces the previous one. Nothing here can stall the core: it
+here each becomes a request to the core (one of the typed requests of `app.core.wire`). A
+receiver thread takes the core's updates: every tick's snapshot goes into the plot history, the
+newest physics pose into the scene mirror, and the status replaces the previous one. Nothing here can stall the core: it
 publishes without waiting for us.
 
 `core_problem()` says at once when the core is gone (its process ended, or it has been silent

@@ -132,10 +132,10 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 3),)),
     ActionRow("restart_core", "Restart core", lambda w: w.restart_core, "Ctrl+Shift+R",
               "Start a new core process (the control loop) after the old one ended", menus=(("Session", 3),)),
-    ActionRow("src_openvr", SOURCE_LABELS[SourceKind.OPENVR], lambda w: lambda: w.select_source(SourceKind.OPENVR), "Ctrl+Shift+V",
-              "Track the Pico controllers through SteamVR", menus=(("Source", 0),), toolbar=3, exclusive=True),
-    ActionRow("src_demo", SOURCE_LABELS[SourceKind.DEMO], lambda w: lambda: w.select_source(SourceKind.DEMO), "Ctrl+Shift+D",
-              "The built-in scripted operator (no headset needed)", menus=(("Source", 0),), toolbar=3, exclusive=True),
+    ActionRow("src_openvr", SOURCE_LABELS[SourceKind.OPENVR], lambda w: lambda: w.select_source(SourceKind.OPENVR),
+              "Ctrl+Shift+V", "Track the Pico controllers through SteamVR", menus=(("Source", 0),), toolbar=3, exclusive=True),
+    ActionRow("src_demo", SOURCE_LABELS[SourceKind.DEMO], lambda w: lambda: w.select_source(SourceKind.DEMO),
+              "Ctrl+Shift+D", "The built-in scripted operator (no headset needed)", menus=(("Source", 0),), toolbar=3, exclusive=True),
     ActionRow("src_replay", "Replay session file…", lambda w: w.open_replay, "Ctrl+O",
               "Replay the inputs of a recorded session", menus=(("File", 1), ("Source", 0)), toolbar=3, exclusive=True),
     ActionRow("review", "Review session file…", lambda w: w.open_review, "Ctrl+Shift+O",
@@ -204,8 +204,8 @@ class WindowMode(Enum):
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: SourceKind = SourceKind.AUTO, replay_path: str | None = None,
-                 sessions_dir: Path | None = None, threaded_render: bool | None = None,
+    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: SourceKind = SourceKind.AUTO,
+                 replay_path: str | None = None, sessions_dir: Path | None = None, threaded_render: bool | None = None,
                  remote: "ClientConfig | None" = None, runner_factory: Callable[[Config], SessionBackend] | None = None,
                  record_path: Path | None = None) -> None:
         """`base_cfg`: defaults + --config; the operator's saved settings are laid over it.
