@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
+from app.streaming.locomotion_mode import LocomotionMode
+
 ARMS: tuple[str, ...] = ("left", "right")
 
 # Franka Panda published maximum joint velocities (FCI "Robot and interface specifications").
@@ -484,11 +486,7 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
 PLANNER_TIMEOUT_S = 1.0
 """The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
 LOCOMOTION_AUTO = "auto"
-LOCOMOTION_CHOICES: tuple[str, ...] = (
-    LOCOMOTION_AUTO, "idle", "slow_walk", "walk", "run", "idel_squat", "idel_kneel_two_legs", "idel_kneel",
-    "idel_lying_face_down", "crawling", "idel_boxing", "walk_boxing", "left_punch", "right_punch", "random_punch",
-    "elbow_crawling", "left_hook", "right_hook", "forward_jump", "stealth_walk", "injured_walk", "ledge_walking",
-    "object_carrying", "stealth_walk_2", "happy_dance_walk", "zombie_walk", "gun_walk", "scare_walk")
+LOCOMOTION_CHOICES: tuple[str, ...] = (LOCOMOTION_AUTO, *(m.name.lower() for m in LocomotionMode))
 """`stream.locomotion`: 'auto' (the stick picks SLOW_WALK / WALK / RUN) or one of the deploy's
 `LocomotionMode` names in lower case, in value order 0..26 (spec 4.3, the code's "IDEL" spelling)."""
 

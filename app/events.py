@@ -1,4 +1,5 @@
-"""What happened in a control tick, as values: `Event`, the operator `Command`, and their one text form.
+"""What happened in a control tick, as values: `Event`, the operator `Command`, and their one text form;
+the keys of the snapshot's cumulative counters (`CountKey`).
 
 The engine puts a tuple of `Event` in each snapshot; the recorder writes them to the session
 CSV's `events` column, `;`-joined; analysis, summaries, the stream and a replay read them back
@@ -31,6 +32,32 @@ class EventFormatError(ValueError):
 
 def _clean_label(label: str) -> str:
     return label.replace(EVENT_SEPARATOR, ",").replace(":", "_")
+
+
+@dataclass(frozen=True)
+class CountKey:
+    """The key of one of a snapshot's cumulative counters (`Snapshot.rejected`, `.clamp_counts`):
+    what is counted (`reason`) and for which device or arm (`scope`, '' for the loop as a whole).
+    `str()` is the text the run summary and the sidecar have always written: 'left:workspace',
+    'head:jump', 'rejected_command'."""
+
+    scope: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.scope}:{self.reason}" if self.scope else self.reason
+
+    @classmethod
+    def parse(cls, text: str) -> "CountKey":
+        """The key whose `str()` is `text`."""
+        scope, sep, reason = text.partition(":")
+        return cls(scope, reason) if sep else cls("", text)
+
+
+def counts_by_text(counts: tuple[tuple[CountKey, int], ...]) -> dict[str, int]:
+    """A snapshot's counters keyed by their text, in text order (as the run summary writes them)."""
+    return {str(k): n for k, n in sorted(counts, key=lambda kn: str(kn[0]))}
+
 
 
 class CommandKind(Enum):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from app.config import Config
-from app.control.engine import Command, CommandKind
+from app.control.engine import Command, CommandKind, TeleopEngine
 from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
 from app.stats import TimingFigures
@@ -34,10 +34,10 @@ from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
 from app.sessions.run_summary import RunSummary
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
-from app.tracking.source import TrackingSource
+from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
-    from app.remote.client import RemoteStatus
+    from app.remote.client import RemoteArms, RemoteStatus
     from app.remote.config import ClientConfig
     from app.sessions.foxglove_live import FoxgloveLive
     from app.sessions.reader import Session
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SOURCE_LABELS = {"openvr": "OpenVR (SteamVR)", "demo": "Demo operator", "replay": "Session replay"}
+SOURCE_LABELS: dict[SourceKind, str] = {SourceKind.OPENVR: "OpenVR (SteamVR)", SourceKind.DEMO: "Demo operator",
+                                        SourceKind.REPLAY: "Session replay"}
 
 Subscriber = Callable[[Snapshot], None]
 
@@ -106,7 +107,13 @@ class StartOptions:
 class Pipeline:
     def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None) -> None:
         """`remote`: drive a simulation server (`pico-teleop serve`) instead of a local simulation;
-        every start opens a new connection, every stop closes it."""
+        every start opens a new connection, every stop closes it.
+
+        Owner: one thread changes the session (the caller of `start`, `stop`, `start_recording`,
+        `open_stream`, ...: the core's session thread, the CLI's main thread, the in-process
+        window's Qt thread); it alone writes the attributes below. Every other thread (the loop,
+        the core's main thread building its status, a reader of `stats`) only reads them, each a
+        whole reference at a time, and reaches the running loop through `send` alone."""
         self.cfg = cfg
         """The configuration in force (a replay's is the one it was recorded with)."""
         self.live_cfg = cfg
@@ -116,11 +123,14 @@ class Pipeline:
         self.mirror = SceneMirror(self.scene.model.nq)
         """The physics pose of the newest tick, copied in the loop thread (for 3D views)."""
         self.source: TrackingSource | None = None
-        self.source_kind = ""
+        self.source_kind: SourceKind | None = None
+        """The running source's kind (AUTO resolved to the one it chose); None before the first start."""
         self.replay_path: str | None = None
-        self.engine = None
+        self.engine: TeleopEngine | None = None
+        """The running loop's engine (None before the first start and after a stop)."""
         self.loop: ControlLoop | None = None
-        self.output = None
+        self.output: "RemoteArms | None" = None
+        """The simulation server connection the engine drives (with `remote`), None for the local simulation."""
         self.publisher: "StreamPublisher | None" = None
         """The humanoid stream, once opened; subscribed to every loop."""
         self.feedback: "FeedbackSubscriber | None" = None
@@ -162,11 +172,11 @@ class Pipeline:
 
     # ----- the session -----
 
-    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
               options: StartOptions | None = None, session: "Session | None" = None,
               record_path: str | Path | None = None) -> str:
-        """(Re)start with source `kind` ('auto', 'demo', 'openvr', 'replay'); returns the note for
-        the operator ('' if none).
+        """(Re)start with source `kind` (its text is accepted too); returns the note for the operator
+        ('' if none).
 
         `cfg`: the configuration to use (default: the current one). For a replay with no explicit
         `cfg`, the recorded configuration is used. The new source starts before the old session
@@ -179,8 +189,9 @@ class Pipeline:
         if self.recording:
             raise PipelineError("stop the recording before changing the source or the settings")
         options = options or StartOptions()
+        kind = SourceKind.parse(kind)
         explicit = cfg is not None
-        if kind == "replay":
+        if kind is SourceKind.REPLAY:
             if session is None:
                 if not replay_path:
                     raise PipelineError("a replay needs a session file")
@@ -191,13 +202,13 @@ class Pipeline:
         cfg = cfg if cfg is not None else self.live_cfg
         scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
-        if kind in ("openvr", "auto") and self.source is not None and self.source.name == "openvr":
+        if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
             self.stop()
         source, note = make_source(kind, cfg, scene, session)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options
-        if explicit or kind != "replay":
+        if explicit or kind is not SourceKind.REPLAY:
             self.live_cfg = cfg
         if scene.model.nq != self.mirror.nq:
             self.mirror = SceneMirror(scene.model.nq)
@@ -224,8 +235,8 @@ class Pipeline:
                 log.warning("the Foxglove server draws the scene it was opened with (%s); reopen it for %s",
                             self.foxglove.scene.path.name, scene.path.name)
             loop.subscribe(self.foxglove.submit)
-        self.source, self.source_kind = source, ("replay" if kind == "replay" else source.name)
-        self.replay_path = replay_path if kind == "replay" else None
+        self.source, self.source_kind = source, (kind if kind is SourceKind.REPLAY else SourceKind(source.name))
+        self.replay_path = replay_path if kind is SourceKind.REPLAY else None
         with self._handover:
             if self._held_by:  # e-stopped before or during this start: the new loop's first tick holds
                 loop.send(Command(CommandKind.ESTOP, label=self._held_by))
@@ -255,9 +266,9 @@ class Pipeline:
 
     def restart(self, cfg: Config) -> str:
         """Same source, new configuration (a fresh loop from the home pose)."""
-        kind = self.source_kind or "auto"
+        kind = self.source_kind or SourceKind.AUTO
         self.live_cfg = cfg
-        return self.start(kind, self.replay_path if kind == "replay" else None, cfg)
+        return self.start(kind, self.replay_path if kind is SourceKind.REPLAY else None, cfg)
 
     def stop(self) -> None:
         """End the loop, then close the recording, the output and the source (in that order)."""

@@ -19,13 +19,10 @@ from app.sim.output import ArmsOutput
 from app.sim.scene import Scene, SceneError
 from app.sim.sim_arms import make_sim
 from app.tracking.demo_operator import ArmTask, DemoOperator, HandoverTask
-from app.tracking.source import TrackingSource, TrackingSourceError
+from app.tracking.source import SourceKind, TrackingSource, TrackingSourceError
 
 if TYPE_CHECKING:
     from app.sessions.reader import Session
-
-SOURCE_KINDS = ("auto", "demo", "openvr", "replay")
-
 
 def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None,
                  output: ArmsOutput | None = None) -> TeleopEngine:
@@ -75,24 +72,23 @@ def make_demo(scene: Scene, cfg: Config) -> DemoOperator:
     return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale, handover=demo_handover(scene))
 
 
-def make_source(kind: str, cfg: Config, scene: Scene, session: Session | None = None) -> tuple[TrackingSource, str]:
+def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | None = None) -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
     'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so. 'replay'
     replays `session` (already read, so that its recorded configuration could be chosen first)
     with `cfg`'s button map.
     """
-    if kind not in SOURCE_KINDS:
-        raise TrackingSourceError(f"unknown source {kind!r}; expected one of {', '.join(SOURCE_KINDS)}")
-    if kind == "replay":
+    kind = SourceKind.parse(kind)
+    if kind is SourceKind.REPLAY:
         if session is None:
             raise TrackingSourceError("a replay source needs a session")
         from app.sessions.replay import ReplaySource
         return ReplaySource(session, grip_engage_threshold=cfg.buttons.grip_engage_threshold), ""
-    if kind == "demo":
+    if kind is SourceKind.DEMO:
         return make_demo(scene, cfg), ""
     from app.tracking.openvr_source import OpenVRSource, steamvr_available
-    if kind == "openvr":
+    if kind is SourceKind.OPENVR:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
     ok, reason = steamvr_available()
     if ok:

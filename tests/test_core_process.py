@@ -422,9 +422,9 @@ def test_a_request_with_a_wrong_token_is_ignored(tmp_path, procs):
     try:
         dealer.connect(client.endpoints.requests)
         wrong = bytes(b ^ 0xFF for b in client.endpoints.token)
-        dealer.send_multipart(wire.encode_request(wrong, 1, "shutdown"))
-        dealer.send_multipart([wrong, pickle.dumps((2, "status", (Trap(),)))])
-        dealer.send_multipart([client.endpoints.token, b"x", b"y"])  # right token, wrong framing
+        dealer.send_multipart(wire.encode_request(wrong, 1, wire.Shutdown()))
+        dealer.send_multipart([wrong, (2).to_bytes(8, "little"), pickle.dumps(Trap())])
+        dealer.send_multipart([client.endpoints.token, b"x", b"y"])  # right token, wrong framing (no request id)
         assert not dealer.poll(500), "no answer to a request that failed the token check"
         assert client.process.poll() is None
         assert not trap.exists()
@@ -434,6 +434,49 @@ def test_a_request_with_a_wrong_token_is_ignored(tmp_path, procs):
                    if "ignored a request" in line]
         assert len(ignored) == 3, ignored
         assert st.bad_requests == 3  # counted, and reported in the status
+    finally:
+        dealer.close(0)
+        ctx.term()
+    client.close()
+    assert client.process.returncode == 0
+
+
+def test_a_malformed_request_with_the_right_token_gets_a_typed_refusal_and_is_counted(tmp_path, procs):
+    """Garbled, unknown or ill-typed requests are answered with `BadRequest` (one-way ones only
+    counted); the core carries on serving."""
+    client = procs.client(CoreClient.launch(Config(), None, tmp_path / "state"))
+    token = client.endpoints.token
+    forged = object.__new__(wire.Start)  # a field of the wrong type: built without __post_init__
+    for name, value in (("kind", 7), ("replay_path", None), ("cfg", None), ("record_path", None)):
+        object.__setattr__(forged, name, value)
+    bad = {11: b"\x80\x05garbage", 12: pickle.dumps(("start", ("demo",))), 13: pickle.dumps(wire.TimingCounts()),
+           14: pickle.dumps(forged)}
+    ctx = zmq.Context()
+    dealer = ctx.socket(zmq.DEALER)
+    dealer.linger = 0
+    try:
+        dealer.connect(client.endpoints.requests)
+        for request_id, payload in bad.items():
+            dealer.send_multipart([token, request_id.to_bytes(8, "little"), payload])
+        dealer.send_multipart([token, (0).to_bytes(8, "little"), b"garbage, one-way"])  # counted, not answered
+        replies = {}
+        while len(replies) < len(bad):
+            assert dealer.poll(5000), f"no answer to {sorted(set(bad) - set(replies))}"
+            reply = wire.decode_reply(dealer.recv_multipart())
+            replies[reply.request_id] = reply
+        assert not dealer.poll(300), "an answer to the one-way request"
+        for request_id, reply in replies.items():
+            assert isinstance(reply.error, wire.BadRequest) and reply.value is None, (request_id, reply)
+        assert "did not unpickle" in str(replies[11].error)
+        assert "unknown request type builtins.tuple" in str(replies[12].error)
+        assert "unknown request type app.core.wire.TimingCounts" in str(replies[13].error)
+        assert "Start.kind must be SourceKind, got int 7" in str(replies[14].error)
+        assert client.process.poll() is None
+        st = client.refresh_status()  # still serving
+        assert st.bad_requests == len(bad) + 1 and client.core_problem() == ""
+        # A well-formed request that fails in the core answers with its own error, not a refusal.
+        with pytest.raises(wire.CoreCallError, match="not open"):
+            client.call(wire.StreamCalibrate())
     finally:
         dealer.close(0)
         ctx.term()

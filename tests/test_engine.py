@@ -9,7 +9,7 @@ import pytest
 from app.config import Config, SafetyConfig
 from app.control.engine import Command, CommandKind
 from app.control.physics_pacer import PhysicsPacer
-from app.events import Event, EventKind
+from app.events import CountKey, Event, EventKind
 from tests.engine_helpers import HAND_REST_ROBOT, Driver, device, grip, make_engine, sample, with_
 
 REST_L = HAND_REST_ROBOT["left"]
@@ -125,7 +125,7 @@ def test_tracking_loss_holds_and_reacquisition_relatches():
     assert s.left.state == "engaged"
     assert any(Event(EventKind.REACQUIRED, "left") in x.events for x in d.snaps[n0:])
     assert max_cmd_step(d.snaps[n0 - 1:]) < 2e-3
-    assert dict(s.rejected)["left:invalid"] == 50
+    assert dict(s.rejected)[CountKey("left", "invalid")] == 50
 
 
 def test_jump_is_rejected_and_counted():
@@ -133,7 +133,7 @@ def test_jump_is_rejected_and_counted():
     d.run(sample(lb=grip()), 40)
     target = np.array(d.snaps[-1].left.target_pos_m)
     s = d.run(sample(left=device(REST_L + [0.5, 0, 0]), lb=grip()), 5)  # a 50 cm glitch for 25 ms
-    assert dict(s.rejected)["left:jump"] == 5
+    assert dict(s.rejected)[CountKey("left", "jump")] == 5
     assert s.left.state == "holding"
     assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-6
     s = d.run(sample(lb=grip()), 20)  # the glitch ends; the hand is where it was
@@ -160,7 +160,7 @@ def test_bad_samples_never_reach_actuators(bad):
     s = d.run(sample(left=dp, lb=grip()), 20)
     assert s.left.state == "holding"
     assert all(math.isfinite(v) for v in s.left.q_cmd_rad)
-    assert sum(v for k, v in s.rejected if k.startswith("left:")) == 20
+    assert sum(v for k, v in s.rejected if k.scope == "left") == 20
     data = d.engine.sim.data
     assert np.all(np.isfinite(data.ctrl))
 
@@ -176,7 +176,7 @@ def test_workspace_box_clamps_target_and_counts():
     zmin = Config().arms.left.workspace_min_m[2]
     assert s.left.target_pos_m[2] == pytest.approx(zmin)
     assert s.left.workspace_clamped
-    assert dict(s.clamp_counts)["left:workspace"] > 0
+    assert dict(s.clamp_counts)[CountKey("left", "workspace")] > 0
 
 
 def test_joint_velocity_limit_bounds_every_step():
@@ -443,7 +443,7 @@ def test_huge_coordinates_are_rejected_counted_and_recoverable():
     d.run(sample(left=device(REST_L, valid=False), lb=grip()), 3)  # a loss: 1e200 must not reacquire
     s = d.run(sample(left=huge, lb=grip()), 40)
     assert s.left.state == "holding" and s.teleop_state == "running"
-    assert dict(s.rejected)["left:out_of_range"] == 45
+    assert dict(s.rejected)[CountKey("left", "out_of_range")] == 45
     assert np.linalg.norm(np.array(s.left.target_pos_m) - target) < 1e-6
     s = d.run(sample(lb=grip()), 20)  # good samples recover without a reset
     assert s.left.state == "engaged" and s.teleop_state == "running"
@@ -521,7 +521,7 @@ def test_estop_reset_calibrate_engage_in_any_order_never_drifts(order):
         assert np.linalg.norm(np.diff(target, axis=0), axis=1).max() <= 1e-3, (order, arm)
         assert np.linalg.norm(target[-1] - target[0]) < 1e-3, (order, arm)
         assert np.linalg.norm(target[-1] - np.array(s.arm(arm).tcp_pos_m)) < 1e-3, (order, arm)
-    assert not any(k.endswith(":workspace") for k, _ in s.clamp_counts), (order, s.clamp_counts)
+    assert not any(k.reason == "workspace" for k, _ in s.clamp_counts), (order, s.clamp_counts)
 
 
 def test_engaging_outside_the_workspace_box_brings_the_target_in_gently():
@@ -577,7 +577,7 @@ def test_a_keyboard_engage_yields_to_the_controllers_own_grip():
     s = d.glide("left", c, a, 40)  # bringing the hand back moves nothing
     assert s.left.state == "idle"
     np.testing.assert_allclose(np.array(s.left.target_pos_m), parked, atol=1e-12)
-    assert eng.clamp_counts["left:workspace"] == 0
+    assert eng.clamp_counts[CountKey("left", "workspace")] == 0
 
 
 def test_a_keyboard_engage_while_the_grip_is_held_ends_with_the_grip():

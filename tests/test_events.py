@@ -8,8 +8,8 @@ import pickle
 
 import pytest
 
-from app.events import (ARM_EVENTS, Command, CommandKind, Event, EventFormatError, EventKind, format_event,
-                        format_events, parse_event, parse_events)
+from app.events import (ARM_EVENTS, Command, CommandKind, CountKey, Event, EventFormatError, EventKind, counts_by_text,
+                        format_event, format_events, parse_event, parse_events)
 
 # Every documented form (docs/session-format.md), as the engine wrote it before events were typed.
 RECORDED = [
@@ -103,3 +103,13 @@ def test_construction_checks_the_arm_and_the_command():
         Event(EventKind.COMMAND)
     with pytest.raises(ValueError, match="needs an arm"):
         Command(CommandKind.ENGAGE).as_event()
+
+
+def test_a_count_key_prints_as_the_text_the_summaries_have_always_written():
+    assert str(CountKey("left", "workspace")) == "left:workspace"
+    assert str(CountKey("", "rejected_command")) == "rejected_command"
+    for text in ("left:workspace", "right:collision_infeasible", "rejected_command"):
+        assert str(CountKey.parse(text)) == text
+    assert CountKey.parse("left:jump") == CountKey("left", "jump") != "left:jump"
+    counts = ((CountKey("right", "velocity"), 2), (CountKey("", "rejected_command"), 1), (CountKey("left", "workspace"), 3))
+    assert list(counts_by_text(counts).items()) == [("left:workspace", 3), ("rejected_command", 1), ("right:velocity", 2)]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.config import Config
+from app.events import CountKey
 from app.gui.collision_view import (HELD_RGBA, ArmCollision, HoldWatch, collision_markers, held_text, near_text,
                                     pair_words, review_collision)
 from app.gui.viewport import markers_for
@@ -40,7 +41,7 @@ def _snap(left: ArmCollision, right: ArmCollision, held_ticks: dict[str, int]):
         return SimpleNamespace(collision_distance_m=c.distance_m, collision_pair=c.pair, collision_point_a_m=c.point_a_m,
                                collision_point_b_m=c.point_b_m, collision_held=c.held)
 
-    return SimpleNamespace(arm=arm, clamp_counts=tuple((f"{a}:collision", n) for a, n in held_ticks.items()))
+    return SimpleNamespace(arm=arm, clamp_counts=tuple((CountKey(a, "collision"), n) for a, n in held_ticks.items()))
 
 
 def test_the_hud_says_a_hold_while_it_lasts_and_a_moment_after_even_one_missed_between_refreshes():
@@ -216,7 +217,7 @@ def test_the_collision_fields_reach_the_window_through_a_core_process(tmp_path):
         assert len(a.collision_point_a_m) == 3 and len(a.collision_point_b_m) == 3
         assert np.linalg.norm(np.subtract(a.collision_point_a_m, a.collision_point_b_m)) == \
             pytest.approx(a.collision_distance_m, abs=1e-6)
-        assert dict(snap.clamp_counts)[f"{arm}:collision"] >= 1
+        assert dict(snap.clamp_counts)[CountKey(arm, "collision")] >= 1
         assert any(t.startswith(("LEFT held: ", "RIGHT held: ")) for t in lines), lines
         assert near_text(arm, ArmCollision.of(a)).startswith("HELD: ")
         rows = client.buffers.window(4000)

@@ -170,7 +170,7 @@ def test_a_dead_core_is_shown_at_once_and_restarts(window, qtbot):
     assert shown_s <= 0.5 + 0.1, f"the window said so after {shown_s:.2f} s"  # one UI refresh of margin
     assert window.viewport.hud.alert.startswith("CORE LOST")
     qtbot.waitUntil(lambda: "ended" in window.status_panel.core_label.text(), timeout=1000)
-    window.act_restart_core.trigger()  # returns at once: the new core is launched off the Qt thread
+    window.act["restart_core"].trigger()  # returns at once: the new core is launched off the Qt thread
     qtbot.waitUntil(lambda: window.runner is not old, timeout=15000)
     new = window.runner
     assert new.process.pid != old.process.pid
@@ -186,12 +186,12 @@ def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):
 
     from tests.test_foxglove_live import _subscribe_and_receive
     window.last_error = ""
-    window.act_foxglove.trigger()
+    window.act["foxglove"].trigger()
     qtbot.waitUntil(lambda: window.last_error or window.statusBar().currentMessage().startswith("Foxglove live"),
                     timeout=5000)  # the core answers the request later
     if "cannot serve Foxglove" in (window.last_error or ""):
         pytest.skip(f"the default Foxglove port is taken here: {window.last_error}")
-    assert window.act_foxglove.isChecked()
+    assert window.act["foxglove"].isChecked()
     message = window.statusBar().currentMessage()
     assert message.startswith("Foxglove live on ws://127.0.0.1:")
     url = message.split("on ", 1)[1]
@@ -199,8 +199,8 @@ def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):
         _, got = asyncio.run(_subscribe_and_receive(url, ("/joint_states",), 1.0))
         assert len(got["/joint_states"]) > 50
     finally:
-        window.act_foxglove.trigger()
-    assert not window.act_foxglove.isChecked()
+        window.act["foxglove"].trigger()
+    assert not window.act["foxglove"].isChecked()
 
 
 def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedback(window, qtbot):

@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from app.config import Config  # noqa: E402
+from app.core import wire  # noqa: E402
 from app.gui import theme  # noqa: E402
 from app.gui.core_client import WINDOW_STALL_TOLERANCE_S, CoreClient  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
@@ -76,7 +77,7 @@ def test_requests_return_at_once_while_the_core_is_busy_connecting(qapp, qtbot, 
                               ("reset", window.reset), ("mark", window.mark),
                               ("start (client)", lambda: runner.start("demo")),
                               ("record", lambda: window.toggle_recording(True)),
-                              ("status", lambda: runner.submit("status"))):
+                              ("status", lambda: runner.submit(wire.GetStatus()))):
             t = time.perf_counter()
             request()
             returned_s[name] = time.perf_counter() - t

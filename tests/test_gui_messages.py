@@ -44,7 +44,7 @@ def test_review_while_recording_is_refused_before_the_file_dialog(window, qtbot,
     timer.start(50)
     try:
         window.last_error = ""
-        window.act_review.trigger()
+        window.act["review"].trigger()
         qtbot.wait(300)
     finally:
         timer.stop()

@@ -12,6 +12,7 @@ import pytest
 
 from app.config import Config, ConfigError, config_from_dict
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
+from app.control.teleop_state import ArmState, TeleopState
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.gui.settings_store import SettingsStore, diff, merge, toml_dumps
@@ -19,7 +20,7 @@ from app.tracking.sample import DevicePose, TrackingSample
 
 
 def _arm(x: float) -> ArmSnapshot:
-    return ArmSnapshot(state="engaged", engaged=True, precision=False, tracking_ok=True,
+    return ArmSnapshot(state=ArmState.ENGAGED, engaged=True, precision=False, tracking_ok=True,
                        target_pos_m=(x, 0.0, 0.3), target_quat_wxyz=(1.0, 0.0, 0.0, 0.0),
                        tcp_pos_m=(x, 0.0, 0.297), tcp_quat_wxyz=(math.cos(0.01), math.sin(0.01), 0.0, 0.0),
                        q_rad=(0.0,) * 7, q_cmd_rad=(0.0,) * 7, gripper_cmd=0.0, ik_iterations=2,
@@ -34,7 +35,7 @@ def _snap(tick: int, wall_s: float, pose_read_s: float = 0.0) -> Snapshot:
                     sample=TrackingSample(left=pose, right=pose), left=_arm(0.1 * tick), right=_arm(-0.1 * tick),
                     timing=TimingSnapshot(period_s=0.005, lateness_s=0.001 * tick, compute_s=0.0012, overruns=0,
                                           late_ticks=0, stage_s=stages),
-                    teleop_state="running", heading_rad=0.0, source_name="openvr")
+                    teleop_state=TeleopState.RUNNING, heading_rad=0.0, source_name="openvr")
 
 
 # ----- plot buffers -----

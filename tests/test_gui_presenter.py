@@ -13,6 +13,7 @@ from app.config import Config
 from app.gui import presenter as P
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.remote.connection import LinkState
+from app.tracking.source import SourceKind
 
 
 HISTOGRAM_REL = 0.003
@@ -34,7 +35,7 @@ class FakeRunner:
 
     cfg: Config = field(default_factory=Config)
     buffers: PlotBuffers = field(default_factory=PlotBuffers)
-    source_kind: str = "demo"
+    source_kind: SourceKind = SourceKind.DEMO
     recording: bool = False
     snap: object = None
     problem: str = ""
@@ -140,7 +141,7 @@ def test_a_fault_a_lost_core_and_the_end_of_a_replay_are_announced_once():
     assert pres.present(runner, now_s=1.3, banner_level="error").banner is None
     runner.problem, runner.gui_lost = "", True
     assert pres.present(runner, now_s=1.4, banner_level="error").banner == P.GUI_LOST_BANNER
-    runner.gui_lost, runner.source_kind, runner.finished = False, "replay", True
+    runner.gui_lost, runner.source_kind, runner.finished = False, SourceKind.REPLAY, True
     shown = pres.present(runner, now_s=1.5)
     assert shown.loop_ended and shown.banner[0].startswith("Replay finished")
     assert not pres.present(runner, now_s=1.6).loop_ended
@@ -171,8 +172,8 @@ def replace_state(st, state):
 def test_status_bar_and_labels():
     assert P.statusbar_record_text(None) == ""
     assert P.statusbar_record_text(SimpleNamespace(rows_written=42)) == "● REC 42"
-    assert P.source_label("replay", "/x/session-1.csv", None) == "Session replay: session-1.csv"
-    assert P.source_label("demo", None, "tcp://h:5") == "Demo operator → server tcp://h:5"
+    assert P.source_label(SourceKind.REPLAY, "/x/session-1.csv", None) == "Session replay: session-1.csv"
+    assert P.source_label(SourceKind.DEMO, None, "tcp://h:5") == "Demo operator → server tcp://h:5"
     text, level = P.review_banner("s.csv", 200, 1.0)
     assert text.startswith("Reviewing s.csv (200 ticks, 1.0 s)") and level == "info"
 

@@ -212,7 +212,7 @@ def test_closing_the_stream_releases_the_publisher(window):
 
 
 def test_the_core_proxies_locomotion_and_mode_switches():
-    from app.core.server import STREAM_METHODS
+    from app.core import wire
     from app.gui.core_client import StreamProxy
 
     class Client:
@@ -231,4 +231,5 @@ def test_the_core_proxies_locomotion_and_mode_switches():
     proxy.switch_mode("pose-v1")
     assert client.calls == [("stream", "set_locomotion", "walk"), ("stream", "switch_mode", "pose-v1")]
     assert client.refreshed == 1  # the panel sees the new mode at once
-    assert {"set_locomotion", "switch_mode"} <= STREAM_METHODS
+    assert [wire.stream_request(*c[1:]) for c in client.calls] == [wire.StreamSetLocomotion("walk"),
+                                                                    wire.StreamSwitchMode("pose-v1")]

@@ -12,7 +12,7 @@ pytest.importorskip("pytestqt")
 from tests.recording import record_demo  # noqa: E402
 from app.config import Config  # noqa: E402
 from app.gui import theme  # noqa: E402
-from app.gui.main_window import MainWindow  # noqa: E402
+from app.gui.main_window import MainWindow, WindowMode  # noqa: E402
 from app.gui.plot_buffers import COL  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
@@ -50,7 +50,7 @@ def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_p
     qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=10000)
     live_tick = window.runner.latest().tick
     _review(window, qtbot, session_path)
-    assert window.review is not None and not window.timeline.isHidden()
+    assert window.review is not None and not window.timeline.isHidden() and window.mode is WindowMode.REVIEW
     assert window.runner.loop is not None and window.runner.running  # the live session goes on behind it
     qtbot.waitUntil(lambda: window.runner.latest().tick > live_tick + 20, timeout=3000)
     scene = window.runner.scene
@@ -119,7 +119,7 @@ def test_estop_while_reviewing_is_not_an_error(window, qtbot, session_path):
     if window.review is None:
         _review(window, qtbot, session_path)
     window.last_error = ""
-    window.act_estop.trigger()
+    window.act["estop"].trigger()
     assert window.last_error == "" and window.review is not None
     qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)  # the live arms hold
     window.reset()
@@ -129,7 +129,7 @@ def test_estop_while_reviewing_is_not_an_error(window, qtbot, session_path):
 def test_closing_the_review_goes_live_again_without_a_restart(window, qtbot):
     loop, tick = window.runner.loop, window.runner.latest().tick
     window.close_review()
-    assert window.review is None and window.timeline.isHidden()
+    assert window.review is None and window.timeline.isHidden() and window.mode is WindowMode.LIVE
     assert window.runner.source_kind == "demo"
     assert window.runner.loop is loop and window.runner.latest().tick >= tick  # the same loop, not restarted
     snap = window.runner.latest()

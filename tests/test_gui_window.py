@@ -109,7 +109,7 @@ def test_plots_receive_data_and_pause_freezes_them(window, qtbot):
     plots.tabs.setCurrentIndex(0)
 
     _key(qtbot, window, Qt.Key.Key_P)
-    assert plots.paused and window.act_pause_plots.isChecked()
+    assert plots.paused and window.act["pause_plots"].isChecked()
     frozen = curve.getData()[0].copy(), plots.refreshes
     ticks = window.runner.buffers.count
     qtbot.wait(400)
@@ -168,12 +168,12 @@ def test_keyboard_commands_reach_the_loop(window, qtbot):
 
 def test_recording_starts_and_stops_from_the_keyboard_then_replays(window, qtbot, folder):
     _key(qtbot, window, Qt.Key.Key_F9)
-    assert window.runner.recording and window.act_record.isChecked()
+    assert window.runner.recording and window.act["record"].isChecked()
     path = window.runner.recorder_status().path
     assert path.parent == folder / "sessions" and path.name.startswith("session-")
     qtbot.waitUntil(lambda: window.runner.recorder_status().rows_written >= 100, timeout=10000)
     _key(qtbot, window, Qt.Key.Key_F9)
-    assert not window.runner.recording and not window.act_record.isChecked()
+    assert not window.runner.recording and not window.act["record"].isChecked()
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     assert len(rows) > 100  # header + every tick handed to the recorder (a loaded machine skips some deadlines)
@@ -183,7 +183,7 @@ def test_recording_starts_and_stops_from_the_keyboard_then_replays(window, qtbot
     window.runner.subscribe(replayed.append)  # every later loop's snapshots: the replay's
     try:
         window.replay_file(path)
-        assert window.runner.source_kind == "replay" and window.act_src_replay.isChecked()
+        assert window.runner.source_kind == "replay" and window.act["src_replay"].isChecked()
         qtbot.waitUntil(lambda: "Replay finished" in window.banner.text(), timeout=5000)
     finally:
         window.runner.unsubscribe(replayed.append)
@@ -212,7 +212,7 @@ def test_bad_sources_give_messages_and_the_demo_keeps_running(window, qtbot, fol
     window._guard(window.replay_file)(junk)
     assert "junk.csv" in window.last_error and "Traceback" not in window.last_error
     assert window.runner.source_kind == "demo" and window.runner.running
-    assert window.act_src_demo.isChecked()
+    assert window.act["src_demo"].isChecked()
     window._guard(window.select_source)("openvr")
     assert "SteamVR" in window.last_error
     assert window.runner.source_kind == "demo" and window.runner.running
@@ -288,3 +288,21 @@ def test_closing_stops_the_loop_and_the_recording(qapp, folder):
     assert time.perf_counter() - t0 < 5.0
     assert not loop.running and not w.runner.recording
     assert (folder / "s2" / "closing.csv.json").exists()
+
+
+def test_the_foxglove_toggle_in_process_says_where_it_serves(window, qtbot):
+    """The in-process backend answers `open_foxglove` with the `host:port`, as `SessionBackend`
+    declares and the core does (it answered the server object, shown as such in the status bar)."""
+    pytest.importorskip("foxglove", reason="the [export] extra (foxglove-sdk) is not installed")
+    window.last_error = ""
+    window.act["foxglove"].trigger()  # in-process: answered before it returns
+    if "cannot serve Foxglove" in (window.last_error or ""):
+        window.act["foxglove"].setChecked(False)
+        pytest.skip(f"the default Foxglove port is taken here: {window.last_error}")
+    try:
+        message = window.statusBar().currentMessage()
+        assert window.act["foxglove"].isChecked() and window.last_error == ""
+        assert message.startswith("Foxglove live on ws://127.0.0.1:") and message.split(":")[-1].isdigit(), message
+    finally:
+        window.act["foxglove"].trigger()
+    assert not window.act["foxglove"].isChecked()

@@ -43,6 +43,7 @@ RULES = [
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
     ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
     ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
+    ("app/streaming/locomotion_mode.py", ("app",), "the planner's locomotion modes, the one list the configuration reads"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",
                       "app.control.engine", "app.control.loop", "app.control.ik"),
      "sessions are data, read by the front ends; they know the snapshot type, and read joint ranges from the model "

@@ -7,11 +7,12 @@ import time
 import numpy as np
 
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
+from app.control.teleop_state import ArmState, TeleopState
 from app.tracking.sample import ControllerButtons, TrackingSample
 from tests.test_threepoint import HEAD0, LEFT0, RIGHT0, device
 
 _ARM = ArmSnapshot(
-    state="idle", engaged=False, precision=False, tracking_ok=True, target_pos_m=(0.0, 0.0, 0.0),
+    state=ArmState.IDLE, engaged=False, precision=False, tracking_ok=True, target_pos_m=(0.0, 0.0, 0.0),
     target_quat_wxyz=(1.0, 0.0, 0.0, 0.0), tcp_pos_m=(0.0, 0.0, 0.0), tcp_quat_wxyz=(1.0, 0.0, 0.0, 0.0),
     q_rad=(0.0,) * 7, q_cmd_rad=(0.0,) * 7, gripper_cmd=0.0, ik_iterations=0, ik_pos_err_m=0.0,
     ik_rot_err_rad=0.0, ik_damping=0.0, workspace_clamped=False, joint_limit_clamped=False, velocity_clamped=False,
@@ -35,7 +36,7 @@ def operator_sample(t_s: float, reach_m: float = 0.0, left_stick=(0.0, 0.0), rig
 def snapshot(sample: TrackingSample, tick: int, teleop_state: str = "running", heading_rad: float = 0.0) -> Snapshot:
     return Snapshot(
         tick=tick, t_s=tick * 0.005, wall_time_s=time.perf_counter(), sim_time_s=tick * 0.005, sample=sample,
-        left=_ARM, right=_ARM, timing=_TIMING, teleop_state=teleop_state, heading_rad=heading_rad,
+        left=_ARM, right=_ARM, timing=_TIMING, teleop_state=TeleopState(teleop_state), heading_rad=heading_rad,
         source_name="test",
     )
 

@@ -19,7 +19,8 @@ import pytest
 
 import app.sessions.recorder as recorder_module
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
-from app.events import Command, CommandKind, Event, EventKind, parse_events
+from app.control.teleop_state import ArmState, TeleopState
+from app.events import Command, CommandKind, CountKey, Event, EventKind, parse_events
 from app.sessions.reader import SessionFormatError, read_session
 from app.sessions.recorder import Recorder, RecorderState, RecorderStateError
 from app.sessions.schema import (
@@ -87,7 +88,7 @@ def make_arm(rng: np.random.Generator, state: str = "engaged") -> ArmSnapshot:
         return tuple(float(v) for v in rng.normal(size=n))
 
     return ArmSnapshot(
-        state=state, engaged=state == "engaged", precision=bool(rng.integers(2)), tracking_ok=bool(rng.integers(2)),
+        state=ArmState(state), engaged=state == "engaged", precision=bool(rng.integers(2)), tracking_ok=bool(rng.integers(2)),
         target_pos_m=vec(3), target_quat_wxyz=vec(4), tcp_pos_m=vec(3), tcp_quat_wxyz=vec(4),
         q_rad=vec(7), q_cmd_rad=vec(7), gripper_cmd=float(rng.uniform()),
         ik_iterations=int(rng.integers(0, 20)), ik_pos_err_m=float(rng.uniform()) * 1e-4,
@@ -118,9 +119,9 @@ def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_
         timing=TimingSnapshot(period_s=period_s, lateness_s=float(rng.uniform()) * 1e-3,
                               compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0,
                               skipped_ticks=tick // 7),
-        teleop_state="running", heading_rad=float(rng.normal()), source_name="test",
-        rejected=(("left:jump", tick), ("right:invalid", 2)),
-        clamp_counts=(("left:velocity", 3 * tick), ("right:collision_infeasible", tick // 3)),
+        teleop_state=TeleopState.RUNNING, heading_rad=float(rng.normal()), source_name="test",
+        rejected=((CountKey("left", "jump"), tick), (CountKey("right", "invalid"), 2)),
+        clamp_counts=((CountKey("left", "velocity"), 3 * tick), (CountKey("right", "collision_infeasible"), tick // 3)),
         events=events,
     )
 
@@ -179,7 +180,7 @@ def expected_values(s: Snapshot) -> dict[str, object]:
                   f"{name}_velocity_clamped": float(a.velocity_clamped)})
         e.update({f"{name}_collision_distance_m": a.collision_distance_m, f"{name}_collision_pair": a.collision_pair,
                   f"{name}_collision_held": float(a.collision_held),
-                  f"{name}_collision_infeasible_ticks": float(dict(s.clamp_counts).get(f"{name}:collision_infeasible", 0))})
+                  f"{name}_collision_infeasible_ticks": float(dict(s.clamp_counts).get(CountKey(name, "collision_infeasible"), 0))})
         for p, point in (("a", a.collision_point_a_m), ("b", a.collision_point_b_m)):
             e.update({f"{name}_collision_{p}_{k}_m": math.nan if point is None else v
                       for k, v in zip("xyz", point or (0.0, 0.0, 0.0))})
@@ -237,6 +238,14 @@ def test_columns_are_unique_and_input_columns_are_a_prefix_of_the_row():
     snap = make_snapshots(2)[0]
     assert len(snapshot_to_row(snap)) == len(COLUMNS)
     assert set(expected_values(snap)) == set(COLUMNS)
+
+
+def test_the_state_columns_hold_the_same_text_as_before_the_states_were_enums():
+    snap = make_snapshots(2)[0]
+    row = dict(zip(COLUMNS, snapshot_to_row(snap)))
+    assert snap.teleop_state is TeleopState.RUNNING and snap.right.state is ArmState.HOLDING
+    texts = [row["teleop_state"], row["left_state"], row["right_state"]]
+    assert texts == ["running", "engaged", "holding"] and all(type(t) is str for t in texts)
 
 
 def test_snapshot_to_row_refuses_a_wrong_joint_count():

@@ -21,11 +21,12 @@ from app.cli.common import (
     stream_settings,
 )
 from app.config import MODES
+from app.tracking.source import SourceKind
 
 
 def add_run_parser(sub) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
-    run.add_argument("--source", choices=["auto", "demo", "openvr", "replay"], default="auto",
+    run.add_argument("--source", choices=[str(k) for k in SourceKind], default=str(SourceKind.AUTO),
                      help="tracking source (default auto: OpenVR if SteamVR runs, else the demo operator)")
     run.add_argument("--replay", metavar="PATH", help="session CSV to replay (with --source replay)")
     run.add_argument("--seconds", type=positive_seconds, metavar="N", help="stop after N seconds of loop time")
@@ -78,12 +79,12 @@ def _read_replay(path: str):
     return session
 
 
-def _check_run_args(args: argparse.Namespace) -> str:
+def _check_run_args(args: argparse.Namespace) -> SourceKind:
     """The source kind the run's options ask for; UsageError for options that do not go together."""
     if args.replay and args.source not in ("replay", "auto"):
         raise UsageError(f"--replay is only used with --source replay (got --source {args.source})")
-    source_kind = "replay" if args.replay and args.source == "auto" else args.source
-    if source_kind == "replay" and not args.replay:
+    source_kind = SourceKind.REPLAY if args.replay and args.source == SourceKind.AUTO else SourceKind(args.source)
+    if source_kind is SourceKind.REPLAY and not args.replay:
         raise UsageError("--source replay needs --replay PATH")
     stream_settings(args.stream, args.stream_endpoint, args.stream_allow_remote)
     _check_foxglove_args(args)
@@ -169,7 +170,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
 
     source_kind = _check_run_args(args)
     cfg = load_config(config_path)
-    session = _read_replay(args.replay) if source_kind == "replay" else None
+    session = _read_replay(args.replay) if source_kind is SourceKind.REPLAY else None
     explicit_cfg = cfg if (session is None or config_path) else None
     remote = _remote_config(args)
     try:
@@ -210,7 +211,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
 
 
-def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: str, session, explicit_cfg,
+def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: SourceKind, session, explicit_cfg,
                     config_path: str | None = None) -> bool:
     """Start the source, the recording and the stream and print the run's first line; False (after
     printing why) when the source cannot start; UsageError for bad input."""

@@ -14,11 +14,12 @@ Per arm a tick runs three stages, then the batched IK:
 Then IK (velocity and joint limits, collision constraints)  ->  position actuators. What happened
 is recorded as typed `app.events.Event`s in the snapshot. An arm a collision constraint starts
 holding back gets a `collision_hold:<arm>:<pair>` event and a haptic pulse; every held tick counts
-in `clamp_counts` as `<arm>:collision`.
+in `clamp_counts` under `CountKey(<arm>, 'collision')` (text `<arm>:collision`).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from app.control.pose_input import PoseInput
 from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_box, in_box, pose_defect, step_toward
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopStateMachine
-from app.events import Command, CommandKind, Event, EventKind
+from app.events import Command, CommandKind, CountKey, Event, EventKind
 from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.scene import ArmHandles
 from app.tracking.sample import ControllerButtons, TrackingSample
@@ -46,6 +47,14 @@ __all__ = ["Command", "CommandKind", "TeleopEngine"]
 
 def _tup(a: np.ndarray) -> tuple[float, ...]:
     return tuple(np.asarray(a, dtype=float).tolist())
+
+
+_count_key = functools.cache(CountKey)
+"""The counters' keys, made once each (the snapshot of every tick lists them)."""
+
+
+def _by_text(item: tuple[CountKey, int]) -> str:
+    return str(item[0])
 
 
 @dataclass
@@ -93,7 +102,7 @@ class TeleopEngine:
         """Why the arms are e-stopped (the ESTOP event's label: 'operator', 'gui_lost', 'fault', ...),
         '' while running."""
         self.heading_rad = 0.0
-        self.clamp_counts: Counter[str] = Counter()
+        self.clamp_counts: Counter[CountKey] = Counter()
         self.tick_index = 0
         self._haptic = haptic or (lambda controller, us: None)
         self._haptic_limiter = RateLimiter(cfg.safety.haptic_min_interval_s)
@@ -264,7 +273,7 @@ class TeleopEngine:
         except Exception as exc:  # any fault e-stops: the arms hold their last accepted command
             self._error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, CommandRejected):
-                self.clamp_counts["rejected_command"] += 1
+                self.clamp_counts[_count_key("", "rejected_command")] += 1
             self._estop(events, "fault")
             events.append(Event(EventKind.FAULT))
             t_cal = t_ik = clock()
@@ -365,7 +374,7 @@ class TeleopEngine:
         pos, quat = arm.mapping.map(arm.ctrl_pos, arm.ctrl_quat)
         clamped_pos, clamped = clamp_to_box(pos, arm.cfg.workspace_min_m, arm.cfg.workspace_max_m)
         if clamped:
-            self.clamp_counts[f"{arm.name}:workspace"] += 1
+            self.clamp_counts[_count_key(arm.name, "workspace")] += 1
             if not arm.workspace_clamped:
                 self._pulse(arm.name)
         arm.workspace_clamped = clamped
@@ -383,19 +392,19 @@ class TeleopEngine:
     def _count_clamps(self, arm: _Arm, res: IKResult, events: list[Event]) -> None:
         prev = arm.ik_result
         if res.velocity_clamped:
-            self.clamp_counts[f"{arm.name}:velocity"] += 1
+            self.clamp_counts[_count_key(arm.name, "velocity")] += 1
         if res.joint_limit_clamped:
-            self.clamp_counts[f"{arm.name}:joint_limit"] += 1
+            self.clamp_counts[_count_key(arm.name, "joint_limit")] += 1
             if prev is None or not prev.joint_limit_clamped:
                 self._pulse(arm.name)
         col = res.collision
         if col.held:
-            self.clamp_counts[f"{arm.name}:collision"] += 1
+            self.clamp_counts[_count_key(arm.name, "collision")] += 1
             if prev is None or not prev.collision.held:
                 events.append(Event(EventKind.COLLISION_HOLD, arm.name, col.held_pair))
                 self._pulse(arm.name)
         if col.infeasible:
-            self.clamp_counts[f"{arm.name}:collision_infeasible"] += 1
+            self.clamp_counts[_count_key(arm.name, "collision_infeasible")] += 1
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
                   events: list[Event], stages: list[tuple[str, float]], t0: float, t_start: float,
@@ -406,7 +415,7 @@ class TeleopEngine:
             reading = self.sim.read(arm.name)
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
-                state=arm.clutch.state.value, engaged=arm.clutch.state is ArmState.ENGAGED,
+                state=arm.clutch.state, engaged=arm.clutch.state is ArmState.ENGAGED,
                 precision=arm.clutch.precision,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
@@ -418,7 +427,8 @@ class TeleopEngine:
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
                 **_collision_fields(r),
             )
-        rejected = tuple(sorted((f"{a.name}:{k}", v) for a in self.arms.values() for k, v in a.input.rejections.items()))
+        rejected = tuple(sorted(((_count_key(a.name, k), v) for a in self.arms.values() for k, v in a.input.rejections.items()),
+                                key=_by_text))
         t_snap = self.clock()
         stages.append(("snapshot", t_snap - t_start))
         timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=input_s + (t_snap - t0),
@@ -427,7 +437,7 @@ class TeleopEngine:
         return Snapshot(
             tick=self.tick_index, t_s=t_s, wall_time_s=wall_time_s, sim_time_s=self.sim.sim_time_s,
             sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,
-            teleop_state=self.teleop.state.value, heading_rad=self.heading_rad, source_name=self.source_name,
-            rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items())), events=tuple(events),
+            teleop_state=self.teleop.state, heading_rad=self.heading_rad, source_name=self.source_name,
+            rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items(), key=_by_text)), events=tuple(events),
             error=self._error, output_live=self.sim.is_live(),
         )

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from app.events import Event
+from app.control.teleop_state import ArmState, TeleopState
+from app.events import CountKey, Event
 from app.tracking.sample import TrackingSample
 
 Vec3 = tuple[float, float, float]
@@ -19,8 +20,8 @@ Joints = tuple[float, ...]
 
 @dataclass(frozen=True)
 class ArmSnapshot:
-    state: str
-    """Teleop state of the arm: 'idle', 'engaged' or 'holding' (see `teleop_state.ArmState`)."""
+    state: ArmState
+    """Teleop state of the arm (a text enum: compares equal to, and prints as, 'idle', 'engaged', 'holding')."""
     engaged: bool
     precision: bool
     """True while precision mode (reduced scale) is active."""
@@ -91,16 +92,18 @@ class Snapshot:
     left: ArmSnapshot
     right: ArmSnapshot
     timing: TimingSnapshot
-    teleop_state: str
-    """'running' or 'estopped'."""
+    teleop_state: TeleopState
+    """RUNNING or ESTOPPED (a text enum: compares equal to, and prints as, 'running' / 'estopped')."""
     heading_rad: float
     """Operator heading captured at the last calibration (yaw of operator forward in robot axes)."""
     source_name: str
-    rejected: tuple[tuple[str, int], ...] = ()
-    """Cumulative rejected controller samples by 'device:reason'."""
-    clamp_counts: tuple[tuple[str, int], ...] = ()
-    """Cumulative clamp counts by 'arm:kind' (workspace, joint_limit, velocity, collision: ticks held
-    by a collision constraint, collision_infeasible: ticks its problem had no solution)."""
+    rejected: tuple[tuple[CountKey, int], ...] = ()
+    """Cumulative rejected controller samples by device and reason (`CountKey('left', 'jump')`),
+    in the order of their text."""
+    clamp_counts: tuple[tuple[CountKey, int], ...] = ()
+    """Cumulative clamp counts by arm and kind (workspace, joint_limit, velocity, collision: ticks held
+    by a collision constraint, collision_infeasible: ticks its problem had no solution; and
+    `CountKey('', 'rejected_command')`), in the order of their text."""
     events: tuple[Event, ...] = field(default=())
     """What happened this tick (calibration, engage, release, tracking lost, commands, ...), in order."""
     error: str = ""

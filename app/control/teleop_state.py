@@ -7,12 +7,14 @@ button press may legitimately arrive in any state.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from app.lifecycle import IllegalTransition
 
 
-class ArmState(Enum):
+class ArmState(StrEnum):
+    """A text enum: `str()` is the value, which the session CSV's `<arm>_state` column holds."""
+
     IDLE = "idle"
     """Not following: the arm holds its last target."""
     ENGAGED = "engaged"
@@ -24,7 +26,9 @@ class ArmState(Enum):
 __all__ = ["ArmState", "ArmStateMachine", "IllegalTransition", "TeleopState", "TeleopStateMachine"]
 
 
-class TeleopState(Enum):
+class TeleopState(StrEnum):
+    """A text enum: `str()` is the value, which the session CSV's `teleop_state` column holds."""
+
     RUNNING = "running"
     ESTOPPED = "estopped"
 

@@ -11,6 +11,12 @@ wake up to tens of milliseconds late.
 The figures (`stats()`) use the definitions in `app.stats`, the same as the session analysis:
 the compute time of a tick is the one its snapshot carries, percentiles come from
 `Distribution`, late and overrun are `is_late` and `is_overrun`.
+
+Owner: the loop thread is the only writer of everything here (`wait`, `record`). Other threads
+only read, through `stats()` and the plain counters (`ticks`, `late_ticks`, `overruns`,
+`skipped_ticks`: each a single int, read whole). The loop never waits for a reader: it bins its
+ring between two steps of a sequence count (a seqlock) and a reader's copy that a binning
+overlapped is taken again, so a reader never sees a half-binned history.
 """
 
 from __future__ import annotations
@@ -53,8 +59,12 @@ class LoopTimer:
         self._lateness_s = np.zeros(history)
         self._compute_s = np.zeros(history)
         self._n = 0
+        """Ticks in the ring buffers (`_lateness_s`, `_compute_s`) not binned yet."""
         self._lateness_ms = Distribution()
         self._compute_ms = Distribution()
+        """Every binned tick (ms). Changed by the loop only while `_binning` is odd."""
+        self._binning = 0
+        """Odd while the loop bins the ring, even otherwise; grows by 2 with each binning."""
 
     @property
     def nominal_s(self) -> float:
@@ -122,20 +132,41 @@ class LoopTimer:
         self._compute_s[i] = compute_s
         self._n = i + 1
         if self._n == len(self._lateness_s):
-            self._lateness_ms.add(self._lateness_s * 1e3)
-            self._compute_ms.add(self._compute_s * 1e3)
-            self._n = 0
+            self._bin()
+
+    def _bin(self) -> None:
+        """Move the full ring into the distributions (every `history` ticks); a reader whose copy
+        this overlapped takes it again (`distributions`)."""
+        self._binning += 1
+        self._lateness_ms.add(self._lateness_s * 1e3)
+        self._compute_ms.add(self._compute_s * 1e3)
+        self._n = 0
+        self._binning += 1
+
+    def distributions(self) -> tuple[Distribution, Distribution]:
+        """(lateness ms, compute ms) of every tick recorded so far, as new objects the caller owns.
+
+        Any thread: the binned history and the ring's unbinned ticks are copied between two
+        bins of the loop (taken again if the loop binned meanwhile: at most every `history`
+        ticks); the loop never waits for this."""
+        while True:
+            seq = self._binning
+            if seq % 2:  # the loop is binning right now: let it finish
+                time.sleep(0)
+                continue
+            n = self._n
+            lat, comp = self._lateness_ms.copy(), self._compute_ms.copy()
+            lat_tail, comp_tail = self._lateness_s[:n].copy(), self._compute_s[:n].copy()
+            if self._binning == seq:
+                break
+        lat.add(lat_tail * 1e3)
+        comp.add(comp_tail * 1e3)
+        return lat, comp
 
     def stats(self) -> TimingFigures:
-        """Figures of every tick so far.
-
-        Safe to call from another thread while the loop runs (it copies, never mutates); the
-        percentiles may then miss the ticks binned during the call.
-        """
-        n = self._n
-        lat, comp = self._lateness_ms.copy(), self._compute_ms.copy()
-        lat.add(self._lateness_s[:n] * 1e3)
-        comp.add(self._compute_s[:n] * 1e3)
+        """Figures of every tick so far (any thread: see `distributions`; the counters are read
+        a moment apart from the percentiles, so they may include a tick more)."""
+        lat, comp = self.distributions()
         if self._first_start_s is not None:
             rate = achieved_rate_hz(self.ticks, self._first_start_s, self._last_start_s)
         else:  # record() without start times: ticks over the time since start()

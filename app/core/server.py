@@ -4,11 +4,12 @@ Threads of the core, and what each may do:
 - the **control loop** (`ControlLoop`, real-time scheduling where permitted) encodes each
   snapshot itself (with the newest `qpos`: tens of microseconds of its own compute), appends the
   bytes to a deque and sets an event: it never sends or waits for anyone;
-- the **sender** wakes on that event and publishes the bytes that accumulated (non-blocking PUB):
-  it holds the interpreter lock only for microseconds, and publishes a `CoreStatus` ten times a second;
+- the **sender** wakes on that event and publishes the bytes that accumulated (non-blocking PUB),
+  and the `CoreStatus` the main thread encoded: it holds the interpreter lock only for microseconds;
 - the **main thread** owns the request socket: it answers the e-stop, every other command, the
   heartbeat and the status at once (`IMMEDIATE`), hands every other request to the session
-  thread and sends its answer when it is done; it watches the GUI's heartbeat (no heartbeat for
+  thread and sends its answer when it is done; it is the one thread that builds a `CoreStatus`
+  (asked for, and ten times a second for the sender to publish); it watches the GUI's heartbeat (no heartbeat for
   `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), and exits on
   `shutdown`, SIGTERM/SIGINT or when no GUI came back for `core.orphan_timeout_s`;
 - the **session thread** (`core-session`) is the only one that changes the session: it runs the
@@ -37,8 +38,9 @@ import sys
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import zmq
@@ -50,6 +52,11 @@ from app.core import wire
 from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
 from app.pipeline import SOURCE_LABELS, Pipeline
+from app.sessions.recorder import RecorderStatus
+from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.streaming.publisher import StreamPublisher
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +66,10 @@ DISCOVERY_FILE = "core.json"
 GUI_LOST_LABEL = "gui_lost"
 """Label of the e-stop the core sends itself when the GUI's heartbeat stops."""
 
-STREAM_METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "estop", "pose_distance",
-                            "set_locomotion", "switch_mode"})
-"""Publisher methods the GUI may call through the `stream` request."""
-
-IMMEDIATE = frozenset({"heartbeat", "command", "status", "shutdown"})
-"""Requests the main thread carries out as they arrive, whatever the session thread is doing (the
-humanoid stream's e-stop too: `_immediate_stream`). Each is quick and changes no session."""
+IMMEDIATE: frozenset[type[wire.Request]] = frozenset({
+    wire.Heartbeat, wire.SendCommand, wire.GetStatus, wire.Shutdown, wire.StreamEstop})
+"""Requests the main thread carries out as they arrive, whatever the session thread is doing. Each
+is quick and changes no session (the e-stops, the heartbeat, the status, the exit)."""
 
 SESSION_JOIN_TIMEOUT_S = 30.0
 """On exit, how long the core waits for the session thread's request in progress (a remote
@@ -93,44 +97,71 @@ class CoreServer:
         self._router.maxmsgsize = 16 << 20
         self.updates_endpoint = f"tcp://{host}:{self._pub.bind_to_random_port(f'tcp://{host}')}"
         self.requests_endpoint = f"tcp://{host}:{self._router.bind_to_random_port(f'tcp://{host}')}"
+        # Who writes what (every other thread only reads, a whole reference or number at a time):
         self.priority = raise_process_priority(self.core_cfg.nice)
         self.threads_priority = ""
-        """What the core's other threads were granted (`serve_core`: they inherit the main thread's)."""
+        """What the core's other threads were granted (`serve_core`: they inherit the main thread's). Set once before `serve`."""
         self._loop_priority = ""
+        """Written by the session thread (after a start), read by the main thread's status."""
         self._pending: deque[bytes] = deque(maxlen=4000)
-        """Encoded snapshots the sender has not sent yet (appended by the loop thread)."""
+        """Encoded snapshots the sender has not sent yet: appended by the loop thread, popped by the sender."""
         self._newest_qpos = b""
+        """The loop thread's newest physics pose (bytes, replaced whole), read by the sender."""
         self._qpos_buf = np.zeros(pipeline.mirror.nq)
+        """The loop thread's own buffer."""
+        self._status_out: deque[list[bytes]] = deque(maxlen=1)
+        """The newest encoded status update: appended by the main thread (replacing an unsent one),
+        popped by the sender."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._status_seq = 0
+        """Main thread only (the one thread that builds a status)."""
         self._last_heartbeat = 0.0
+        """Main thread only, as are `_attached`, `_first_request_s`, `_lost_since` and `gui_lost`
+        (which the status reports)."""
         self._attached = False
         self._first_request_s: float | None = None
         self.gui_lost = False
         self._lost_since = time.monotonic()
-        self._last_recording = None
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        """(ident, request_id, op, args) for the session thread; None ends it."""
-        self._answers: queue.SimpleQueue = queue.SimpleQueue()
-        """(ident, request_id, ok, value) the session thread finished, for the main thread to send."""
+        self._last_recording: RecorderStatus | None = None
+        """Written by the session thread (and by the main thread at exit, after the session thread
+        ended), read by the status."""
+        self._jobs: queue.SimpleQueue[_Job | _Housekeeping | None] = queue.SimpleQueue()
+        """What the session thread runs, in order; None ends it."""
+        self._answers: queue.SimpleQueue[tuple[bytes, wire.Reply]] = queue.SimpleQueue()
+        """(ident, reply) the session thread finished, for the main thread to send."""
         self._answered_r, self._answered_w = socket.socketpair()
         self._answered_r.setblocking(False)
         self._answered_w.setblocking(False)
         self.busy = ""
-        """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'."""
+        """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'.
+        Written by the session thread only."""
         self._housekeeping_queued = threading.Event()
         self.bad_requests = 0
-        """Requests ignored (wrong token, bad framing): counted, logged, reported in the status."""
-        self._handlers: dict[str, Callable[..., Any]] = {
-            "heartbeat": self._heartbeat, "command": self._command, "status": self.status,
-            "start": self._start, "restart": self._restart, "stop": self._stop_session,
-            "start_recording": self._start_recording, "stop_recording": self._stop_recording,
-            "open_stream": self._open_stream, "close_stream": self.pipeline.close_stream,
-            "stream_when_calibrated": self._stream_when_calibrated, "stream": self._stream,
-            "set_live_cfg": self._set_live_cfg, "shutdown": self.stop,
-            "open_foxglove": self._open_foxglove, "close_foxglove": self.pipeline.close_foxglove,
+        """Requests not carried out because they were bad: ignored (wrong token, bad framing) or
+        refused with a `BadRequest` answer (unpicklable, unknown type, a field of the wrong type).
+        Counted, logged, reported in the status; written by the main thread only."""
+        self._handlers: dict[type[wire.Request], Callable[[Any], Any]] = {
+            wire.Heartbeat: self._heartbeat, wire.SendCommand: self._command, wire.GetStatus: self._status,
+            wire.Shutdown: self._shutdown_request, wire.Start: self._start, wire.Restart: self._restart,
+            wire.Stop: self._stop_session, wire.SetLiveConfig: self._set_live_cfg,
+            wire.StartRecording: self._start_recording, wire.StopRecording: self._stop_recording,
+            wire.OpenStream: self._open_stream, wire.CloseStream: self._close_stream,
+            wire.StreamWhenCalibrated: self._stream_when_calibrated,
+            wire.OpenFoxglove: self._open_foxglove, wire.CloseFoxglove: self._close_foxglove,
+            wire.StreamCalibrate: lambda _: self._publisher().calibrate(),
+            wire.StreamStart: lambda r: self._publisher().start_streaming(r.confirm_large),
+            wire.StreamStop: lambda _: self._publisher().stop_streaming(),
+            wire.StreamEstop: lambda _: self._publisher().estop(),
+            wire.StreamPoseDistance: lambda _: self._publisher().pose_distance(),
+            wire.StreamSetLocomotion: lambda r: self._publisher().set_locomotion(r.name),
+            wire.StreamSwitchMode: lambda r: self._publisher().switch_mode(r.mode),
         }
+        """The handler of each request type (each takes the request; `wire.REQUEST_TYPES`, all of them)."""
+        unhandled = set(wire.REQUEST_TYPES).symmetric_difference(self._handlers)
+        if unhandled:  # a request type added to the wire without a handler here, or the reverse
+            raise RuntimeError(f"request types without a handler, or not on the wire: "
+                               f"{sorted(t.__name__ for t in unhandled)}")
         pipeline.subscribe(self._on_snapshot)
         self._sender = threading.Thread(target=self._send_updates, name="core-sender", daemon=True)
         self._session = threading.Thread(target=self._run_session, name="core-session", daemon=True)
@@ -153,6 +184,8 @@ class CoreServer:
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._answered_r, zmq.POLLIN)
         last_housekeeping = 0.0
+        status_period = 1.0 / wire.STATUS_RATE_HZ
+        next_status = time.monotonic()
         try:
             while not self._stop.is_set():
                 if poller.poll(20):
@@ -160,10 +193,13 @@ class CoreServer:
                     self._send_answers()
                 now = time.monotonic()
                 self._watch_heartbeat(now)
+                if now >= next_status:
+                    next_status = now + status_period
+                    self._publish_status()
                 if now - last_housekeeping >= 0.25 and not self._housekeeping_queued.is_set():
                     last_housekeeping = now
                     self._housekeeping_queued.set()
-                    self._jobs.put((b"", 0, "_housekeeping", ()))
+                    self._jobs.put(_HOUSEKEEPING)
         finally:
             self._shutdown()
 
@@ -224,9 +260,17 @@ class CoreServer:
         self._pending.append(wire.encode_snapshot(snap))
         self._wake.set()
 
+    def _publish_status(self) -> None:
+        """Main thread: build and encode the status; the sender publishes it."""
+        try:
+            self._status_out.append(wire.encode_update(wire.KIND_STATUS, self.status()))
+        except Exception:
+            log.exception("building the status failed")
+            return
+        self._wake.set()
+
     def _send_updates(self) -> None:
         period = 1.0 / wire.STATUS_RATE_HZ
-        next_status = time.monotonic()
         while not self._stop.is_set():
             self._wake.wait(period)
             self._wake.clear()
@@ -235,10 +279,8 @@ class CoreServer:
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
                 if batch:
                     self._publish(wire.snapshots_update(qpos, batch))
-                now = time.monotonic()
-                if now >= next_status:
-                    next_status = now + period
-                    self._publish(wire.encode_update(wire.KIND_STATUS, self.status()))
+                if self._status_out:
+                    self._publish(self._status_out.popleft())
             except Exception:
                 log.exception("publishing an update failed")
                 time.sleep(period)
@@ -250,6 +292,7 @@ class CoreServer:
             pass  # a PUB socket drops for slow subscribers; this is the belt to its braces
 
     def status(self) -> wire.CoreStatus:
+        """The core's status now. Main thread only (its sequence number and the heartbeat state are its own)."""
         p = self.pipeline
         self._status_seq += 1
         stream = None
@@ -282,7 +325,12 @@ class CoreServer:
                 return
             ident, body = frames[0], frames[1:]
             try:
-                request_id, op, args = wire.decode_request(body, self.token)
+                request_id, request = wire.decode_request(body, self.token)
+            except wire.BadRequest as exc:  # the right token: answered, so the window learns why
+                self.bad_requests += 1
+                log.warning("refused a request from peer %s: %s", ident.hex()[:12], exc)
+                self._reply(ident, wire.Reply(exc.request_id, error=exc))
+                continue
             except Exception as exc:
                 self.bad_requests += 1
                 log.warning("ignored a request from peer %s: %s", ident.hex()[:12], exc)
@@ -290,31 +338,23 @@ class CoreServer:
             self._last_heartbeat = time.monotonic()  # any request is a sign of life
             if self._first_request_s is None:
                 self._first_request_s = self._last_heartbeat
-            if op in IMMEDIATE or self._immediate_stream(op, args):
-                ok, value = self._call(op, args)
-                self._reply(ident, request_id, ok, value)
+            if type(request) in IMMEDIATE:
+                self._reply(ident, self._call(request_id, request))
             else:
-                self._jobs.put((ident, request_id, op, args))
+                self._jobs.put(_Job(ident, request_id, request))
 
-    @staticmethod
-    def _immediate_stream(op: str, args: tuple) -> bool:
-        return op == "stream" and args[:1] == ("estop",)
-
-    def _call(self, op: str, args: tuple) -> tuple[bool, Any]:
-        handler = self._handlers.get(op)
+    def _call(self, request_id: int, request: wire.Request) -> wire.Reply:
         try:
-            if handler is None:
-                raise wire.CoreCallError(f"unknown request {op!r}")
-            return True, handler(*args)
+            return wire.Reply(request_id, self._handlers[type(request)](request))
         except Exception as exc:
             if not isinstance(exc, (RuntimeError, ValueError, OSError)):
-                log.exception("request %s failed", op)
-            return False, exc
+                log.exception("request %s failed", type(request).__name__)
+            return wire.Reply(request_id, error=exc)
 
-    def _reply(self, ident: bytes, request_id: int, ok: bool, value: Any) -> None:
-        if request_id > 0:
+    def _reply(self, ident: bytes, reply: wire.Reply) -> None:
+        if reply.request_id > 0:
             try:
-                self._router.send_multipart([ident, *wire.encode_reply(request_id, ok, value)], zmq.NOBLOCK)
+                self._router.send_multipart([ident, *wire.encode_reply(reply)], zmq.NOBLOCK)
             except zmq.ZMQError as exc:  # the window left meanwhile (ROUTER drops unroutable replies)
                 log.info("could not answer a request: %s", exc)
 
@@ -325,10 +365,10 @@ class CoreServer:
             pass
         while True:
             try:
-                ident, request_id, ok, value = self._answers.get_nowait()
+                ident, reply = self._answers.get_nowait()
             except queue.Empty:
                 return
-            self._reply(ident, request_id, ok, value)
+            self._reply(ident, reply)
 
     def _run_session(self) -> None:
         """The session thread: the requests that change the session, one at a time, in order."""
@@ -336,47 +376,47 @@ class CoreServer:
             job = self._jobs.get()
             if job is None:
                 return
-            ident, request_id, op, args = job
-            if op == "_housekeeping":
+            if isinstance(job, _Housekeeping):
                 self._housekeeping_queued.clear()
                 try:
                     self._housekeeping()
                 except Exception:
                     log.exception("housekeeping failed")
                 continue
+            self.busy = self._describe(job.request)
             try:
-                self.busy = self._describe(op, args)
-            except Exception:  # arguments the handler will refuse with its own error
-                self.busy = op
-            try:
-                ok, value = self._call(op, args)
+                reply = self._call(job.request_id, job.request)
             finally:
                 self.busy = ""
-            self._answers.put((ident, request_id, ok, value))
+            self._answers.put((job.ident, reply))
             try:
                 self._answered_w.send(b"x")
             except (BlockingIOError, OSError):
                 pass  # the main thread is already woken
 
-    def _describe(self, op: str, args: tuple) -> str:
+    def _describe(self, request: wire.Request) -> str:
         """What a session request does, for the window ("starting Demo operator, connecting to ...")."""
-        if op == "start":
-            kind = args[0] if args else "auto"
-            text = f"starting {SOURCE_LABELS.get(kind, kind)}"
-            if kind == "replay" and len(args) > 1 and args[1]:
-                text += f" ({Path(args[1]).name})"
-        elif op == "restart":
-            text = "restarting with new settings"
-        else:
-            return op.replace("_", " ")
+        text = request.label or type(request).__name__
+        if isinstance(request, wire.Start):
+            text = f"starting {SOURCE_LABELS.get(request.kind, request.kind)}"
+            if request.kind is SourceKind.REPLAY and request.replay_path:
+                text += f" ({Path(request.replay_path).name})"
+        elif not isinstance(request, wire.Restart):
+            return text
         remote = self.pipeline.remote
         return text + (f", connecting to the simulation server {remote.endpoints.state}" if remote is not None else "")
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self, _: wire.Heartbeat) -> None:
         if not self._attached or self.gui_lost:
             log.info("GUI %s", "attached" if not self._attached else "back")
         self._attached = True
         self.gui_lost = False
+
+    def _status(self, _: wire.GetStatus) -> wire.CoreStatus:
+        return self.status()
+
+    def _shutdown_request(self, _: wire.Shutdown) -> None:
+        self.stop()
 
     def _watch_heartbeat(self, now: float) -> None:
         watched = self._attached or (self._first_request_s is not None and now - self._first_request_s > STARTUP_GRACE_S)
@@ -398,18 +438,16 @@ class CoreServer:
         if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
             self._last_recording = p.stop_recording()
 
-    def _command(self, command: Command) -> None:
-        if not isinstance(command, Command):
-            raise wire.CoreCallError(f"expected a Command, got {type(command).__name__}")
-        self.pipeline.send(command)
+    def _command(self, request: wire.SendCommand) -> None:
+        self.pipeline.send(request.command)
 
-    def _start(self, kind: str, replay_path: str | None, cfg: Config | None, record_path: str | None = None) -> str:
-        note = self.pipeline.start(kind, replay_path, cfg, record_path=record_path)
+    def _start(self, request: wire.Start) -> str:
+        note = self.pipeline.start(request.kind, request.replay_path, request.cfg, record_path=request.record_path)
         self._after_start()
         return note
 
-    def _restart(self, cfg: Config) -> str:
-        note = self.pipeline.restart(cfg)
+    def _restart(self, request: wire.Restart) -> str:
+        note = self.pipeline.restart(request.cfg)
         self._after_start()
         return note
 
@@ -421,38 +459,58 @@ class CoreServer:
             log.info("core priority: %s; other threads: %s; loop thread: %s", self.priority,
                      self.threads_priority or "as the process's", self._loop_priority)
 
-    def _stop_session(self) -> None:
+    def _stop_session(self, _: wire.Stop) -> None:
         if self.pipeline.recording:
             self._last_recording = self.pipeline.stop_recording()
         self.pipeline.stop()
 
-    def _start_recording(self, path: str) -> Path:
-        return self.pipeline.start_recording(path)
+    def _start_recording(self, request: wire.StartRecording) -> Path:
+        return self.pipeline.start_recording(request.path)
 
-    def _stop_recording(self):
+    def _stop_recording(self, _: wire.StopRecording) -> RecorderStatus:
         self._last_recording = self.pipeline.stop_recording()
         return self._last_recording
 
-    def _open_stream(self, stream_cfg) -> None:
-        self.pipeline.open_stream(stream_cfg)
+    def _open_stream(self, request: wire.OpenStream) -> None:
+        self.pipeline.open_stream(request.stream_cfg)
 
-    def _open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
+    def _close_stream(self, _: wire.CloseStream) -> None:
+        self.pipeline.close_stream()
+
+    def _stream_when_calibrated(self, request: wire.StreamWhenCalibrated) -> None:
+        self.pipeline.stream_when_calibrated(request.stream_cfg)
+
+    def _open_foxglove(self, request: wire.OpenFoxglove) -> str:
         """The live Foxglove server's `host:port`."""
-        return self.pipeline.open_foxglove(endpoint, allow_remote).endpoint
+        return self.pipeline.open_foxglove(request.endpoint, request.allow_remote).endpoint
 
-    def _stream_when_calibrated(self, stream_cfg) -> None:
-        self.pipeline.stream_when_calibrated(stream_cfg)
+    def _close_foxglove(self, _: wire.CloseFoxglove) -> None:
+        self.pipeline.close_foxglove()
 
-    def _stream(self, method: str, *args: Any) -> Any:
-        if method not in STREAM_METHODS:
-            raise wire.CoreCallError(f"unknown stream action {method!r}")
+    def _publisher(self) -> StreamPublisher:
         pub = self.pipeline.publisher
         if pub is None:
             raise wire.CoreCallError("the humanoid stream is not open")
-        return getattr(pub, method)(*args)
+        return pub
 
-    def _set_live_cfg(self, cfg: Config) -> None:
-        self.pipeline.live_cfg = cfg
+    def _set_live_cfg(self, request: wire.SetLiveConfig) -> None:
+        self.pipeline.live_cfg = request.cfg
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A request for the session thread, and where its answer goes."""
+
+    ident: bytes
+    request_id: int
+    request: wire.Request
+
+
+class _Housekeeping:
+    """The session thread's periodic housekeeping (queued by the main thread, not a request)."""
+
+
+_HOUSEKEEPING = _Housekeeping()
 
 
 def _setup_core_logging(state_dir: Path | None) -> None:

@@ -9,9 +9,13 @@ Two ZMQ channels on loopback TCP (the same on Linux, Windows and inside the PyIn
   thread only sends (batched when it falls behind); `[b"status", payload]`: a `CoreStatus`, ten
   times a second. The PUB never blocks the core: a slow GUI loses messages (the high-water mark
   drops them).
-- **requests**, GUI DEALER -> core ROUTER: `[token, payload]` with payload `(request_id, op, args)`;
-  the core answers `[payload]` = `(request_id, ok, value)` when `request_id` > 0 (one-way
-  requests, such as the e-stop and the heartbeat, use 0 and get no answer). Commands, the
+- **requests**, GUI DEALER -> core ROUTER: `[token, request_id, request]`, the request id as 8
+  bytes (little-endian) and the request one of the frozen dataclasses below (`Request`), pickled;
+  the core dispatches it by its type. It answers with one `Reply` when `request_id` > 0 (one-way
+  requests, such as the e-stop and the heartbeat, use 0 and get no answer). A request with the
+  right token whose payload does not unpickle, is not one of `REQUEST_TYPES`, or has a field of
+  the wrong type is refused with a `BadRequest` reply (counted: `CoreStatus.bad_requests`); one
+  with the wrong token or framing is ignored without an answer (counted too). Commands, the
   heartbeat and the status are carried out as they arrive; the requests that change the session
   run one at a time in a thread of the core's own, in order, and their answers come when done
   (so answers may come in another order than the requests).
@@ -24,12 +28,25 @@ make it run anything.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hmac
 import pickle
+import struct
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from app.config import Config, StreamConfig
+from app.events import Command
+from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.sessions.recorder import RecorderStatus
 
 TOKEN_ENV_VAR = "PICO_TELEOP_CORE_TOKEN"
 """Environment variable through which the GUI hands a new core its session token (hex)."""
@@ -47,6 +64,16 @@ class WireError(ValueError):
 
 class CoreCallError(RuntimeError):
     """The core could not carry out a request; the message says why (the original error's type and text)."""
+
+
+class BadRequest(CoreCallError):
+    """A request the core refused without carrying it out: its payload did not unpickle, it is not
+    one of `REQUEST_TYPES`, or a field has the wrong type. The message says which."""
+
+    def __init__(self, message: str, request_id: int = 0) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        """The refused request's id, when its framing gave one (0: one-way or unknown; not answered)."""
 
 
 @dataclass(frozen=True)
@@ -87,66 +114,333 @@ class CoreStatus:
     running: bool
     finished: bool
     fatal_error: str
-    source_kind: str
+    source_kind: SourceKind | None
     replay_path: str | None
     note: str
-    cfg: Any
-    """The `Config` in force."""
-    live_cfg: Any
-    recorder: Any = None
-    """`RecorderStatus` while recording, else None."""
-    last_recording: Any = None
-    """`RecorderStatus` of the recording that ended last (by request, at the end of a replay, or on a fault)."""
+    cfg: Config
+    """The configuration in force."""
+    live_cfg: Config
+    """The configuration the next start uses (`Pipeline.live_cfg`)."""
+    recorder: RecorderStatus | None = None
+    """While recording, else None."""
+    last_recording: RecorderStatus | None = None
+    """The recording that ended last (by request, at the end of a replay, or on a fault)."""
     stream: StreamView | None = None
-    remote: Any = None
-    """`RemoteStatus` when driving a simulation server, else None."""
+    remote: RemoteStatus | None = None
+    """When driving a simulation server, else None."""
     remote_seq: int | None = None
-    device_info: dict | None = None
+    device_info: dict[str, dict[str, Any]] | None = None
+    """The tracking source's devices (`TrackingSource.device_info`), None for sources without any."""
     timing: TimingCounts = field(default_factory=TimingCounts)
     priority: str = ""
     """What the OS granted: process priority and the loop thread's scheduling."""
     gui_lost: bool = False
     """True while no GUI heartbeat arrives (the arms were held when it stopped)."""
     bad_requests: int = 0
-    """Requests the core ignored (wrong session token, bad framing) since it started."""
+    """Requests the core did not carry out since it started: ignored (wrong session token, bad
+    framing) or refused with a `BadRequest` (did not unpickle, unknown type, a field of the wrong type)."""
     busy: str = ""
     """What the core's session thread is doing, '' when idle: "starting Demo operator, connecting
     to the simulation server tcp://..." (requests made meanwhile wait their turn; the e-stop, the
     heartbeat and the status never do)."""
 
 
-def encode_request(token: bytes, request_id: int, op: str, args: tuple = ()) -> list[bytes]:
-    return [token, pickle.dumps((request_id, op, args), protocol=pickle.HIGHEST_PROTOCOL)]
+# ----- requests: one frozen dataclass each, dispatched by type in app/core/server.py -----
+
+@functools.cache
+def _field_types(cls: type) -> tuple[tuple[str, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
-def decode_request(frames: list[bytes], token: bytes) -> tuple[int, str, tuple]:
-    """(request_id, op, args) of a request whose token matches; WireError otherwise (nothing unpickled)."""
-    if len(frames) != 2:
-        raise WireError(f"expected 2 frames (token, payload), got {len(frames)}")
+def _matches(value: object, hint: Any) -> bool:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is int:  # a bool is an int to isinstance, never to a request
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe_type(hint: Any) -> str:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_describe_type(arg) for arg in typing.get_args(hint))
+    return "None" if hint is type(None) else hint.__name__
+
+
+def field_errors(request: object) -> list[str]:
+    """What is wrong with a request's fields ([] when each has its declared type)."""
+    errors = []
+    for name, hint in _field_types(type(request)):
+        try:
+            value = getattr(request, name)
+        except AttributeError:
+            errors.append(f"{type(request).__name__}.{name} is missing")
+            continue
+        if not _matches(value, hint):
+            errors.append(f"{type(request).__name__}.{name} must be {_describe_type(hint)}, "
+                          f"got {type(value).__name__} {value!r:.60}")
+    return errors
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request to the core. Each kind is a frozen dataclass of its own, with typed fields, checked
+    when it is built (TypeError) and again by the core when it arrives (a `BadRequest` reply)."""
+
+    label: ClassVar[str] = ""
+    """What the core is doing while it runs this request (`CoreStatus.busy`), for the operator."""
+
+    def __post_init__(self) -> None:
+        errors = field_errors(self)
+        if errors:
+            raise TypeError("; ".join(errors))
+
+
+@dataclass(frozen=True)
+class Heartbeat(Request):
+    """The window is alive (one-way, every `HEARTBEAT_PERIOD_S` of the client)."""
+
+
+@dataclass(frozen=True)
+class SendCommand(Request):
+    """An operator command for the loop (the e-stop first; one-way). Answers None."""
+
+    command: Command
+
+
+@dataclass(frozen=True)
+class GetStatus(Request):
+    """Answers the `CoreStatus` now."""
+
+
+@dataclass(frozen=True)
+class Shutdown(Request):
+    """Close the session (the recording completed) and exit. Answers None."""
+
+
+@dataclass(frozen=True)
+class Start(Request):
+    """(Re)start with a source (`Pipeline.start`). Answers the note for the operator (str)."""
+
+    kind: SourceKind = SourceKind.AUTO
+    replay_path: str | None = None
+    cfg: Config | None = None
+    record_path: str | None = None
+    """Record from the very first tick to this file."""
+    label: ClassVar[str] = "starting"
+
+
+@dataclass(frozen=True)
+class Restart(Request):
+    """Restart the current source with new settings. Answers the note (str)."""
+
+    cfg: Config
+    label: ClassVar[str] = "restarting with new settings"
+
+
+@dataclass(frozen=True)
+class Stop(Request):
+    """Stop the session (a recording is completed first). Answers None."""
+
+    label: ClassVar[str] = "stopping"
+
+
+@dataclass(frozen=True)
+class SetLiveConfig(Request):
+    """The settings the next start uses (`Pipeline.live_cfg`). Answers None."""
+
+    cfg: Config
+    label: ClassVar[str] = "applying the settings"
+
+
+@dataclass(frozen=True)
+class StartRecording(Request):
+    """Answers the `Path` written to."""
+
+    path: str
+    label: ClassVar[str] = "starting the recording"
+
+
+@dataclass(frozen=True)
+class StopRecording(Request):
+    """Answers the recording's final `RecorderStatus`."""
+
+    label: ClassVar[str] = "completing the recording"
+
+
+@dataclass(frozen=True)
+class OpenStream(Request):
+    """Open the humanoid stream's publisher. Answers None."""
+
+    stream_cfg: StreamConfig
+    label: ClassVar[str] = "opening the humanoid stream"
+
+
+@dataclass(frozen=True)
+class CloseStream(Request):
+    label: ClassVar[str] = "closing the humanoid stream"
+
+
+@dataclass(frozen=True)
+class StreamWhenCalibrated(Request):
+    """Open the stream and start streaming once the operator is calibrated. Answers None."""
+
+    stream_cfg: StreamConfig
+    label: ClassVar[str] = "opening the humanoid stream"
+
+
+@dataclass(frozen=True)
+class OpenFoxglove(Request):
+    """Serve the session live to Foxglove. Answers the server's `host:port` (str)."""
+
+    endpoint: str | None = None
+    allow_remote: bool = False
+    label: ClassVar[str] = "opening the Foxglove server"
+
+
+@dataclass(frozen=True)
+class CloseFoxglove(Request):
+    label: ClassVar[str] = "closing the Foxglove server"
+
+
+@dataclass(frozen=True)
+class StreamRequest(Request):
+    """A request the open humanoid stream publisher carries out (a `CoreCallError` when none is open)."""
+
+
+@dataclass(frozen=True)
+class StreamCalibrate(StreamRequest):
+    """Answers the `ThreePoint` calibrated on."""
+
+    label: ClassVar[str] = "calibrating the humanoid stream"
+
+
+@dataclass(frozen=True)
+class StreamStart(StreamRequest):
+    confirm_large: bool = False
+    """The operator confirmed streaming from a pose far from the robot's."""
+    label: ClassVar[str] = "starting the humanoid stream"
+
+
+@dataclass(frozen=True)
+class StreamStop(StreamRequest):
+    label: ClassVar[str] = "stopping the humanoid stream"
+
+
+@dataclass(frozen=True)
+class StreamEstop(StreamRequest):
+    """The humanoid stream's e-stop (one-way, carried out at once)."""
+
+
+@dataclass(frozen=True)
+class StreamPoseDistance(StreamRequest):
+    """Answers the `PoseDistance` between the operator's and the robot's pose."""
+
+    label: ClassVar[str] = "measuring the pose distance"
+
+
+@dataclass(frozen=True)
+class StreamSetLocomotion(StreamRequest):
+    name: str
+    label: ClassVar[str] = "setting the locomotion mode"
+
+
+@dataclass(frozen=True)
+class StreamSwitchMode(StreamRequest):
+    mode: str
+    label: ClassVar[str] = "switching the stream mode"
+
+
+REQUEST_TYPES: tuple[type[Request], ...] = (
+    Heartbeat, SendCommand, GetStatus, Shutdown, Start, Restart, Stop, SetLiveConfig, StartRecording, StopRecording,
+    OpenStream, CloseStream, StreamWhenCalibrated, OpenFoxglove, CloseFoxglove, StreamCalibrate, StreamStart,
+    StreamStop, StreamEstop, StreamPoseDistance, StreamSetLocomotion, StreamSwitchMode)
+"""Every request the core carries out; anything else is refused (`BadRequest`)."""
+
+STREAM_ACTIONS: dict[str, type[StreamRequest]] = {
+    "calibrate": StreamCalibrate, "start_streaming": StreamStart, "stop_streaming": StreamStop,
+    "estop": StreamEstop, "pose_distance": StreamPoseDistance, "set_locomotion": StreamSetLocomotion,
+    "switch_mode": StreamSwitchMode}
+"""The stream publisher's method names as the window's stream proxy names its actions, and the
+request each becomes (`stream_request`)."""
+
+
+def stream_request(action: str, *args: Any) -> StreamRequest:
+    """The typed request for the stream proxy's `(action, *args)` (KeyError names the actions)."""
+    try:
+        cls = STREAM_ACTIONS[action]
+    except KeyError:
+        raise KeyError(f"unknown stream action {action!r}; the actions are {sorted(STREAM_ACTIONS)}") from None
+    return cls(*args)
+
+
+_ID = struct.Struct("<Q")
+
+
+def encode_request(token: bytes, request_id: int, request: Request) -> list[bytes]:
+    if not isinstance(request, Request):
+        raise TypeError(f"expected a Request, got {type(request).__name__}")
+    return [token, _ID.pack(request_id), pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)]
+
+
+def decode_request(frames: list[bytes], token: bytes) -> tuple[int, Request]:
+    """(request_id, request) of a well-formed request whose token matches.
+
+    WireError when the token or the framing is wrong (nothing unpickled; no answer can be given);
+    `BadRequest` (with the request id) when the payload does not unpickle, is not one of
+    `REQUEST_TYPES`, or has a field of the wrong type."""
+    if len(frames) != 3:
+        raise WireError(f"expected 3 frames (token, request id, request), got {len(frames)}")
     if not hmac.compare_digest(frames[0], token):
         raise WireError("wrong session token")
-    request_id, op, args = pickle.loads(frames[1])
-    if not isinstance(request_id, int) or not isinstance(op, str) or not isinstance(args, tuple):
-        raise WireError("malformed request")
-    return request_id, op, args
+    if len(frames[1]) != _ID.size:
+        raise WireError(f"a request id is {_ID.size} bytes, got {len(frames[1])}")
+    (request_id,) = _ID.unpack(frames[1])
+    try:
+        request = pickle.loads(frames[2])
+    except Exception as exc:
+        raise BadRequest(f"the request did not unpickle: {type(exc).__name__}: {exc}", request_id) from None
+    if type(request) not in REQUEST_TYPES:
+        raise BadRequest(f"unknown request type {type(request).__module__}.{type(request).__qualname__}", request_id)
+    errors = field_errors(request)
+    if errors:
+        raise BadRequest("malformed request: " + "; ".join(errors), request_id)
+    return request_id, request
 
 
-def encode_reply(request_id: int, ok: bool, value: Any) -> list[bytes]:
+# ----- replies -----
+
+@dataclass(frozen=True)
+class Reply:
+    """The core's answer to the request `request_id`: its value, or the error that stopped it."""
+
+    request_id: int
+    value: Any = None
+    """What the request answers (see each request's docstring)."""
+    error: BaseException | None = None
+
+
+def encode_reply(reply: Reply) -> list[bytes]:
     """An answer; an error that cannot cross the process boundary as it is becomes a `CoreCallError`."""
-    if not ok:
+    if reply.error is not None:
         try:
-            payload = pickle.dumps((request_id, False, value), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.loads(payload)  # an exception with a custom __init__ may pickle but not unpickle
             return [payload]
         except Exception:
-            value = CoreCallError(f"{type(value).__name__}: {value}")
-    return [pickle.dumps((request_id, ok, value), protocol=pickle.HIGHEST_PROTOCOL)]
+            reply = Reply(reply.request_id, error=CoreCallError(f"{type(reply.error).__name__}: {reply.error}"))
+    return [pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)]
 
 
-def decode_reply(frames: list[bytes]) -> tuple[int, bool, Any]:
+def decode_reply(frames: list[bytes]) -> Reply:
     if len(frames) != 1:
         raise WireError(f"expected 1 reply frame, got {len(frames)}")
-    return pickle.loads(frames[0])
+    reply = pickle.loads(frames[0])
+    if not isinstance(reply, Reply):
+        raise WireError(f"expected a Reply, got {type(reply).__name__}")
+    return reply
 
 
 def encode_update(kind: bytes, value: Any) -> list[bytes]:
@@ -177,6 +471,11 @@ def decode_update(frames: list[bytes]) -> tuple[bytes, Any]:
     return frames[0], pickle.loads(frames[1])
 
 
-__all__ = ["CoreCallError", "CoreStatus", "KIND_SNAPSHOTS", "KIND_STATUS", "STATUS_RATE_HZ", "StreamView",
+__all__ = ["BadRequest", "CloseFoxglove", "CloseStream", "CoreCallError", "CoreStatus", "GetStatus", "Heartbeat",
+           "KIND_SNAPSHOTS", "KIND_STATUS", "OpenFoxglove", "OpenStream", "REQUEST_TYPES", "Reply", "Request", "Restart",
+           "STATUS_RATE_HZ", "STREAM_ACTIONS", "SendCommand", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
+           "Stop", "StopRecording", "StreamCalibrate", "StreamEstop", "StreamPoseDistance", "StreamRequest",
+           "StreamSetLocomotion", "StreamStart", "StreamStop", "StreamSwitchMode", "StreamView", "StreamWhenCalibrated",
            "TOKEN_ENV_VAR", "TimingCounts", "WireError", "decode_reply", "decode_request", "decode_update",
-           "encode_reply", "encode_request", "encode_snapshot", "encode_update", "snapshots_update"]
+           "encode_reply", "encode_request", "encode_snapshot", "encode_update", "field_errors", "snapshots_update",
+           "stream_request"]

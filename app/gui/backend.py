@@ -10,7 +10,7 @@ implementations provide every member.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 
 from app.config import Config
@@ -20,6 +20,13 @@ from app.gui.plot_buffers import PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene
 from app.streaming.stream_control import StreamControl
+from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.remote.config import ClientConfig
+    from app.sessions.recorder import RecorderStatus
+    from app.streaming.feedback import FeedbackSnapshot
 
 
 @runtime_checkable
@@ -33,8 +40,8 @@ class SessionBackend(Protocol):
     """The 3D view's copy of the session's joints."""
     buffers: PlotBuffers
     """The plots' history, filled from every tick's snapshot."""
-    remote: Any
-    """The remote simulation's `ClientConfig` when the window drives a server, else None."""
+    remote: "ClientConfig | None"
+    """The remote simulation's configuration when the window drives a server, else None."""
 
     # ----- the session -----
     asynchronous: bool
@@ -42,11 +49,11 @@ class SessionBackend(Protocol):
     returns at once and its answer (value, error) reaches `on_done`, from another thread
     (`CoreClient`); False: requests return their answer or raise (`TeleopRunner`). The window
     goes through `MainWindow.request`, which handles both."""
-    source_kind: str
+    source_kind: SourceKind | None
     replay_path: str | None
     note: str
 
-    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
               record_path: str | Path | None = None) -> str: ...
 
     def stop(self) -> None: ...
@@ -83,11 +90,13 @@ class SessionBackend(Protocol):
     @property
     def recording(self) -> bool: ...
 
-    def recorder_status(self) -> Any: ...
+    def recorder_status(self) -> "RecorderStatus | None": ...
 
-    def start_recording(self, path: str | Path) -> Path: ...
+    def start_recording(self, path: str | Path) -> Path:
+        """Answers the path written to."""
 
-    def stop_recording(self) -> Any: ...
+    def stop_recording(self) -> "RecorderStatus":
+        """Answers the recording's final status."""
 
     # ----- humanoid stream, Foxglove, remote output, devices -----
     @property
@@ -99,13 +108,14 @@ class SessionBackend(Protocol):
 
     def stream_when_calibrated(self, stream_cfg) -> Any: ...
 
-    def feedback_snapshot(self) -> Any: ...
+    def feedback_snapshot(self) -> "FeedbackSnapshot | None": ...
 
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> Any: ...
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
+        """Answers the live server's `host:port`."""
 
     def close_foxglove(self) -> None: ...
 
-    def remote_status(self) -> Any: ...
+    def remote_status(self) -> "RemoteStatus | None": ...
 
     def remote_seq(self) -> int | None: ...
 

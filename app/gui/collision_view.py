@@ -19,6 +19,7 @@ from typing import Any
 
 from app.config import ARMS
 from app.control.snapshot import ArmSnapshot, Snapshot
+from app.events import CountKey
 from app.render.scene import SegmentMarker
 
 Vec3 = tuple[float, float, float]
@@ -103,7 +104,7 @@ class HoldWatch:
     """Which arms the HUD says are held: held now, or within `HOLD_LINGER_S` of a hold.
 
     It reads the newest snapshot at display rate; a hold shorter than a display refresh is caught
-    by the cumulative held-tick count (`clamp_counts['<arm>:collision']`) having grown."""
+    by the cumulative held-tick count (`clamp_counts`, `CountKey(<arm>, 'collision')`) having grown."""
 
     def __init__(self, linger_s: float = HOLD_LINGER_S) -> None:
         self.linger_s = linger_s
@@ -122,7 +123,7 @@ class HoldWatch:
             counts = dict(snap.clamp_counts)
             for arm in ARMS:
                 c = ArmCollision.of(snap.arm(arm))
-                n = counts.get(f"{arm}:collision", 0)
+                n = counts.get(CountKey(arm, "collision"), 0)
                 grew = n > self._count.get(arm, n)  # a new loop restarts its counts: only growth counts
                 self._count[arm] = n
                 if c.held or grew:

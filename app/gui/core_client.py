@@ -1,9 +1,9 @@
 """The GUI's side of the core process: the same session interface as the in-process `TeleopRunner`.
 
 The window calls `start`, `send`, `start_recording`, ... exactly as it would on a `Pipeline`;
-here each becomes a request to the core (`app.core.wire`). A receiver thread takes the core's
-updates: every tick's snapshot goes into the plot history, the newest physics pose into the
-scene mirror, and the status replaces the previous one. Nothing here can stall the core: it
+here each becomes a request to the core (one of the typed requests of `app.core.wire`). A
+receiver thread takes the core's updates: every tick's snapshot goes into the plot history, the
+newest physics pose into the scene mirror, and the status replaces the previous one. Nothing here can stall the core: it
 publishes without waiting for us.
 
 `core_problem()` says at once when the core is gone (its process ended, or it has been silent
@@ -20,8 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import zmq
@@ -35,6 +36,13 @@ from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
+from app.tracking.source import SourceKind
+
+if TYPE_CHECKING:
+    from app.remote.client import RemoteStatus
+    from app.remote.config import ClientConfig
+    from app.sessions.recorder import RecorderStatus
+    from app.streaming.feedback import FeedbackSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +87,34 @@ def _answer(on_done: Done | None, value: Any, error: BaseException | None) -> No
 
 class CoreUnavailable(PipelineError):
     """The core did not answer (it died or hangs); the message says which request."""
+
+
+_HEARTBEAT = wire.Heartbeat()
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    """A submitted request, from the window's thread to the requests thread, and then until answered."""
+
+    request_id: int
+    request: wire.Request
+    on_reply: Done | None
+    deadline: float
+    """`time.monotonic()` after which the answer is given up (`CoreUnavailable`)."""
+
+    @property
+    def name(self) -> str:
+        return type(self.request).__name__
+
+
+def _typed(request: wire.Request | str, args: tuple) -> wire.Request:
+    """`request` itself, or the typed request for the stream proxy's `("stream", action, *args)`,
+    the one form that names what it asks for (the proxy moves with the stream publisher)."""
+    if isinstance(request, wire.Request) and not args:
+        return request
+    if request == "stream" and args:
+        return wire.stream_request(*args)
+    raise TypeError(f"expected a wire.Request, got {request!r} with arguments {args!r}")
 
 
 class StreamProxy:
@@ -149,24 +185,33 @@ class StreamProxy:
 
 class CoreClient:
     def __init__(self, cfg: Config, endpoints: CoreEndpoints, process: subprocess.Popen | None = None,
-                 scene: Scene | None = None, buffers: PlotBuffers | None = None, remote=None) -> None:
-        """Talk to the core at `endpoints` (`process`: when this GUI started it)."""
-        self.cfg = cfg
+                 scene: Scene | None = None, buffers: PlotBuffers | None = None,
+                 remote: "ClientConfig | None" = None) -> None:
+        """Talk to the core at `endpoints` (`process`: when this GUI started it).
+
+        Threads: the window's Qt thread calls the request methods (each a queue put) and reads;
+        the **receiver** thread owns what the updates bring (`buffers`, `_latest`, the mirror's
+        pose, `_last_update_s`); the **requests** thread owns the request socket and the answers;
+        a status (periodic, or asked for after a request) is applied by either, under
+        `_status_lock`, as one reference (`core_status`) from which `cfg`, `source_kind`,
+        `replay_path` and `note` are read, so a reader never sees two statuses mixed."""
+        self._initial_cfg = cfg
         self._live_cfg = cfg
+        """The settings the next start uses: set by the Qt thread (`live_cfg`) or a newer status, under `_status_lock`."""
         self.remote = remote
         self.endpoints = endpoints
         self.process = process
         self.scene = scene if scene is not None else load_scene(cfg)
+        """Replaced (with `mirror`) by the requests thread when a start changed the scene; read whole."""
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.mirror = SceneMirror(self.scene.model.nq)
-        self.source_kind = ""
-        self.replay_path: str | None = None
-        self.note = ""
         self.core_status: wire.CoreStatus | None = None
+        """The newest status (by its number): written under `_status_lock`, read whole by any thread."""
+        self._status_lock = threading.Lock()
         self.snapshot_listeners: list[Callable[[Snapshot, float], None]] = []
         """Called in the receiver thread with each snapshot and the `perf_counter` time it arrived."""
         self.bad_updates = 0
-        """Updates from the core that did not decode (counted, dropped)."""
+        """Updates from the core that did not decode (counted, dropped). Receiver thread."""
         self._latest: Snapshot | None = None
         self._last_tick = -1
         self._last_update_s = time.monotonic()
@@ -186,7 +231,9 @@ class CoreClient:
         self._waker_r.setblocking(False)
         self._waker_w.setblocking(False)
         self._window_alive_s = 0.0
+        """When the Qt thread last showed life (`heartbeat`): written by it, read by the requests thread."""
         self.heartbeats_sent = 0
+        """Requests thread."""
         self._stop = threading.Event()
         # The receiver must get the interpreter lock soon after an update arrives (an e-stop's
         # snapshot above all); the window's threads may otherwise hold it for Python's default 5 ms.
@@ -201,7 +248,7 @@ class CoreClient:
         self._closed = False
 
     @classmethod
-    def launch(cls, cfg: Config, config_path: str | None, state_dir: Path | None, remote=None,
+    def launch(cls, cfg: Config, config_path: str | None, state_dir: Path | None, remote: "ClientConfig | None" = None,
                connect: str | None = None, **kwargs) -> "CoreClient":
         """Start a core process and connect to it (CoreLaunchError when it cannot start)."""
         process, endpoints = launch_core(config_path, state_dir, connect)
@@ -209,18 +256,21 @@ class CoreClient:
 
     # ----- requests (the requests thread owns the socket) -----
 
-    def submit(self, op: str, *args: Any, on_reply: Done | None = None, timeout_s: float = 15.0) -> None:
+    def submit(self, request: wire.Request, on_reply: Done | None = None, timeout_s: float = 15.0) -> None:
         """Send a request and return at once (never blocks, whatever the core is doing): the
         answer reaches `on_reply(value, error)` in the requests thread; a core that does not answer
         within `timeout_s` gives `CoreUnavailable`. Requests reach the core in the order submitted."""
+        if not isinstance(request, wire.Request):
+            raise TypeError(f"expected a wire.Request, got {type(request).__name__}")
         request_id = next(self._ids)
-        self._outbox.put((request_id, op, args, on_reply, time.monotonic() + timeout_s))
+        self._outbox.put(_Outgoing(request_id, request, on_reply, time.monotonic() + timeout_s))
         self._wake()
 
-    def call(self, op: str, *args: Any, timeout_s: float = 15.0) -> Any:
+    def call(self, request: wire.Request | str, *args: Any, timeout_s: float = 15.0) -> Any:
         """A request whose answer this waits for; its error is raised here. Not for the Qt thread
         (the window uses `submit` and the `on_done` of the request methods): for start-up, shutdown
-        and tools."""
+        and tools. (`("stream", action, *args)`: the stream proxy's form, `_typed`.)"""
+        request = _typed(request, args)
         done = threading.Event()
         answer: list = [None, None]
 
@@ -228,19 +278,19 @@ class CoreClient:
             answer[0], answer[1] = value, error
             done.set()
 
-        self.submit(op, *args, on_reply=on_reply, timeout_s=timeout_s)
+        self.submit(request, on_reply=on_reply, timeout_s=timeout_s)
         if not done.wait(timeout_s + 1.0):
-            raise CoreUnavailable(f"the core did not answer within {timeout_s:g} s ({op})")
+            raise CoreUnavailable(f"the core did not answer within {timeout_s:g} s ({type(request).__name__})")
         if answer[1] is not None:
             raise answer[1]
         return answer[0]
 
-    def tell(self, op: str, *args: Any) -> None:
+    def tell(self, request: wire.Request | str, *args: Any) -> None:
         """A one-way request (no answer awaited: commands, the e-stop first), sent from the calling
         thread on a socket of its own at once (no hand-over to the requests thread, whose wake-up
         would add to the e-stop's latency); dropped, not blocking, if the core is gone. It may
         overtake a request submitted earlier that still waits in the requests thread's queue."""
-        frames = wire.encode_request(self.endpoints.token, 0, op, args)
+        frames = wire.encode_request(self.endpoints.token, 0, _typed(request, args))
         with self._tell_lock:
             if self._closed:
                 return
@@ -269,15 +319,15 @@ class CoreClient:
         poller = zmq.Poller()
         poller.register(self._dealer, zmq.POLLIN)
         poller.register(self._waker_r, zmq.POLLIN)
-        pending: dict[int, tuple[str, Done | None, float]] = {}
+        pending: dict[int, _Outgoing] = {}
         next_beat = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
             if self._window_alive_s and now - self._window_alive_s <= WINDOW_STALL_TOLERANCE_S and now >= next_beat:
-                self._send(0, "heartbeat", ())
+                self._send(0, _HEARTBEAT)
                 self.heartbeats_sent += 1
                 next_beat = now + HEARTBEAT_PERIOD_S
-            wait_s = min([0.05, max(0.0, next_beat - now)] + [max(0.0, d - now) for _, _, d in pending.values()])
+            wait_s = min([0.05, max(0.0, next_beat - now)] + [max(0.0, o.deadline - now) for o in pending.values()])
             events = dict(poller.poll(int(wait_s * 1000) + 1))
             if self._waker_r in events or self._waker_r.fileno() in events:
                 try:
@@ -286,13 +336,13 @@ class CoreClient:
                     pass
             while True:
                 try:
-                    request_id, op, args, on_reply, deadline = self._outbox.get_nowait()
+                    out = self._outbox.get_nowait()
                 except queue.Empty:
                     break
-                if not self._send(request_id, op, args):
-                    _answer(on_reply, None, CoreUnavailable(f"the core is not taking requests ({op})"))
-                elif request_id > 0:
-                    pending[request_id] = (op, on_reply, deadline)
+                if not self._send(out.request_id, out.request):
+                    _answer(out.on_reply, None, CoreUnavailable(f"the core is not taking requests ({out.name})"))
+                elif out.request_id > 0:
+                    pending[out.request_id] = out
             if self._dealer in events:
                 for _ in range(100):
                     try:
@@ -300,23 +350,23 @@ class CoreClient:
                     except zmq.Again:
                         break
                     try:
-                        reply_id, ok, value = wire.decode_reply(frames)
+                        reply = wire.decode_reply(frames)
                     except Exception as exc:
                         log.warning("an answer from the core did not decode: %s", exc)
                         continue
-                    entry = pending.pop(reply_id, None)
-                    if entry is not None:  # else the late answer to a request that timed out
-                        _answer(entry[1], value if ok else None, None if ok else value)
+                    out = pending.pop(reply.request_id, None)
+                    if out is not None:  # else the late answer to a request that timed out
+                        _answer(out.on_reply, reply.value if reply.error is None else None, reply.error)
             now = time.monotonic()
-            for request_id in [i for i, (_, _, d) in pending.items() if d <= now]:
-                op, on_reply, _ = pending.pop(request_id)
-                _answer(on_reply, None, CoreUnavailable(f"the core did not answer in time ({op})"))
-        for op, on_reply, _ in pending.values():
-            _answer(on_reply, None, CoreUnavailable(f"disconnected from the core before it answered ({op})"))
+            for request_id in [i for i, o in pending.items() if o.deadline <= now]:
+                out = pending.pop(request_id)
+                _answer(out.on_reply, None, CoreUnavailable(f"the core did not answer in time ({out.name})"))
+        for out in pending.values():
+            _answer(out.on_reply, None, CoreUnavailable(f"disconnected from the core before it answered ({out.name})"))
 
-    def _send(self, request_id: int, op: str, args: tuple) -> bool:
+    def _send(self, request_id: int, request: wire.Request) -> bool:
         try:
-            self._dealer.send_multipart(wire.encode_request(self.endpoints.token, request_id, op, args), zmq.NOBLOCK)
+            self._dealer.send_multipart(wire.encode_request(self.endpoints.token, request_id, request), zmq.NOBLOCK)
             return True
         except zmq.Again:
             return False
@@ -326,11 +376,11 @@ class CoreClient:
 
     def refresh_status(self) -> wire.CoreStatus:
         """Ask for the status now and wait for it (start-up, tools; the window uses the updates)."""
-        st = self.call("status")
+        st = self.call(wire.GetStatus())
         self._apply_status(st)
         return st
 
-    def _request(self, op: str, *args: Any, on_done: Done | None = None, then: Callable[[Any], None] | None = None,
+    def _request(self, request: wire.Request, on_done: Done | None = None, then: Callable[[Any], None] | None = None,
                  timeout_s: float = 15.0) -> None:
         """`submit` a request that changes the session; once answered, the status is asked for
         (the periodic one may be 0.1 s old), `then(value)` runs, and `on_done(value, error)` last."""
@@ -350,9 +400,9 @@ class CoreClient:
                     return
                 _answer(on_done, value, None)
 
-            self.submit("status", on_reply=on_status)
+            self.submit(wire.GetStatus(), on_reply=on_status)
 
-        self.submit(op, *args, on_reply=on_reply, timeout_s=timeout_s)
+        self.submit(request, on_reply=on_reply, timeout_s=timeout_s)
 
     # ----- updates (receiver thread) -----
 
@@ -390,17 +440,39 @@ class CoreClient:
                 fn(snap, arrived)
         if batch:
             self._latest = batch[-1]
-            if qpos.shape[0] == self.mirror.nq:
-                self.mirror.publish(qpos, batch[-1])
+            mirror = self.mirror  # once: the requests thread may replace it (a new scene)
+            if qpos.shape[0] == mirror.nq:
+                mirror.publish(qpos, batch[-1])
 
     def _apply_status(self, st: wire.CoreStatus) -> None:
-        prev = self.core_status
-        if prev is not None and st.seq < prev.seq and st.pid == prev.pid:
-            return  # an older status overtaken by a requested one
-        self.core_status = st
-        self.cfg = st.cfg
-        self._live_cfg = st.live_cfg
-        self.source_kind, self.replay_path, self.note = st.source_kind, st.replay_path, st.note
+        """The receiver thread (periodic statuses) or the requests thread (one asked for)."""
+        with self._status_lock:
+            prev = self.core_status
+            if prev is not None and st.seq < prev.seq and st.pid == prev.pid:
+                return  # an older status overtaken by a requested one
+            self.core_status = st
+            self._live_cfg = st.live_cfg
+
+    @property
+    def cfg(self) -> Config:
+        """The configuration in force in the core (the one this client was made with until its first status)."""
+        st = self.core_status
+        return st.cfg if st is not None else self._initial_cfg
+
+    @property
+    def source_kind(self) -> SourceKind | None:
+        st = self.core_status
+        return st.source_kind if st is not None else None
+
+    @property
+    def replay_path(self) -> str | None:
+        st = self.core_status
+        return st.replay_path if st is not None else None
+
+    @property
+    def note(self) -> str:
+        st = self.core_status
+        return st.note if st is not None else ""
 
     # ----- health -----
 
@@ -437,14 +509,15 @@ class CoreClient:
 
     @live_cfg.setter
     def live_cfg(self, cfg: Config) -> None:
-        self._live_cfg = cfg
-        self.submit("set_live_cfg", cfg)
+        with self._status_lock:
+            self._live_cfg = cfg
+        self.submit(wire.SetLiveConfig(cfg))
 
     asynchronous = True
     """Every request method returns at once; its answer reaches the `on_done` given to it (in the
     requests thread), after the status has been refreshed."""
 
-    def start(self, kind: str = "auto", replay_path: str | None = None, cfg: Config | None = None,
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
               record_path: str | Path | None = None, on_done: Done | None = None) -> None:
         """Start a source in the core; `on_done` gets the note for the operator. Returns at once
         (a remote connect or the SteamVR probe may take seconds in the core)."""
@@ -456,17 +529,17 @@ class CoreClient:
                 self.scene = load_scene(st.cfg)
                 self.mirror = SceneMirror(self.scene.model.nq)
 
-        self._request("start", kind, replay_path, cfg, None if record_path is None else str(record_path),
+        self._request(wire.Start(SourceKind.parse(kind), replay_path, cfg, None if record_path is None else str(record_path)),
                       on_done=on_done, then=then, timeout_s=START_TIMEOUT_S)
 
     def restart(self, cfg: Config, on_done: Done | None = None) -> None:
-        self._request("restart", cfg, on_done=on_done, timeout_s=START_TIMEOUT_S)
+        self._request(wire.Restart(cfg), on_done=on_done, timeout_s=START_TIMEOUT_S)
 
     def stop(self, on_done: Done | None = None) -> None:
         if self.core_problem():
             _answer(on_done, None, None)
             return
-        self._request("stop", on_done=on_done)
+        self._request(wire.Stop(), on_done=on_done)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Ask the core to close the session (recording completed) and exit; then disconnect."""
@@ -474,7 +547,7 @@ class CoreClient:
             return
         try:
             if not self.core_problem():
-                self.call("shutdown", timeout_s=timeout_s)
+                self.call(wire.Shutdown(), timeout_s=timeout_s)
         except CoreUnavailable as exc:
             log.warning("%s", exc)
         finally:
@@ -517,7 +590,7 @@ class CoreClient:
         return st.fatal_error if st is not None else ""
 
     def send(self, command: Command) -> None:
-        self.tell("command", command)
+        self.tell(wire.SendCommand(command))
 
     def latest(self) -> Snapshot | None:
         return self._latest
@@ -531,27 +604,27 @@ class CoreClient:
 
     def open_stream(self, stream_cfg) -> StreamProxy:
         """Waits for the core (the stream panel calls it off the Qt thread)."""
-        self.call("open_stream", stream_cfg)
+        self.call(wire.OpenStream(stream_cfg))
         self.refresh_status()
         return self._stream_proxy
 
     def close_stream(self) -> None:
         """Waits for the core (the stream panel calls it off the Qt thread, the window at exit)."""
         if not self.core_problem():
-            self.call("close_stream")
+            self.call(wire.CloseStream())
             self.refresh_status()
 
     def stream_when_calibrated(self, stream_cfg, on_done: Done | None = None) -> None:
-        self._request("stream_when_calibrated", stream_cfg, on_done=on_done)
+        self._request(wire.StreamWhenCalibrated(stream_cfg), on_done=on_done)
 
-    def feedback_snapshot(self):
+    def feedback_snapshot(self) -> "FeedbackSnapshot | None":
         """The core's robot feedback subscriber (`FeedbackSnapshot`, as of the last status), or None."""
         st = self.core_status
         return st.stream.feedback if st is not None and st.stream is not None else None
 
     # ----- remote output and devices -----
 
-    def remote_status(self):
+    def remote_status(self) -> "RemoteStatus | None":
         st = self.core_status
         return st.remote if st is not None else None
 
@@ -559,7 +632,7 @@ class CoreClient:
         st = self.core_status
         return st.remote_seq if st is not None else None
 
-    def device_info(self):
+    def device_info(self) -> dict[str, dict[str, Any]] | None:
         st = self.core_status
         return st.device_info if st is not None else None
 
@@ -570,27 +643,27 @@ class CoreClient:
         st = self.core_status
         return bool(st and st.recorder is not None)
 
-    def recorder_status(self):
+    def recorder_status(self) -> "RecorderStatus | None":
         st = self.core_status
         return st.recorder if st is not None else None
 
     def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False, on_done: Done | None = None) -> None:
         """Serve the core's session live to Foxglove; `on_done` gets the `host:port` bound."""
-        self._request("open_foxglove", endpoint, allow_remote, on_done=on_done)
+        self._request(wire.OpenFoxglove(endpoint, allow_remote), on_done=on_done)
 
     def close_foxglove(self, on_done: Done | None = None) -> None:
         if self.core_problem():
             _answer(on_done, None, None)
             return
-        self._request("close_foxglove", on_done=on_done)
+        self._request(wire.CloseFoxglove(), on_done=on_done)
 
     def start_recording(self, path: str | Path, on_done: Done | None = None) -> None:
         """`on_done` gets the path written to."""
-        self._request("start_recording", str(path), on_done=on_done)
+        self._request(wire.StartRecording(str(path)), on_done=on_done)
 
     def stop_recording(self, on_done: Done | None = None) -> None:
         """`on_done` gets the recording's final `RecorderStatus`."""
-        self._request("stop_recording", on_done=on_done)
+        self._request(wire.StopRecording(), on_done=on_done)
 
 
 __all__ = ["CoreClient", "CoreUnavailable", "Done", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy",

@@ -16,6 +16,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -52,7 +53,7 @@ from app.gui.teleop_runner import TeleopRunner
 from app.gui.viewport import SceneViewport
 from app.sessions.reader import SessionFormatError
 from app.sim.scene import SceneError
-from app.tracking.source import TrackingSourceError
+from app.tracking.source import SourceKind, TrackingSourceError
 
 if TYPE_CHECKING:
     from app.remote.config import ClientConfig
@@ -80,7 +81,7 @@ OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, Confi
 
 @dataclass(frozen=True)
 class ActionRow:
-    """One window action: its menu entries, toolbar button, shortcut and slot (`self.act_<name>`)."""
+    """One window action: its menu entries, toolbar button, shortcut and slot (`MainWindow.act[name]`)."""
 
     name: str
     text: str
@@ -131,10 +132,10 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 3),)),
     ActionRow("restart_core", "Restart core", lambda w: w.restart_core, "Ctrl+Shift+R",
               "Start a new core process (the control loop) after the old one ended", menus=(("Session", 3),)),
-    ActionRow("src_openvr", SOURCE_LABELS["openvr"], lambda w: lambda: w.select_source("openvr"), "Ctrl+Shift+V",
-              "Track the Pico controllers through SteamVR", menus=(("Source", 0),), toolbar=3, exclusive=True),
-    ActionRow("src_demo", SOURCE_LABELS["demo"], lambda w: lambda: w.select_source("demo"), "Ctrl+Shift+D",
-              "The built-in scripted operator (no headset needed)", menus=(("Source", 0),), toolbar=3, exclusive=True),
+    ActionRow("src_openvr", SOURCE_LABELS[SourceKind.OPENVR], lambda w: lambda: w.select_source(SourceKind.OPENVR),
+              "Ctrl+Shift+V", "Track the Pico controllers through SteamVR", menus=(("Source", 0),), toolbar=3, exclusive=True),
+    ActionRow("src_demo", SOURCE_LABELS[SourceKind.DEMO], lambda w: lambda: w.select_source(SourceKind.DEMO),
+              "Ctrl+Shift+D", "The built-in scripted operator (no headset needed)", menus=(("Source", 0),), toolbar=3, exclusive=True),
     ActionRow("src_replay", "Replay session file…", lambda w: w.open_replay, "Ctrl+O",
               "Replay the inputs of a recorded session", menus=(("File", 1), ("Source", 0)), toolbar=3, exclusive=True),
     ActionRow("review", "Review session file…", lambda w: w.open_review, "Ctrl+Shift+O",
@@ -192,9 +193,19 @@ class Banner(QLabel):
         self.hide()
 
 
+class WindowMode(Enum):
+    """What the window shows."""
+
+    LIVE = "live"
+    """The running session."""
+    REVIEW = "review"
+    """A recorded session file along a timeline (`MainWindow.review`); the live session runs on
+    behind it (Space still e-stops it), and closing the review shows it again."""
+
+
 class MainWindow(QMainWindow):
-    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: str = "auto", replay_path: str | None = None,
-                 sessions_dir: Path | None = None, threaded_render: bool | None = None,
+    def __init__(self, base_cfg: Config, store: SettingsStore, *, source: SourceKind = SourceKind.AUTO,
+                 replay_path: str | None = None, sessions_dir: Path | None = None, threaded_render: bool | None = None,
                  remote: "ClientConfig | None" = None, runner_factory: Callable[[Config], SessionBackend] | None = None,
                  record_path: Path | None = None) -> None:
         """`base_cfg`: defaults + --config; the operator's saved settings are laid over it.
@@ -250,7 +261,7 @@ class MainWindow(QMainWindow):
             self.presenter.attached = True
             self._show_source(self.runner.note)
         else:
-            self._start_source(source, replay_path, initial=True, record_path=record_path)
+            self._start_source(SourceKind.parse(source), replay_path, initial=True, record_path=record_path)
         if settings_note:
             self.banner.show_message(settings_note, "warn")
 
@@ -282,6 +293,7 @@ class MainWindow(QMainWindow):
         self.timeline.hide()
         lay.addWidget(self.timeline)
         self.review: SessionReview | None = None
+        """The session file shown in review mode (`mode`), None while live."""
         self._review_loading: str | None = None
         """The file being read for review (in a thread of its own), None when none is."""
         self.setCentralWidget(central)
@@ -317,8 +329,10 @@ class MainWindow(QMainWindow):
         return dock
 
     def _build_actions(self) -> None:
-        """One `QAction` per row of `ACTIONS`, as `self.act_<name>`; added to the window itself so
-        its shortcut works while the menu bar is hidden or a dock has focus."""
+        """One `QAction` per row of `ACTIONS`, in `self.act` by the row's name; added to the window
+        itself so its shortcut works while the menu bar is hidden or a dock has focus."""
+        self.act: dict[str, QAction] = {}
+        """The window's actions by `ActionRow.name` ('estop', 'record', 'src_demo', ...)."""
         for row in ACTIONS:
             a = QAction(row.text, self)
             if row.shortcut is not None:
@@ -338,13 +352,13 @@ class MainWindow(QMainWindow):
             else:
                 a.triggered.connect(self._guard(lambda checked=False, slot=slot: slot()))
             self.addAction(a)
-            setattr(self, f"act_{row.name}", a)
-        self.act_engage = {"left": self.act_engage_left, "right": self.act_engage_right}
+            self.act[row.name] = a
+        self.act_engage: dict[str, QAction] = {arm: self.act[f"engage_{arm}"] for arm in ("left", "right")}
         self.source_group = QActionGroup(self)
         for row in ACTIONS:
             if row.exclusive:
-                self.source_group.addAction(getattr(self, f"act_{row.name}"))
-        self.plots.pausedChanged.connect(self.act_pause_plots.setChecked)
+                self.source_group.addAction(self.act[row.name])
+        self.plots.pausedChanged.connect(self.act["pause_plots"].setChecked)
 
     def _build_menus(self) -> None:
         """The menus of `MENUS`, each filled from `ACTIONS` (group by group, separated), plus the
@@ -360,7 +374,7 @@ class MainWindow(QMainWindow):
                 if n:
                     menu.addSeparator()
                 for _, _, row in (x for x in placed if x[0] == group):
-                    menu.addAction(getattr(self, f"act_{row.name}"))
+                    menu.addAction(self.act[row.name])
                 if (menu_name, group) in extras:
                     extras[(menu_name, group)](menu)
 
@@ -388,19 +402,19 @@ class MainWindow(QMainWindow):
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
         self.estop_button = QPushButton("E-STOP  (Space)")
-        self.estop_button.setToolTip(self.act_estop.toolTip())
+        self.estop_button.setToolTip(self.act["estop"].toolTip())
         self.estop_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.estop_button.setStyleSheet(
             "QPushButton { background: #c62828; color: white; font-weight: 700; padding: 6px 18px;"
             " border-radius: 4px; border: 1px solid #ff6b5e; } QPushButton:pressed { background: #8e1c1c; }")
-        self.estop_button.clicked.connect(self.act_estop.trigger)
+        self.estop_button.clicked.connect(self.act["estop"].trigger)
         tb.addWidget(self.estop_button)
         previous = None
         for row in sorted((r for r in ACTIONS if r.toolbar is not None), key=lambda r: r.toolbar):
             if row.toolbar != previous:
                 tb.addSeparator()
                 previous = row.toolbar
-            tb.addAction(getattr(self, f"act_{row.name}"))
+            tb.addAction(self.act[row.name])
 
     def _build_statusbar(self) -> None:
         sb = self.statusBar()
@@ -581,9 +595,9 @@ class MainWindow(QMainWindow):
 
     def toggle_foxglove(self, on: bool) -> None:
         def failed(exc: BaseException) -> None:
-            self.act_foxglove.blockSignals(True)
-            self.act_foxglove.setChecked(False)
-            self.act_foxglove.blockSignals(False)
+            self.act["foxglove"].blockSignals(True)
+            self.act["foxglove"].setChecked(False)
+            self.act["foxglove"].blockSignals(False)
             self.report(exc)
 
         if on:
@@ -627,14 +641,14 @@ class MainWindow(QMainWindow):
         self.request(self.runner.stop_recording, then=stopped)
 
     def _sync_record_action(self) -> None:
-        self.act_record.blockSignals(True)
-        self.act_record.setChecked(self.runner.recording)
-        self.act_record.setText("Stop recording" if self.runner.recording else "Record")
-        self.act_record.blockSignals(False)
+        self.act["record"].blockSignals(True)
+        self.act["record"].setChecked(self.runner.recording)
+        self.act["record"].setText("Stop recording" if self.runner.recording else "Record")
+        self.act["record"].blockSignals(False)
 
     # ----- sources and settings -----
 
-    def _start_source(self, kind: str, replay_path: str | None = None, initial: bool = False,
+    def _start_source(self, kind: SourceKind, replay_path: str | None = None, initial: bool = False,
                       cfg: Config | None = None, record_path: Path | None = None,
                       then: Callable[[], None] | None = None) -> None:
         """Ask for `kind` to drive the loop; the window shows it once the backend has started it
@@ -650,10 +664,10 @@ class MainWindow(QMainWindow):
                 then()
 
         def failed(exc: BaseException) -> None:
-            if initial and kind != "demo" and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
+            if initial and kind is not SourceKind.DEMO and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
                 # The operator asked for a source that is not there: say so and keep a working window.
                 note = f"{_describe(exc)} Running the built-in demo operator instead."
-                self.request(self.runner.start, "demo", None, None, record_path, then=lambda _: started(note))
+                self.request(self.runner.start, SourceKind.DEMO, None, None, record_path, then=lambda _: started(note))
                 return
             self._sync_source_actions()
             self.report(exc)
@@ -665,7 +679,7 @@ class MainWindow(QMainWindow):
         return from review)."""
         self.viewport.set_mirror(self.runner.mirror)
         self.plots.buffers = self.runner.buffers
-        self._show_boxes(self.act_boxes.isChecked())
+        self._show_boxes(self.act["boxes"].isChecked())
         self._show_collision_limits(self.runner.live_cfg)
         if announce:
             self.presenter.source_changed()
@@ -682,12 +696,13 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
     def _sync_source_actions(self) -> None:
-        act = {"openvr": self.act_src_openvr, "demo": self.act_src_demo, "replay": self.act_src_replay}.get(self.runner.source_kind)
+        act = {SourceKind.OPENVR: self.act["src_openvr"], SourceKind.DEMO: self.act["src_demo"],
+               SourceKind.REPLAY: self.act["src_replay"]}.get(self.runner.source_kind)
         if act is not None:
             act.setChecked(True)
 
-    def select_source(self, kind: str) -> None:
-        self._start_source(kind)
+    def select_source(self, kind: SourceKind) -> None:
+        self._start_source(SourceKind.parse(kind))
         self._sync_source_actions()
 
     def open_replay(self) -> None:
@@ -760,9 +775,14 @@ class MainWindow(QMainWindow):
         self.banner.show_message(*review_banner(review.path.name, review.n_rows, review.duration_s))
         self.setWindowTitle(f"review: {review.path.name}")
 
+    @property
+    def mode(self) -> WindowMode:
+        """Live or review: derived from `review`, the one state that decides it."""
+        return WindowMode.LIVE if self.review is None else WindowMode.REVIEW
+
     def close_review(self) -> None:
         """Leave review mode: the live session is shown again as it is (nothing restarts)."""
-        if self.review is None:
+        if self.mode is WindowMode.LIVE:
             return
         self._leave_review()
         self._show_source(self.runner.note, announce=False)
@@ -780,7 +800,7 @@ class MainWindow(QMainWindow):
 
     def replay_file(self, path: str | Path) -> None:
         """Restart the loop on the inputs recorded in session file `path`."""
-        self._start_source("replay", str(path))
+        self._start_source(SourceKind.REPLAY, str(path))
         self._sync_source_actions()
 
     def open_settings(self) -> None:
@@ -796,7 +816,7 @@ class MainWindow(QMainWindow):
             raise PipelineError("stop the recording before changing settings")
         overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
         self.store.save(overrides)
-        kind = self.runner.source_kind or "auto"
+        kind = self.runner.source_kind or SourceKind.AUTO
 
         def applied() -> None:
             self.runner.live_cfg = cfg
@@ -804,7 +824,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
 
         # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.
-        self._start_source(kind, self.runner.replay_path, cfg=None if kind == "replay" else cfg, then=applied)
+        self._start_source(kind, self.runner.replay_path, cfg=None if kind is SourceKind.REPLAY else cfg, then=applied)
 
     def _on_button_learned(self, role: str, bit: int) -> None:
         from app.config import config_from_dict
@@ -890,8 +910,9 @@ class MainWindow(QMainWindow):
         self.status_panel.update_core(shown.core_problem or runner.core_description(), ok=not shown.core_problem)
         self.status_panel.update_remote(shown.remote_status_text,
                                         ok=shown.remote_status_text is not None and not shown.hud.alert)
-        if self.review is not None:  # the file's figures at the cursor, not the live session's behind it
-            self.status_panel.update_review(self.review)
+        review = self.review
+        if review is not None:  # review mode: the file's figures at the cursor, not the live session's behind it
+            self.status_panel.update_review(review)
         else:
             self.status_panel.update_status(
                 snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
@@ -905,7 +926,7 @@ class MainWindow(QMainWindow):
     def restart_core(self) -> None:
         """Replace a dead (or any) core with a new one running the same source."""
         old = self.runner
-        kind, path = old.source_kind or "demo", old.replay_path
+        kind, path = old.source_kind or SourceKind.DEMO, old.replay_path
         factory = self.runner_factory
 
         def replace() -> SessionBackend:
@@ -925,7 +946,7 @@ class MainWindow(QMainWindow):
             self.plots.buffers = self.runner.buffers
             self.presenter.core_replaced()
             self.banner.clear()
-            self._start_source(kind, path if kind == "replay" else None)
+            self._start_source(kind, path if kind is SourceKind.REPLAY else None)
 
         self.statusBar().showMessage("Restarting the core…", 30000)
         if not old.asynchronous:

@@ -24,6 +24,7 @@ from app.gui import remote_view
 from app.gui.collision_view import HoldWatch, held_text, review_collision
 from app.gui.plot_buffers import COL
 from app.pipeline import SOURCE_LABELS
+from app.tracking.source import SourceKind
 from app.sessions.metrics import TimingFigures, timing_figures
 
 LIVE_WINDOW_S = 10.0
@@ -78,10 +79,10 @@ def statusbar_record_text(recorder_status) -> str:
     return f"● REC {recorder_status.rows_written}" if recorder_status is not None else ""
 
 
-def source_label(kind: str, replay_path: str | None, remote_state_endpoint: str | None) -> str:
+def source_label(kind: SourceKind | None, replay_path: str | None, remote_state_endpoint: str | None) -> str:
     """The window title's and status bar's name of what drives the loop."""
-    label = SOURCE_LABELS.get(kind, kind)
-    if kind == "replay" and replay_path:
+    label = SOURCE_LABELS.get(kind, str(kind or ""))
+    if kind is SourceKind.REPLAY and replay_path:
         label += f": {Path(replay_path).name}"
     if remote_state_endpoint is not None:
         label += f" → server {remote_state_endpoint}"
@@ -92,10 +93,10 @@ def fault_banner(error: str) -> Banner:
     return f"Fault, arms e-stopped: {error}. Fix the cause, then Reset (Ctrl+R).", "error"
 
 
-def loop_end_banner(fatal_error: str, source_kind: str) -> Banner | None:
+def loop_end_banner(fatal_error: str, source_kind: SourceKind | None) -> Banner | None:
     if fatal_error:
         return f"The control loop stopped: {fatal_error}. Choose a source to start again.", "error"
-    if source_kind == "replay":
+    if source_kind == SourceKind.REPLAY:
         return "Replay finished. Choose a source (Source menu) to continue.", "info"
     return None
 
@@ -208,7 +209,7 @@ class WindowPresenter:
         snap = runner.latest()
         rate_hz = self.rate.update(now_s, snap.tick) if snap is not None and review is None else 0.0
         hud = Hud(source="session review" if review is not None else SOURCE_LABELS.get(runner.source_kind,
-                                                                                         runner.source_kind),
+                                                                                         str(runner.source_kind or "")),
                   recording=runner.recording)
         if review is not None:
             figures, label = self._review_timing(review, runner.cfg.loop)

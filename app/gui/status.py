@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QFormLayout, QGroupBox, QHea
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.control.snapshot import Snapshot
+from app.events import CountKey
 from app.gui import theme
 from app.gui.collision_view import ArmCollision, near_text, review_collision
 from app.sessions.recorder import RecorderState, RecorderStatus
@@ -254,7 +255,7 @@ class StatusPanel(QWidget):
                                      ("velocity", a.velocity_clamped), ("collision", a.collision_held)) if on]
             self._set("limits", device, ", ".join(flags) or "none", theme.WARN if flags else theme.MUTED)
             self._set_collision(device, ArmCollision.of(a))
-            held = counts.get(f"{device}:collision", 0)
+            held = counts.get(CountKey(device, "collision"), 0)
             self._set("holds", device, f"{held * self._period_s:.1f} s ({held} ticks)" if held else "never",
                       theme.WARN if held else theme.MUTED)
 

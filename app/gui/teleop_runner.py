@@ -15,6 +15,8 @@ the loop sharing the GUI's interpreter lock already makes this mode unfit for re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.config import Config
 from app.control.loop import ControlLoop
 from app.gui.plot_buffers import PlotBuffers
@@ -22,10 +24,13 @@ from app.pipeline import Pipeline
 from app.sim.scene import Scene
 from app.tracking.source import TrackingSource
 
+if TYPE_CHECKING:
+    from app.remote.config import ClientConfig
+
 
 class TeleopRunner(Pipeline):
     def __init__(self, cfg: Config, scene: Scene | None = None, buffers: PlotBuffers | None = None,
-                 remote=None) -> None:
+                 remote: "ClientConfig | None" = None) -> None:
         super().__init__(cfg, scene, remote)
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.subscribe(self.buffers.on_snapshot)
@@ -44,6 +49,10 @@ class TeleopRunner(Pipeline):
 
     def core_description(self) -> str:
         return "in the window's process (--in-process): the loop shares the GUI's interpreter lock"
+
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:  # type: ignore[override]
+        """The live server's `host:port`, the answer `SessionBackend` declares (and the core's)."""
+        return super().open_foxglove(endpoint, allow_remote).endpoint
 
     def disconnect(self) -> None:
         """Same as `close` in-process (there is no core to leave running)."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from app.config import ARMS
 from app.control.snapshot import Snapshot
-from app.events import EventKind
+from app.events import CountKey, EventKind, counts_by_text
 from app.sessions.metrics import tracking_error
 from app.stats import Distribution
 
@@ -109,7 +109,7 @@ class RunSummary:
         clamps = dict(self.last.clamp_counts) if self.last is not None else {}
         return {"min_distance_m": d if math.isfinite(d) else None, "min_pair": self.collision_min_pair[arm],
                 "held_ticks": self.collision_held_ticks[arm], "held_s": self.collision_held_ticks[arm] * period_s,
-                "holds": self.collision_holds[arm], "infeasible_ticks": clamps.get(f"{arm}:collision_infeasible", 0)}
+                "holds": self.collision_holds[arm], "infeasible_ticks": clamps.get(CountKey(arm, "collision_infeasible"), 0)}
 
     def as_dict(self) -> dict:
         lat = self.lateness_ms.copy()
@@ -123,8 +123,8 @@ class RunSummary:
             out[name] = {"engaged_ticks": pe.samples, "pos_err_mm": vars(pe), "rot_err_deg": vars(re),
                          "collision": self._collision(name)}
         if self.last is not None:
-            out["rejected"] = dict(self.last.rejected)
-            out["clamps"] = dict(self.last.clamp_counts)
+            out["rejected"] = counts_by_text(self.last.rejected)
+            out["clamps"] = counts_by_text(self.last.clamp_counts)
             out["teleop_state"] = self.last.teleop_state
             out["error"] = self.last.error
         return out

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import ButtonMapConfig
-from app.events import format_events
+from app.events import CountKey, format_events
 from app.tracking.sample import (
     CONTROLLERS,
     DEVICES,
@@ -200,9 +200,9 @@ def _collision_fields(arm: ArmSnapshot, name: str, infeasible_ticks: int) -> lis
     ]
 
 
-def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[str, int]) -> list[str]:
+def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[CountKey, int]) -> list[str]:
     return [
-        arm.state,
+        str(arm.state),  # the enum's text: the column is as it always was
         "1" if arm.engaged else "0",
         "1" if arm.precision else "0",
         "1" if arm.tracking_ok else "0",
@@ -219,7 +219,7 @@ def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[str, int]) -> list[
         "1" if arm.workspace_clamped else "0",
         "1" if arm.joint_limit_clamped else "0",
         "1" if arm.velocity_clamped else "0",
-        *_collision_fields(arm, name, clamps.get(f"{name}:collision_infeasible", 0)),
+        *_collision_fields(arm, name, clamps.get(CountKey(name, "collision_infeasible"), 0)),
     ]
 
 
@@ -238,7 +238,7 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         _repr(float(timing.lateness_s) * 1000.0),
         _repr(float(timing.compute_s) * 1000.0),
         str(int(timing.skipped_ticks)),
-        snap.teleop_state,
+        str(snap.teleop_state),
         _repr(float(snap.heading_rad)),
         format_events(snap.events),
         *_arm_fields(snap.left, "left", clamps),

@@ -52,6 +52,7 @@ from app.streaming.g1_joints import (  # re-exported: the joint-order constants 
     isaaclab_to_mujoco,
     mujoco_to_isaaclab,
 )
+from app.streaming.locomotion_mode import LocomotionMode  # re-exported: the planner's `mode` field
 
 HEADER_SIZE = 1280
 """Bytes of the NUL-padded JSON header after the topic (`ZMQPackedMessageSubscriber::HEADER_SIZE`)."""
@@ -109,38 +110,6 @@ class DecodeError(ProtocolError):
         self.source = source
         self.topic = topic
         self.code = code
-
-
-class LocomotionMode(IntEnum):
-    """Planner `mode` values (C++ `localmotion_kplanner.hpp`; "IDEL" is the code's spelling)."""
-
-    IDLE = 0
-    SLOW_WALK = 1
-    WALK = 2
-    RUN = 3
-    IDEL_SQUAT = 4
-    IDEL_KNEEL_TWO_LEGS = 5
-    IDEL_KNEEL = 6
-    IDEL_LYING_FACE_DOWN = 7
-    CRAWLING = 8
-    IDEL_BOXING = 9
-    WALK_BOXING = 10
-    LEFT_PUNCH = 11
-    RIGHT_PUNCH = 12
-    RANDOM_PUNCH = 13
-    ELBOW_CRAWLING = 14
-    LEFT_HOOK = 15
-    RIGHT_HOOK = 16
-    FORWARD_JUMP = 17
-    STEALTH_WALK = 18
-    INJURED_WALK = 19
-    LEDGE_WALKING = 20
-    OBJECT_CARRYING = 21
-    STEALTH_WALK_2 = 22
-    HAPPY_DANCE_WALK = 23
-    ZOMBIE_WALK = 24
-    GUN_WALK = 25
-    SCARE_WALK = 26
 
 
 STATIC_LOCOMOTION_MODES = frozenset({LocomotionMode(m) for m in (0, 4, 5, 6, 7, 9)})

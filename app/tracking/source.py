@@ -8,7 +8,7 @@ runs deterministic and lets them run faster than real time.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from app.events import Event
@@ -25,6 +25,27 @@ class ConnectionState(Enum):
 
 class TrackingSourceError(RuntimeError):
     """A tracking source could not start; the message is meant for the operator."""
+
+
+class SourceKind(StrEnum):
+    """Which tracking source a session starts (the CLI's `--source`, the window's Source menu, the
+    core's `Start` request). A text enum: `str()` is the value, as the CLI, the settings and a
+    session's summary (`source`) write it."""
+
+    AUTO = "auto"
+    """OpenVR when SteamVR answers, else the demo operator (and the note says so)."""
+    DEMO = "demo"
+    OPENVR = "openvr"
+    REPLAY = "replay"
+    """A recorded session's input, replayed."""
+
+    @classmethod
+    def parse(cls, text: "str | SourceKind") -> "SourceKind":
+        """`text` as a kind; TrackingSourceError naming the kinds when it is none of them."""
+        try:
+            return cls(text)
+        except ValueError:
+            raise TrackingSourceError(f"unknown source {text!r}; expected one of {', '.join(cls)}") from None
 
 
 class IllegalSourceState(IllegalTransition):

@@ -8,7 +8,7 @@ import numpy as np
 
 from app.config import Config
 from app.control.collision_pairs import PairClass
-from app.events import EventKind, format_event, parse_event
+from app.events import CountKey, EventKind, format_event, parse_event
 from app.runtime import build_engine
 from app.sim.scene import load_scene
 from tests.engine_helpers import HAND_REST_ROBOT, Driver, device, grip, sample
@@ -74,7 +74,7 @@ def test_both_arms_driven_into_each_other_keep_the_minimum_and_tell_the_operator
         assert a.collision_held and a.collision_pair and a.collision_distance_m < CFG.collision.influence_m
         seg = np.linalg.norm(np.subtract(a.collision_point_b_m, a.collision_point_a_m))
         assert abs(seg - abs(a.collision_distance_m)) < 1e-6
-        assert dict(last.clamp_counts)[f"{arm}:collision"] > 100
+        assert dict(last.clamp_counts)[CountKey(arm, "collision")] > 100
     holds = [e for s in d.snaps for e in s.events if e.kind is EventKind.COLLISION_HOLD]
     assert {e.arm for e in holds} == {"left", "right"}
     assert all("~" in e.label for e in holds)

@@ -22,6 +22,7 @@ import pytest
 
 from app.config import Config
 from app.control.engine import Command, CommandKind
+from app.core import wire
 from app.events import Event, EventKind
 from app.gui.core_client import CoreClient
 from app.pipeline import Pipeline
@@ -202,7 +203,7 @@ def test_an_estop_during_a_slow_source_start_in_the_core(tmp_path, procs):  # no
         delays_ms.append((snap.wall_time_s - t_send) * 1e3)
         lateness_ms.append(snap.timing.lateness_s * 1e3)
         arrivals_ms.append((arrived_s - t_send) * 1e3)
-        statuses_during += client.call("status", timeout_s=1.0).busy != ""
+        statuses_during += client.call(wire.GetStatus(), timeout_s=1.0).busy != ""
         if cycle < 3:
             beat.sleep(0.1)
             client.send(RESET)
