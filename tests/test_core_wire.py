@@ -109,14 +109,10 @@ def test_a_wrong_token_or_framing_is_a_wire_error_without_unpickling():
         wire.encode_request(TOKEN, 1, ("shutdown", ()))
 
 
-def test_the_stream_proxys_actions_become_typed_requests():
-    assert wire.stream_request("set_locomotion", "walk") == wire.StreamSetLocomotion("walk")
-    assert wire.stream_request("start_streaming", True) == wire.StreamStart(True)
-    assert wire.stream_request("estop") == wire.StreamEstop()
-    with pytest.raises(KeyError, match="unknown stream action 'explode'"):
-        wire.stream_request("explode")
+def test_stream_requests_check_their_fields():
+    assert wire.StreamStart(True).confirm_large is True
     with pytest.raises(TypeError, match="StreamSwitchMode.mode must be str"):
-        wire.stream_request("switch_mode", 2)
+        wire.StreamSwitchMode(2)
 
 
 def test_an_unpicklable_error_crosses_as_a_core_call_error():

@@ -229,7 +229,5 @@ def test_the_core_proxies_locomotion_and_mode_switches():
     proxy = StreamProxy(client)
     proxy.set_locomotion("walk")
     proxy.switch_mode("pose-v1")
-    assert client.calls == [("stream", "set_locomotion", "walk"), ("stream", "switch_mode", "pose-v1")]
+    assert client.calls == [(wire.StreamSetLocomotion("walk"),), (wire.StreamSwitchMode("pose-v1"),)]
     assert client.refreshed == 1  # the panel sees the new mode at once
-    assert [wire.stream_request(*c[1:]) for c in client.calls] == [wire.StreamSetLocomotion("walk"),
-                                                                    wire.StreamSwitchMode("pose-v1")]

@@ -47,6 +47,9 @@ from app.tracking.source import SourceKind
 if TYPE_CHECKING:
     from app.remote.client import RemoteStatus
     from app.sessions.recorder import RecorderStatus
+    from app.streaming.feedback import FeedbackSnapshot
+    from app.streaming.stream_status import StreamStatus
+    from app.streaming.threepoint import ThreePoint
 
 TOKEN_ENV_VAR = "PICO_TELEOP_CORE_TOKEN"
 """Environment variable through which the GUI hands a new core its session token (hex)."""
@@ -92,16 +95,14 @@ class StreamView:
 
     mode: str
     endpoint: str
-    status: Any
-    """`StreamStatus`."""
+    status: "StreamStatus"
     q_mujoco_rad: np.ndarray | None
-    threepoint: Any
-    """`ThreePoint`."""
+    threepoint: "ThreePoint | None"
     smpl_joints_m: np.ndarray | None = None
     """smpl modes: the streamed SMPL body's joints (24, 3), operator frame (`last_smpl_joints_m`)."""
-    feedback: Any = None
-    """`FeedbackSnapshot` of the robot's `g1_debug` when the stream has a feedback endpoint, else None."""
-    cfg: Any = None
+    feedback: "FeedbackSnapshot | None" = None
+    """The robot's `g1_debug` when the stream has a feedback endpoint, else None."""
+    cfg: StreamConfig | None = None
     """The open publisher's `StreamConfig` (the settings it was opened with)."""
 
 
@@ -359,23 +360,6 @@ REQUEST_TYPES: tuple[type[Request], ...] = (
     StreamStop, StreamEstop, StreamPoseDistance, StreamSetLocomotion, StreamSwitchMode)
 """Every request the core carries out; anything else is refused (`BadRequest`)."""
 
-STREAM_ACTIONS: dict[str, type[StreamRequest]] = {
-    "calibrate": StreamCalibrate, "start_streaming": StreamStart, "stop_streaming": StreamStop,
-    "estop": StreamEstop, "pose_distance": StreamPoseDistance, "set_locomotion": StreamSetLocomotion,
-    "switch_mode": StreamSwitchMode}
-"""The stream publisher's method names as the window's stream proxy names its actions, and the
-request each becomes (`stream_request`)."""
-
-
-def stream_request(action: str, *args: Any) -> StreamRequest:
-    """The typed request for the stream proxy's `(action, *args)` (KeyError names the actions)."""
-    try:
-        cls = STREAM_ACTIONS[action]
-    except KeyError:
-        raise KeyError(f"unknown stream action {action!r}; the actions are {sorted(STREAM_ACTIONS)}") from None
-    return cls(*args)
-
-
 _ID = struct.Struct("<Q")
 
 
@@ -473,9 +457,8 @@ def decode_update(frames: list[bytes]) -> tuple[bytes, Any]:
 
 __all__ = ["BadRequest", "CloseFoxglove", "CloseStream", "CoreCallError", "CoreStatus", "GetStatus", "Heartbeat",
            "KIND_SNAPSHOTS", "KIND_STATUS", "OpenFoxglove", "OpenStream", "REQUEST_TYPES", "Reply", "Request", "Restart",
-           "STATUS_RATE_HZ", "STREAM_ACTIONS", "SendCommand", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
+           "STATUS_RATE_HZ", "SendCommand", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
            "Stop", "StopRecording", "StreamCalibrate", "StreamEstop", "StreamPoseDistance", "StreamRequest",
            "StreamSetLocomotion", "StreamStart", "StreamStop", "StreamSwitchMode", "StreamView", "StreamWhenCalibrated",
            "TOKEN_ENV_VAR", "TimingCounts", "WireError", "decode_reply", "decode_request", "decode_update",
-           "encode_reply", "encode_request", "encode_snapshot", "encode_update", "field_errors", "snapshots_update",
-           "stream_request"]
+           "encode_reply", "encode_request", "encode_snapshot", "encode_update", "field_errors", "snapshots_update"]

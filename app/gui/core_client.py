@@ -107,16 +107,6 @@ class _Outgoing:
         return type(self.request).__name__
 
 
-def _typed(request: wire.Request | str, args: tuple) -> wire.Request:
-    """`request` itself, or the typed request for the stream proxy's `("stream", action, *args)`,
-    the one form that names what it asks for (the proxy moves with the stream publisher)."""
-    if isinstance(request, wire.Request) and not args:
-        return request
-    if request == "stream" and args:
-        return wire.stream_request(*args)
-    raise TypeError(f"expected a wire.Request, got {request!r} with arguments {args!r}")
-
-
 class StreamProxy:
     """The humanoid stream publisher that lives in the core, as the stream panel uses it."""
 
@@ -139,28 +129,28 @@ class StreamProxy:
         return view.endpoint if view is not None else ""
 
     def calibrate(self):
-        return self._client.call("stream", "calibrate")
+        return self._client.call(wire.StreamCalibrate())
 
     def start_streaming(self, confirm_large: bool = False) -> None:
-        self._client.call("stream", "start_streaming", confirm_large)
+        self._client.call(wire.StreamStart(bool(confirm_large)))
         self._client.refresh_status()
 
     def stop_streaming(self) -> None:
-        self._client.call("stream", "stop_streaming")
+        self._client.call(wire.StreamStop())
         self._client.refresh_status()
 
     def estop(self) -> None:
         """One-way: the e-stop never waits for an answer."""
-        self._client.tell("stream", "estop")
+        self._client.tell(wire.StreamEstop())
 
     def pose_distance(self):
-        return self._client.call("stream", "pose_distance")
+        return self._client.call(wire.StreamPoseDistance())
 
     def set_locomotion(self, name: str) -> None:
-        self._client.call("stream", "set_locomotion", name)
+        self._client.call(wire.StreamSetLocomotion(name))
 
     def switch_mode(self, mode: str) -> None:
-        self._client.call("stream", "switch_mode", mode)
+        self._client.call(wire.StreamSwitchMode(mode))
         self._client.refresh_status()
 
     def status(self):
@@ -266,11 +256,12 @@ class CoreClient:
         self._outbox.put(_Outgoing(request_id, request, on_reply, time.monotonic() + timeout_s))
         self._wake()
 
-    def call(self, request: wire.Request | str, *args: Any, timeout_s: float = 15.0) -> Any:
+    def call(self, request: wire.Request, timeout_s: float = 15.0) -> Any:
         """A request whose answer this waits for; its error is raised here. Not for the Qt thread
         (the window uses `submit` and the `on_done` of the request methods): for start-up, shutdown
-        and tools. (`("stream", action, *args)`: the stream proxy's form, `_typed`.)"""
-        request = _typed(request, args)
+        and tools."""
+        if not isinstance(request, wire.Request):
+            raise TypeError(f"expected a wire.Request, got {request!r}")
         done = threading.Event()
         answer: list = [None, None]
 
@@ -285,12 +276,12 @@ class CoreClient:
             raise answer[1]
         return answer[0]
 
-    def tell(self, request: wire.Request | str, *args: Any) -> None:
+    def tell(self, request: wire.Request) -> None:
         """A one-way request (no answer awaited: commands, the e-stop first), sent from the calling
         thread on a socket of its own at once (no hand-over to the requests thread, whose wake-up
         would add to the e-stop's latency); dropped, not blocking, if the core is gone. It may
         overtake a request submitted earlier that still waits in the requests thread's queue."""
-        frames = wire.encode_request(self.endpoints.token, 0, _typed(request, args))
+        frames = wire.encode_request(self.endpoints.token, 0, request)
         with self._tell_lock:
             if self._closed:
                 return
