@@ -1,5 +1,6 @@
-"""The collision-constrained IK against mink with `CollisionAvoidanceLimit` on the same geom pairs,
-side by side on the same trajectories: the two hands driven through each other, meeting in the
+"""The collision-constrained IK against mink with `CollisionAvoidanceLimit` on the same geom pairs
+and the same distance to keep (`collision.kept_m`: the minimum plus the tracking margin), side by
+side on the same trajectories: the two hands driven through each other, meeting in the
 middle, a hand pushed into the table, and a motion with nothing near (the fast path).
 
 Per solver and trajectory: time per tick for both arms (p50/p99; the ticks where our QP ran alone,
@@ -112,7 +113,8 @@ def _mink(model, cfg, arms, home_q, quat, targets, dt, pairs, ccfg: CollisionCon
     vmax = {model.joint(jid).name: cfg.limits.max_joint_vel_rad_s[i] for h in arms for i, jid in enumerate(h.joint_ids)}
     collision = mink.CollisionAvoidanceLimit(
         model, [([int(a)], [int(b)]) for a, b in zip(pairs.geom1, pairs.geom2)],
-        minimum_distance_from_collisions=ccfg.minimum_m, collision_detection_distance=ccfg.influence_m)
+        # the distance our commands keep (minimum + tracking margin): the same objective for both
+        minimum_distance_from_collisions=ccfg.kept_m, collision_detection_distance=ccfg.influence_m)
     limits = [mink.ConfigurationLimit(model), mink.VelocityLimit(model, vmax), collision]
     times, answers = [], []
     for i in range(len(targets)):
