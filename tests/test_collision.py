@@ -368,3 +368,36 @@ def test_no_tick_compiles_a_kernel():
             seen.add(min(int(ik.collision.distances.data.ncon), 2))
     assert {0, 1, 2} <= seen, seen  # no contact, one (contiguous fields), several (strided)
     assert {k.__name__: len(k.signatures) for k in kernels} == before
+
+
+def test_nothing_near_is_answered_by_the_bounding_volumes_alone():
+    """At the ready pose no pair's bounding volume is within influence: MuJoCo's collision is not
+    asked; along random walks in and out of influence the gate never hides a pair (every pair the
+    exact distance puts within influence is found)."""
+    from app.control.collision import CollisionDistances
+    pairs = resolve_pairs(CFG.collision, MODEL, ARMS)
+    data = posed(HOME2)
+    dist = CollisionDistances(MODEL, data, pairs, ARMS, CFG.collision.influence_m)
+    mujoco.mj_kinematics(MODEL, data)
+    before = dist.skipped
+    assert dist.update() == 0 and dist.skipped == before + 1
+    rng = np.random.default_rng(8)
+    ft = np.zeros(6)
+    q = HOME2.copy()
+    gated = 0
+    for _ in range(300):
+        q += rng.normal(scale=0.02, size=q.shape)
+        q[0, 0] -= 0.004  # drifting toward each other
+        q[1, 0] += 0.004
+        for i, a in enumerate(ARMS):
+            data.qpos[np.asarray(a.qpos_adr)] = q[i]
+        mujoco.mj_kinematics(MODEL, data)
+        s = dist.skipped
+        m = dist.update()
+        gated += dist.skipped > s
+        found = set(dist.active[:m].tolist())
+        for p in range(len(pairs)):
+            d = mujoco.mj_geomDistance(MODEL, data, int(pairs.geom1[p]), int(pairs.geom2[p]), 1.0, ft)
+            if d < CFG.collision.influence_m - 1e-6:
+                assert p in found, (pairs.names[p], d)
+    assert 0 < gated < 300, gated  # both kinds of tick happened

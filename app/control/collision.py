@@ -61,8 +61,12 @@ class CollisionDistances:
         # the pairs of two boxes, measured exactly here
         bb = np.flatnonzero(box_box(model, pairs))
         self._bb_g1, self._bb_g2 = g1[bb].copy(), g2[bb].copy()
-        static2 = model.body_weldid[model.geom_bodyid[self._bb_g2]] == 0
-        self._bb_static_box2 = static2 & (model.geom_rbound[self._bb_g2] > 4 * model.geom_rbound[self._bb_g1])
+        self._bb_static_box2 = _static_box(model, self._bb_g1, self._bb_g2)
+        self._all_g1, self._all_g2 = g1.copy(), g2.copy()
+        self._all_static_box2 = _static_box(model, g1, g2)
+        self._all_near = np.zeros(n_pairs, dtype=np.intp)
+        self.skipped = 0
+        """Measurements answered by the bounding-volume test alone (no pair's bound within influence)."""
         self._bb_near = np.zeros(bb.size, dtype=np.intp)
         self._ex_dist = np.zeros(bb.size)
         self._ex_geom = np.zeros((bb.size, 2), dtype=np.intp)
@@ -127,9 +131,6 @@ class CollisionDistances:
                           self._geom_body, self._anc, self._kind, d.xaxis[self._col_jnt],
                           d.xanchor[self._col_jnt], FEATURE_BAND_M, self.influence_m,
                           self.row_jac, self.row_dist_m, self.row_pair)
-        if self._bb_g1.size:
-            kern.near_box_pairs(self._bb_g1[:0], self._bb_g2[:0], self._bb_static_box2[:0], d.geom_xpos, d.geom_xmat,
-                                self.scene_model.geom_size, self.scene_model.geom_rbound, self.influence_m, self._bb_near)
 
     def _grow(self, size: int) -> None:
         self._dist = np.zeros(size)
@@ -141,10 +142,18 @@ class CollisionDistances:
     def _measure(self) -> int:
         """Every contact within influence at the data's kinematics into the merged buffers; returns how many."""
         d, model = self.data, self.scene_model
+        # Every pair's bounding-volume distance first (a lower bound of its distance: spheres, or a
+        # sphere to the table's box): when none is within influence, no pair is, and MuJoCo's
+        # collision (14 us at the ready pose) is not asked.
+        if not kern.near_pairs(self._all_g1, self._all_g2, self._all_static_box2, d.geom_xpos, d.geom_xmat,
+                                   model.geom_size, model.geom_rbound, self.influence_m, self._all_near):
+            self.skipped += 1
+            self._n = 0
+            return 0
         mujoco.mj_collision(self.model, d)
         self._n_exact = 0
         if self._bb_g1.size:
-            k = kern.near_box_pairs(self._bb_g1, self._bb_g2, self._bb_static_box2, d.geom_xpos, d.geom_xmat,
+            k = kern.near_pairs(self._bb_g1, self._bb_g2, self._bb_static_box2, d.geom_xpos, d.geom_xmat,
                                     model.geom_size, model.geom_rbound, self.influence_m, self._bb_near)
             if k:
                 self._exact(k)
@@ -258,6 +267,13 @@ def _features(model: mujoco.MjModel, g: int) -> tuple[np.ndarray, float] | None:
     if t == mujoco.mjtGeom.mjGEOM_CAPSULE:
         return np.array([[0.0, 0.0, -size[1]], [0.0, 0.0, size[1]]]), float(size[0])
     return None
+
+
+def _static_box(model: mujoco.MjModel, g1: np.ndarray, g2: np.ndarray) -> np.ndarray:
+    """Per pair: its second geom is a box fixed to the world and much larger than the first (the
+    table top, whose bounding sphere is a metre): bound it by the point-to-box distance instead."""
+    static2 = model.body_weldid[model.geom_bodyid[g2]] == 0
+    return static2 & (model.geom_type[g2] == mujoco.mjtGeom.mjGEOM_BOX) & (model.geom_rbound[g2] > 4 * model.geom_rbound[g1])
 
 
 def _feature_table(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

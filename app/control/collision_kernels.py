@@ -106,9 +106,9 @@ def pair_least(n, dist, geom, pair_of, active, m, out):
 
 
 @kernel
-def near_box_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
-    """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m``, into ``out``;
-    returns how many: bounding spheres apart by less, or, where ``static_box2`` (the second geom is a
+def near_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
+    """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m`` (their bounding
+    volumes are nearer), into ``out``; returns how many: bounding spheres apart by less, or, where ``static_box2`` (the second geom is a
     box fixed to the world: the table top, whose sphere is a metre), the first geom's sphere nearer
     than that to the box."""
     k = 0
