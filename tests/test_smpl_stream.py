@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -122,9 +123,12 @@ def test_run_stream_smpl_v3_is_fully_conforming_by_inspect(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), MUJOCO_GL="egl")
     summary = tmp_path / "s.json"
     # The run outlives the inspection (a publisher that closes mid-inspection is a lost connection).
-    run = subprocess.Popen([sys.executable, "-m", "app.cli", "run", "--source", "demo", "--seconds", "9", "--quiet",
+    # The stream's process starts beside the running loop (1-4 s on a loaded 2-core machine) before it
+    # publishes: the run lasts long enough for the inspector's window to fall after that.
+    run = subprocess.Popen([sys.executable, "-m", "app.cli", "run", "--source", "demo", "--seconds", "16", "--quiet",
                             "--stream", "smpl-v3", "--stream-endpoint", endpoint, "--summary-json", str(summary)],
                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(5.0)
     insp = subprocess.Popen([sys.executable, "-m", "app.cli", "inspect", "--endpoint", endpoint, "--seconds", "5"],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
