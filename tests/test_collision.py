@@ -401,3 +401,24 @@ def test_nothing_near_is_answered_by_the_bounding_volumes_alone():
             if d < CFG.collision.influence_m - 1e-6:
                 assert p in found, (pairs.names[p], d)
     assert 0 < gated < 300, gated  # both kinds of tick happened
+
+
+def test_the_capsule_bound_is_the_capsules_distance():
+    """The gate's capsule-capsule bound equals MuJoCo's distance of the two capsules wherever they
+    are apart (random poses: parallel, crossing, end to end)."""
+    from app.control import collision_kernels as ck
+    pairs = resolve_pairs(CFG.collision, MODEL, ARMS)
+    caps = [p for p in range(len(pairs)) if MODEL.geom_type[pairs.geom1[p]] == MODEL.geom_type[pairs.geom2[p]]
+            == mujoco.mjtGeom.mjGEOM_CAPSULE]
+    ft = np.zeros(6)
+    checked = 0
+    for q in _random_near_poses(40, 3):
+        data = posed(q)
+        for p in caps:
+            a, b = int(pairs.geom1[p]), int(pairs.geom2[p])
+            ref = mujoco.mj_geomDistance(MODEL, data, a, b, 10.0, ft)
+            if ref > 1e-4:
+                got = ck._capsules(a, b, data.geom_xpos, data.geom_xmat, MODEL.geom_size)
+                assert got == pytest.approx(ref, abs=1e-7), pairs.names[p]
+                checked += 1
+    assert checked > 1000

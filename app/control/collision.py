@@ -61,9 +61,9 @@ class CollisionDistances:
         # the pairs of two boxes, measured exactly here
         bb = np.flatnonzero(box_box(model, pairs))
         self._bb_g1, self._bb_g2 = g1[bb].copy(), g2[bb].copy()
-        self._bb_static_box2 = _static_box(model, self._bb_g1, self._bb_g2)
+        self._bb_bound = _bounds(model, self._bb_g1, self._bb_g2)
         self._all_g1, self._all_g2 = g1.copy(), g2.copy()
-        self._all_static_box2 = _static_box(model, g1, g2)
+        self._all_bound = _bounds(model, g1, g2)
         self._all_near = np.zeros(n_pairs, dtype=np.intp)
         self.skipped = 0
         """Measurements answered by the bounding-volume test alone (no pair's bound within influence)."""
@@ -142,10 +142,10 @@ class CollisionDistances:
     def _measure(self) -> int:
         """Every contact within influence at the data's kinematics into the merged buffers; returns how many."""
         d, model = self.data, self.scene_model
-        # Every pair's bounding-volume distance first (a lower bound of its distance: spheres, or a
-        # sphere to the table's box): when none is within influence, no pair is, and MuJoCo's
-        # collision (14 us at the ready pose) is not asked.
-        if not kern.near_pairs(self._all_g1, self._all_g2, self._all_static_box2, d.geom_xpos, d.geom_xmat,
+        # Every pair's distance bounded from below first (two capsules exactly, else bounding
+        # spheres, or a sphere to the table's box): when none is within influence, no pair is, and
+        # MuJoCo's collision (14 us at the ready pose) is not asked.
+        if not kern.near_pairs(self._all_g1, self._all_g2, self._all_bound, d.geom_xpos, d.geom_xmat,
                                    model.geom_size, model.geom_rbound, self.influence_m, self._all_near):
             self.skipped += 1
             self._n = 0
@@ -153,7 +153,7 @@ class CollisionDistances:
         mujoco.mj_collision(self.model, d)
         self._n_exact = 0
         if self._bb_g1.size:
-            k = kern.near_pairs(self._bb_g1, self._bb_g2, self._bb_static_box2, d.geom_xpos, d.geom_xmat,
+            k = kern.near_pairs(self._bb_g1, self._bb_g2, self._bb_bound, d.geom_xpos, d.geom_xmat,
                                     model.geom_size, model.geom_rbound, self.influence_m, self._bb_near)
             if k:
                 self._exact(k)
@@ -269,11 +269,15 @@ def _features(model: mujoco.MjModel, g: int) -> tuple[np.ndarray, float] | None:
     return None
 
 
-def _static_box(model: mujoco.MjModel, g1: np.ndarray, g2: np.ndarray) -> np.ndarray:
-    """Per pair: its second geom is a box fixed to the world and much larger than the first (the
-    table top, whose bounding sphere is a metre): bound it by the point-to-box distance instead."""
+def _bounds(model: mujoco.MjModel, g1: np.ndarray, g2: np.ndarray) -> np.ndarray:
+    """Per pair, how `collision_kernels.near_pairs` bounds its distance: two capsules exactly; a
+    geom against a box fixed to the world and much larger (the table top, whose bounding sphere is a
+    metre) by its sphere's distance to the box; any other pair by the two bounding spheres."""
+    capsule = int(mujoco.mjtGeom.mjGEOM_CAPSULE)
     static2 = model.body_weldid[model.geom_bodyid[g2]] == 0
-    return static2 & (model.geom_type[g2] == mujoco.mjtGeom.mjGEOM_BOX) & (model.geom_rbound[g2] > 4 * model.geom_rbound[g1])
+    box_below = static2 & (model.geom_type[g2] == mujoco.mjtGeom.mjGEOM_BOX) & (model.geom_rbound[g2] > 4 * model.geom_rbound[g1])
+    capsules = (model.geom_type[g1] == capsule) & (model.geom_type[g2] == capsule)
+    return np.where(capsules, kern.CAPSULES, np.where(box_below, kern.BOX_BELOW, kern.SPHERES)).astype(np.intp)
 
 
 def _feature_table(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -105,16 +105,22 @@ def pair_least(n, dist, geom, pair_of, active, m, out):
                 break
 
 
+SPHERES, BOX_BELOW, CAPSULES = 0, 1, 2
+"""How `near_pairs` bounds a pair: the two bounding spheres; the first geom's sphere against the
+second geom's box (a large box fixed to the world: the table top); two capsules, exactly."""
+
+
 @kernel
-def near_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
-    """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m`` (their bounding
-    volumes are nearer), into ``out``; returns how many: bounding spheres apart by less, or, where ``static_box2`` (the second geom is a
-    box fixed to the world: the table top, whose sphere is a metre), the first geom's sphere nearer
-    than that to the box."""
+def near_pairs(g1, g2, bound, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
+    """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m``, into ``out``;
+    returns how many. ``bound[i]`` says how pair i's distance is bounded from below (`SPHERES`,
+    `BOX_BELOW`, `CAPSULES`: the distance of the two segments less the radii, exact)."""
     k = 0
     for i in range(g1.shape[0]):
         a, b = g1[i], g2[i]
-        if static_box2[i]:
+        if bound[i] == CAPSULES:
+            near = _capsules(a, b, geom_xpos, geom_xmat, geom_size) < influence_m
+        elif bound[i] == BOX_BELOW:
             out2 = 0.0
             for ax in range(3):
                 loc = 0.0
@@ -124,16 +130,59 @@ def near_pairs(g1, g2, static_box2, geom_xpos, geom_xmat, geom_size, rbound, inf
                 if over > 0.0:
                     out2 += over * over
             reach = rbound[a] + influence_m
+            near = out2 < reach * reach
         else:
             out2 = 0.0
             for r in range(3):
                 e = geom_xpos[a, r] - geom_xpos[b, r]
                 out2 += e * e
             reach = rbound[a] + rbound[b] + influence_m
-        if out2 < reach * reach:
+            near = out2 < reach * reach
+        if near:
             out[k] = i
             k += 1
     return k
+
+
+@kernel
+def _capsules(a, b, geom_xpos, geom_xmat, geom_size):
+    """Distance of capsules ``a`` and ``b`` (their axes' closest points, less both radii)."""
+    # segment a: p1 + s d1, s in [-1, 1] * half length; likewise b (Ericson, Real-Time Collision Detection 5.1.9)
+    ha, hb = geom_size[a, 1], geom_size[b, 1]
+    d1x, d1y, d1z = geom_xmat[a, 2] * 2 * ha, geom_xmat[a, 5] * 2 * ha, geom_xmat[a, 8] * 2 * ha
+    d2x, d2y, d2z = geom_xmat[b, 2] * 2 * hb, geom_xmat[b, 5] * 2 * hb, geom_xmat[b, 8] * 2 * hb
+    p1x, p1y, p1z = geom_xpos[a, 0] - 0.5 * d1x, geom_xpos[a, 1] - 0.5 * d1y, geom_xpos[a, 2] - 0.5 * d1z
+    p2x, p2y, p2z = geom_xpos[b, 0] - 0.5 * d2x, geom_xpos[b, 1] - 0.5 * d2y, geom_xpos[b, 2] - 0.5 * d2z
+    rx, ry, rz = p1x - p2x, p1y - p2y, p1z - p2z
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    ff = d2x * rx + d2y * ry + d2z * rz
+    eps = 1e-18
+    if aa <= eps and ee <= eps:
+        s = t = 0.0
+    elif aa <= eps:
+        s = 0.0
+        t = min(max(ff / ee, 0.0), 1.0)
+    else:
+        c = d1x * rx + d1y * ry + d1z * rz
+        if ee <= eps:
+            t = 0.0
+            s = min(max(-c / aa, 0.0), 1.0)
+        else:
+            bb = d1x * d2x + d1y * d2y + d1z * d2z
+            denom = aa * ee - bb * bb
+            s = min(max((bb * ff - c * ee) / denom, 0.0), 1.0) if denom > eps else 0.0
+            t = (bb * s + ff) / ee
+            if t < 0.0:
+                t = 0.0
+                s = min(max(-c / aa, 0.0), 1.0)
+            elif t > 1.0:
+                t = 1.0
+                s = min(max((bb - c) / aa, 0.0), 1.0)
+    qx = p1x + d1x * s - (p2x + d2x * t)
+    qy = p1y + d1y * s - (p2y + d2y * t)
+    qz = p1z + d1z * s - (p2z + d2z * t)
+    return (qx * qx + qy * qy + qz * qz) ** 0.5 - geom_size[a, 0] - geom_size[b, 0]
 
 
 @kernel
