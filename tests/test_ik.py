@@ -200,7 +200,7 @@ def test_rotation_error_is_the_exact_rotation_vector(angle_deg):
     target = Q.multiply(delta, quat0)  # world-frame rotation from the TCP to the target
     w = CFG.ik.rot_weight_m_per_rad
     rv = np.zeros(3)
-    angle = orientation_error(rv, target, quat0, w, np.zeros(3))
+    angle = orientation_error(rv, target, quat0, w)
     rv /= w
     assert angle == pytest.approx(math.radians(angle_deg), abs=1e-7)
     if angle_deg < 179.0:

@@ -23,7 +23,6 @@ than the arithmetic, and the Panda solves on the 200 Hz path.
 
 from __future__ import annotations
 
-import math
 from typing import Protocol, Sequence
 
 import mujoco
@@ -39,11 +38,10 @@ def position_error(out3: np.ndarray, target_m, frame_m) -> float:
     return float(position_error_row(out3, np.asarray(target_m, dtype=float), np.asarray(frame_m, dtype=float)))
 
 
-def orientation_error(out3: np.ndarray, target_wxyz, frame_wxyz, weight_m_per_rad: float,
-                      local3: np.ndarray | None = None) -> float:
+def orientation_error(out3: np.ndarray, target_wxyz, frame_wxyz, weight_m_per_rad: float) -> float:
     """``out3 = weight * log(target * frame⁻¹)``, the world-frame rotation vector (shortest way
-    round) from the frame's orientation to the target's; returns its angle (rad). ``local3`` is
-    not used (kept for callers that pass scratch). One definition: `app.control.pose_kernels`."""
+    round) from the frame's orientation to the target's; returns its angle (rad). One definition:
+    `app.control.pose_kernels`."""
     return float(orientation_error_row(out3, np.asarray(target_wxyz, dtype=float), np.asarray(frame_wxyz, dtype=float),
                                        float(weight_m_per_rad)))
 

@@ -30,7 +30,6 @@ from ctypes import c_int
 from typing import Sequence
 
 import daqp
-import mujoco
 import numpy as np
 
 from app.control.collision_kernels import assemble_qp
@@ -104,8 +103,6 @@ class ConstrainedDLS:
         self.held = [False] * self.n_groups
         self.infeasible = [False] * self.n_groups
         self.held_row = [-1] * self.n_groups
-        self._JtJ = [np.zeros((g.J.shape[1], g.J.shape[1])) for g in groups]
-        self._tmp = [np.zeros(g.J.shape[1]) for g in groups]
         n = solver.q_lo.size
         self._lo_tick, self._hi_tick, self._v = np.zeros(n), np.zeros(n), np.zeros(n)
         self._row_index = np.arange(64, dtype=np.intp)

@@ -62,14 +62,13 @@ class _TcpTasks:
         """TCP targets (world frame) of the solve in progress, one row per arm."""
         self.target_quat = np.zeros((len(arms), 4))
         self._qadr = np.concatenate([np.asarray(a.qpos_adr) for a in arms])
-        self._sites = [int(a.tcp_site_id) for a in arms]
         self._joints = np.array([np.asarray(a.joint_ids) for a in arms], dtype=np.intp)
         """Each arm's joints (ids), in its columns' order."""
         for a, joints in zip(arms, self._joints):
             if (model.jnt_type[joints] != mujoco.mjtJoint.mjJNT_HINGE).any():
                 raise ValueError(f"{a.prefix}: the TCP task needs an arm of hinge joints")
         self._cur = np.zeros(4)
-        self._site_arr = np.array(self._sites, dtype=np.intp)
+        self._site_arr = np.array([int(a.tcp_site_id) for a in arms], dtype=np.intp)
         self._e = np.zeros((len(arms), 6))
         """Every arm's task error, one row each: each group's ``e`` is a view of its row."""
         self._J = np.zeros((len(arms), 6, 7))

@@ -93,7 +93,6 @@ class _KeyPointTasks:
         self._jacp = np.zeros((3, self.model.nv))
         self._jacr = np.zeros((3, self.model.nv))
         self._cur = np.zeros(4)
-        self._local = np.zeros(3)
 
     def update(self, q: np.ndarray) -> None:
         d, e, kp = self.data, self.group.e, self.target
@@ -103,9 +102,8 @@ class _KeyPointTasks:
             self.wrist_pos_err_m[row] = position_error(e[6 * row:6 * row + 3], kp.pos_m[row], d.site_xpos[s])
             mujoco.mju_mat2Quat(self._cur, d.site_xmat[s])
             self.wrist_rot_err_rad[row] = orientation_error(e[6 * row + 3:6 * row + 6], kp.quat_wxyz[row], self._cur,
-                                                            self._wrist_w, self._local)
-        self.torso_rot_err_rad = orientation_error(e[12:15], kp.quat_wxyz[2], d.xquat[self._torso], self._torso_w,
-                                                   self._local)
+                                                            self._wrist_w)
+        self.torso_rot_err_rad = orientation_error(e[12:15], kp.quat_wxyz[2], d.xquat[self._torso], self._torso_w)
         self.group.pos_err_m = max(self.wrist_pos_err_m)
         self.group.rot_err_rad = max(*self.wrist_rot_err_rad, self.torso_rot_err_rad)
 
