@@ -327,8 +327,10 @@ def test_too_many_distinct_partner_sets_is_a_clear_error():
     ro = lambda a: np.asarray(a, dtype=np.intp)  # noqa: E731
     pairs = CollisionPairs(ro(geoms[:-1]), ro(geoms[1:]), ro(np.zeros(geoms.size - 1)), ro(np.zeros(geoms.size - 1)),
                            ro(np.zeros(geoms.size - 1)), tuple("p" for _ in geoms[:-1]))
-    with pytest.raises(ContactModelError, match="geom classes"):
+    with pytest.raises(ContactModelError, match="geom classes") as err:
         contact_model(MODEL, pairs, 0.1)
+    # a configuration error like the others: the CLI reports it as one line naming the key, exit 2
+    assert isinstance(err.value, ConfigError) and "'collision.pairs'" in str(err.value)
 
 
 def test_a_collision_measurement_error_holds_every_arm():

@@ -30,6 +30,7 @@ import math
 import mujoco
 import numpy as np
 
+from app.config import ConfigError
 from app.control.collision_pairs import CollisionPairs
 
 MAX_CLASSES = 31
@@ -40,8 +41,9 @@ _NO_PARENT_FILTER = mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
 _NEEDED = mujoco.mjtDisableBit.mjDSBL_CONSTRAINT | mujoco.mjtDisableBit.mjDSBL_CONTACT
 
 
-class ContactModelError(ValueError):
-    """The pairs cannot be expressed as contact classes (more than `MAX_CLASSES` distinct partner sets)."""
+class ContactModelError(ConfigError):
+    """The pairs cannot be expressed as contact classes (more than `MAX_CLASSES` distinct partner
+    sets): a configuration error of `collision.pairs`, reported as the other config errors are."""
 
 
 def contact_model(model: mujoco.MjModel, pairs: CollisionPairs, influence_m: float) -> mujoco.MjModel:
@@ -57,8 +59,8 @@ def contact_model(model: mujoco.MjModel, pairs: CollisionPairs, influence_m: flo
     classes: dict[frozenset[int], int] = {}
     cls = {g: classes.setdefault(frozenset(s), len(classes)) for g, s in partners.items()}
     if len(classes) > MAX_CLASSES:
-        raise ContactModelError(f"the collision pairs need {len(classes)} geom classes (geoms with different "
-                                f"partners); at most {MAX_CLASSES} are possible: pair fewer distinct groups")
+        raise ContactModelError(f"config key 'collision.pairs': the pairs need {len(classes)} geom classes (geoms "
+                                f"with different partners); at most {MAX_CLASSES} are possible: pair fewer distinct groups")
     cm.geom_contype[:] = 0
     cm.geom_conaffinity[:] = 0
     cm.geom_margin[:] = 0.0
