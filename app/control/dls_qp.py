@@ -42,20 +42,6 @@ HELD_MULTIPLIER = 1e-9
 (the row is binding: without it the step would differ)."""
 
 
-def _rows_of_one(arrays: Sequence[np.ndarray]) -> np.ndarray | None:
-    """The slice of one array whose consecutive rows ``arrays`` are (views, in order), or None."""
-    base = arrays[0].base
-    if base is None or base.ndim != arrays[0].ndim + 1 or any(a.base is not base for a in arrays):
-        return None
-    first = arrays[0].ctypes.data
-    start = next((i for i in range(base.shape[0]) if base[i].ctypes.data == first), None)
-    if start is None or start + len(arrays) > base.shape[0]:
-        return None
-    if any(base[start + i].ctypes.data != a.ctypes.data or base[start + i].shape != a.shape for i, a in enumerate(arrays)):
-        return None
-    return base[start:start + len(arrays)]
-
-
 class _Problem:
     """Buffers of one QP over the joints of some groups (all of one shape: t task rows, n joints)."""
 
@@ -75,12 +61,9 @@ class _Problem:
         self.sense = np.zeros(k + n_rows_max, dtype=c_int)
         self.A = np.zeros((max(n_rows_max, 1), k))
         self.moved = np.zeros(max(n_rows_max, 1))
-        # The groups' task Jacobians and errors as one (G, t, n) and (G, t) array: the arrays the
-        # groups hold when they are consecutive rows of one (the Panda IK's), else copied in each time.
-        J, e = _rows_of_one([g.J for g in members]), _rows_of_one([g.e for g in members])
-        self.copy = J is None or e is None
-        self.J = np.zeros((len(members), t, n)) if self.copy else J
-        self.e = np.zeros((len(members), t)) if self.copy else e
+        self.J = np.zeros((len(members), t, n))
+        """The groups' task Jacobians, copied in for the compiled assembly each solve."""
+        self.e = np.zeros((len(members), t))
         self.lam2 = np.zeros(len(members))
         self.q_rest = np.array([g.q_rest for g in members])
 
@@ -210,10 +193,9 @@ class ConstrainedDLS:
             groups[i].iterations += 1
             tasks.jacobian(i)
         J, e = p.J, p.e
-        if p.copy:
-            for gi, i in enumerate(p.groups):
-                J[gi] = groups[i].J
-                e[gi] = groups[i].e
+        for gi, i in enumerate(p.groups):
+            J[gi] = groups[i].J
+            e[gi] = groups[i].e
         if isinstance(rows, slice):  # the one problem's rows: 0..m-1
             if rows.stop > self._row_index.size:
                 self._row_index = np.arange(2 * rows.stop, dtype=np.intp)
