@@ -134,8 +134,8 @@ class CollisionDistances:
                             self.influence_m, self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal)
         kern.contact_rows(0, self._row_of, self.dist_m, self._dist, self._geom, self._pos, self._normal,
                           d.geom_xpos, d.geom_xmat, self._feat_local, self._feat_r, self._feat_mask,
-                          self._geom_body, self._anc, self._kind, d.xaxis[self._col_jnt],
-                          d.xanchor[self._col_jnt], FEATURE_BAND_M, self.influence_m,
+                          self._geom_body, self._anc, self._kind, self._col_jnt, d.xaxis,
+                          d.xanchor, FEATURE_BAND_M, self.influence_m,
                           self.row_jac, self.row_dist_m, self.row_pair)
 
     def _grow(self, size: int) -> None:
@@ -239,8 +239,8 @@ class CollisionDistances:
         d = self.data
         return int(kern.contact_rows(n, self._row_of, self.dist_m, self._dist, self._geom, self._pos, self._normal,
                                      d.geom_xpos, d.geom_xmat, self._feat_local, self._feat_r, self._feat_mask,
-                                     self._geom_body, self._anc, self._kind, d.xaxis[self._col_jnt],
-                                     d.xanchor[self._col_jnt], FEATURE_BAND_M, self.influence_m,
+                                     self._geom_body, self._anc, self._kind, self._col_jnt, d.xaxis,
+                                     d.xanchor, FEATURE_BAND_M, self.influence_m,
                                      self.row_jac, self.row_dist_m, self.row_pair))
 
 

@@ -146,9 +146,9 @@ class CollisionAwareDLS:
             row_problem = np.searchsorted(arms_hit, rg1)
         cs = self.constrained
         q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, rg1, rg2)
-        if any(cs.infeasible):
+        if cs.infeasible.any():
             self.infeasible_solves += 1
-        self._pressing = any(cs.held)
+        self._pressing = bool(cs.held.any())
         return q, self._statuses(act, d, cs, row_pair)
 
     def _statuses(self, act: np.ndarray, d: np.ndarray, cs: ConstrainedDLS | None,
@@ -166,18 +166,19 @@ class CollisionAwareDLS:
             if a2 >= 0 and dk < best_d[a2]:
                 best_d[a2], best[a2] = dk, k
         status = []
+        held = cs.held.tolist() if cs is not None else [False] * self.n
+        infeasible = cs.infeasible.tolist() if cs is not None else [False] * self.n
+        held_row = cs.held_row.tolist() if cs is not None else [-1] * self.n
         for i in range(self.n):
-            held = bool(cs is not None and cs.held[i])
-            infeasible = bool(cs is not None and cs.infeasible[i])
             k = best[i]
             if k < 0:
-                status.append(CollisionStatus(distance_m=c.influence_m, held=held, infeasible=infeasible))
+                status.append(CollisionStatus(distance_m=c.influence_m, held=held[i], infeasible=infeasible[i]))
                 continue
             ft = dist.fromto_m[k].tolist()
-            hr = cs.held_row[i] if cs is not None else -1
+            hr = held_row[i]
             status.append(CollisionStatus(
                 distance_m=best_d[i], pair=pairs.names[act[k]],
                 point_a_m=(ft[0], ft[1], ft[2]), point_b_m=(ft[3], ft[4], ft[5]),
-                held=held, held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
-                infeasible=infeasible))
+                held=held[i], held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
+                infeasible=infeasible[i]))
         return status

@@ -231,11 +231,13 @@ def _point_row(x, b, sgn, normal_c, anc, kind, axis, anchor, row):
 
 @kernel
 def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xmat, feat_local, feat_r,
-                 feat_mask, geom_body, anc, kind, axis, anchor, band_m, influence_m, row_jac, row_dist, row_pair):
+                 feat_mask, geom_body, anc, kind, col_jnt, xaxis, xanchor, band_m, influence_m, row_jac, row_dist,
+                 row_pair):
     """The constraint rows of the first ``n`` contacts; returns their number (at most ``row_jac``'s).
 
     Row c < n: contact c's ``∂d/∂q = n · (J(p, body2) - J(p, body1))`` at its point p over the
-    stacked columns (column j: ``kind[j]`` hinge or slide, world ``axis[j]`` and ``anchor[j]``; it
+    stacked columns (column j: ``kind[j]`` hinge or slide, joint ``col_jnt[j]`` with world axis and
+    anchor ``xaxis``/``xanchor`` of that joint; it
     moves body b where ``anc[b, j]``). Then, at each pair's closest contact (``dist_m`` (m,) the pairs'
     least distances), a row for each vertex e of either geom (``feat_local`` (G, 8, 3) in the geom
     frame, ``feat_r`` (G,) the radius around them, ``feat_mask`` (G, 8)) whose distance to the other
@@ -244,6 +246,11 @@ def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xma
     """
     C = row_jac.shape[1]
     cap = row_jac.shape[0]
+    axis, anchor = np.empty((C, 3)), np.empty((C, 3))
+    for j in range(C):
+        for a in range(3):
+            axis[j, a] = xaxis[col_jnt[j], a]
+            anchor[j, a] = xanchor[col_jnt[j], a]
     x = np.empty(3)
     for c in range(n):
         for j in range(C):
