@@ -73,7 +73,11 @@ class CollisionDistances:
         self._ex_pos = np.zeros((bb.size, 3))
         self._ex_normal = np.zeros((bb.size, 3))
         self._n_exact = 0
-        self._ft = np.zeros(6)
+        self._bb_list = list(zip(self._bb_g1.tolist(), self._bb_g2.tolist()))
+        self._bb_dist = np.zeros(bb.size)
+        self._bb_ft = np.zeros((bb.size, 6))
+        self._bb_rows = [self._bb_ft[i] for i in range(bb.size)]
+        """Views of `_bb_ft`'s rows, made once: `mj_geomDistance` writes each near pair's witness points into one."""
         # the merged contacts within influence
         self._grow(4 * n_pairs + 64)
         self._n = 0
@@ -126,10 +130,12 @@ class CollisionDistances:
         kern.contacts_to_pairs(0, self._dist, self._geom, self._pos, self._normal, self._pair_of, self._swap,
                                self._active, self.dist_m, self.fromto_m, self._row_of)
         kern.pair_least(0, self._dist, self._geom, self._pair_of, self._active, 0, self._recheck)
+        kern.exact_contacts(0, self._bb_near[:0], self._bb_g1, self._bb_g2, self._bb_dist, self._bb_ft, d.geom_xpos,
+                            self.influence_m, self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal)
         kern.contact_rows(0, self._row_of, self.dist_m, self._dist, self._geom, self._pos, self._normal,
                           d.geom_xpos, d.geom_xmat, self._feat_local, self._feat_r, self._feat_mask,
-                          self._geom_body, self._anc, self._kind, d.xaxis[self._col_jnt],
-                          d.xanchor[self._col_jnt], FEATURE_BAND_M, self.influence_m,
+                          self._geom_body, self._anc, self._kind, self._col_jnt, d.xaxis,
+                          d.xanchor, FEATURE_BAND_M, self.influence_m,
                           self.row_jac, self.row_dist_m, self.row_pair)
 
     def _grow(self, size: int) -> None:
@@ -168,26 +174,14 @@ class CollisionDistances:
 
     def _exact(self, k: int) -> None:
         """`mj_geomDistance` of the first ``k`` near box-box pairs, those within influence as contacts."""
-        d, model, ft = self.data, self.scene_model, self._ft
-        n = 0
-        for i in self._bb_near[:k].tolist():
-            a, b = int(self._bb_g1[i]), int(self._bb_g2[i])
-            dist = mujoco.mj_geomDistance(model, d, a, b, self.influence_m, ft)
-            if dist >= self.influence_m:
-                continue
-            v = ft[3:] - ft[:3]
-            length = math.sqrt(float(v @ v))
-            if length < 1e-9:  # touching: the witness points coincide, the centres give the direction
-                v = d.geom_xpos[b] - d.geom_xpos[a]
-                length = math.sqrt(float(v @ v))
-            elif dist < 0:  # overlapping: from->to points into the overlap, the distance grows against it
-                length = -length
-            self._ex_dist[n] = dist
-            self._ex_geom[n] = (a, b)
-            self._ex_pos[n] = 0.5 * (ft[:3] + ft[3:])
-            self._ex_normal[n] = v / length
-            n += 1
-        self._n_exact = n
+        d, model, infl = self.data, self.scene_model, self.influence_m
+        near = self._bb_near[:k]
+        pairs, dist, rows = self._bb_list, self._bb_dist, self._bb_rows
+        for j, i in enumerate(near.tolist()):
+            a, b = pairs[i]
+            dist[j] = mujoco.mj_geomDistance(model, d, a, b, infl, rows[j])
+        self._n_exact = kern.exact_contacts(k, near, self._bb_g1, self._bb_g2, dist, self._bb_ft, d.geom_xpos, infl,
+                                            self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal)
 
     def update(self) -> int:
         """Contacts at the data's current kinematics; returns the number of active pairs."""
@@ -245,8 +239,8 @@ class CollisionDistances:
         d = self.data
         return int(kern.contact_rows(n, self._row_of, self.dist_m, self._dist, self._geom, self._pos, self._normal,
                                      d.geom_xpos, d.geom_xmat, self._feat_local, self._feat_r, self._feat_mask,
-                                     self._geom_body, self._anc, self._kind, d.xaxis[self._col_jnt],
-                                     d.xanchor[self._col_jnt], FEATURE_BAND_M, self.influence_m,
+                                     self._geom_body, self._anc, self._kind, self._col_jnt, d.xaxis,
+                                     d.xanchor, FEATURE_BAND_M, self.influence_m,
                                      self.row_jac, self.row_dist_m, self.row_pair))
 
 

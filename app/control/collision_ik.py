@@ -29,7 +29,8 @@ from app.config import CollisionConfig
 from app.control.collision import CollisionDistances, CollisionStatus
 from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
 from app.control.dls import DampedLeastSquares, Tasks
-from app.control.dls_qp import ConstrainedDLS
+from app.control.dls_kernels import damper_lower
+from app.control.dls_qp import NO_DT, ConstrainedDLS
 from app.sim.scene import ArmHandles
 
 
@@ -61,6 +62,9 @@ class CollisionAwareDLS:
         self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
         self.constrained = ConstrainedDLS(solver, len(self.pairs))
         self._arm1, self._arm2 = self.pairs.arm1.tolist(), self.pairs.arm2.tolist()
+        self._arm_arm = (self.pairs.kind == _ARM_ARM).tolist()
+        self._lower = np.zeros(64)
+        damper_lower(self._lower[:0], cfg.kept_m, cfg.influence_m, cfg.approach_speed_m_s, NO_DT, self._lower)
         self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
         self.near_solves = 0
         """Solves with some pair within influence (the rows were built)."""
@@ -101,13 +105,15 @@ class CollisionAwareDLS:
         return self.solver.finish(np.array(q_start, dtype=float), False)
 
     def damper_lower_m(self, dist_m: np.ndarray, dt_s: float | None) -> np.ndarray:
-        """Least change of each distance over the tick (m; negative: it may close by that much)."""
+        """Least change of each distance over the tick (m; negative: it may close by that much): the
+        velocity damper of `app.control.dls_kernels.damper_lower` (a view of a buffer kept between ticks)."""
+        n = dist_m.shape[0]
+        if n > self._lower.size:
+            self._lower = np.zeros(2 * n)
         c = self.cfg
-        kept = c.kept_m
-        span = c.influence_m - kept
-        if dt_s is None:  # no tick length: the linearised step may close the whole margin
-            return -(dist_m - kept)
-        return -c.approach_speed_m_s * dt_s * (dist_m - kept) / span
+        out = self._lower[:n]
+        damper_lower(dist_m, c.kept_m, c.influence_m, c.approach_speed_m_s, NO_DT if dt_s is None else dt_s, out)
+        return out
 
     def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         dist, pairs, c = self.distances, self.pairs, self.cfg
@@ -130,7 +136,8 @@ class CollisionAwareDLS:
         lower = self.damper_lower_m(row_d, dt_s)
         self.constrained_solves += 1
         rg1, rg2 = pairs.arm1[row_pair], pairs.arm2[row_pair]
-        if (pairs.kind[act] == _ARM_ARM).any():
+        arm_arm = self._arm_arm
+        if any(arm_arm[p] for p in act.tolist()):
             problems = [tuple(range(self.n))]
             row_problem = np.zeros(R, dtype=np.intp)
         else:
@@ -139,9 +146,9 @@ class CollisionAwareDLS:
             row_problem = np.searchsorted(arms_hit, rg1)
         cs = self.constrained
         q = cs.solve(q_start, dt_s, problems, jac, lower, row_d, row_problem, rg1, rg2)
-        if any(cs.infeasible):
+        if cs.infeasible.any():
             self.infeasible_solves += 1
-        self._pressing = any(cs.held)
+        self._pressing = bool(cs.held.any())
         return q, self._statuses(act, d, cs, row_pair)
 
     def _statuses(self, act: np.ndarray, d: np.ndarray, cs: ConstrainedDLS | None,
@@ -159,18 +166,19 @@ class CollisionAwareDLS:
             if a2 >= 0 and dk < best_d[a2]:
                 best_d[a2], best[a2] = dk, k
         status = []
+        held = cs.held.tolist() if cs is not None else [False] * self.n
+        infeasible = cs.infeasible.tolist() if cs is not None else [False] * self.n
+        held_row = cs.held_row.tolist() if cs is not None else [-1] * self.n
         for i in range(self.n):
-            held = bool(cs is not None and cs.held[i])
-            infeasible = bool(cs is not None and cs.infeasible[i])
             k = best[i]
             if k < 0:
-                status.append(CollisionStatus(distance_m=c.influence_m, held=held, infeasible=infeasible))
+                status.append(CollisionStatus(distance_m=c.influence_m, held=held[i], infeasible=infeasible[i]))
                 continue
             ft = dist.fromto_m[k].tolist()
-            hr = cs.held_row[i] if cs is not None else -1
+            hr = held_row[i]
             status.append(CollisionStatus(
                 distance_m=best_d[i], pair=pairs.names[act[k]],
                 point_a_m=(ft[0], ft[1], ft[2]), point_b_m=(ft[3], ft[4], ft[5]),
-                held=held, held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
-                infeasible=infeasible))
+                held=held[i], held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
+                infeasible=infeasible[i]))
         return status

@@ -105,6 +105,33 @@ def pair_least(n, dist, geom, pair_of, active, m, out):
                 break
 
 
+@kernel
+def exact_contacts(k, near, g1, g2, dist, fromto, geom_xpos, influence_m, ex_dist, ex_geom, ex_pos, ex_normal):
+    """Contacts of the first ``k`` measured pairs (pair ``near[j]`` of ``g1``/``g2``: distance ``dist[j]``,
+    witness points ``fromto[j]`` as `mj_geomDistance` gives them) within ``influence_m``, into ``ex_*``;
+    returns how many. Where the witness points coincide (touching) the geoms' centres give the normal;
+    where the geoms overlap, from->to points into the overlap, so the normal is its reverse."""
+    n = 0
+    for j in range(k):
+        if dist[j] >= influence_m:
+            continue
+        a, b = g1[near[j]], g2[near[j]]
+        v0, v1, v2 = fromto[j, 3] - fromto[j, 0], fromto[j, 4] - fromto[j, 1], fromto[j, 5] - fromto[j, 2]
+        length = (v0 * v0 + v1 * v1 + v2 * v2) ** 0.5
+        if length < 1e-9:
+            v0, v1, v2 = geom_xpos[b, 0] - geom_xpos[a, 0], geom_xpos[b, 1] - geom_xpos[a, 1], geom_xpos[b, 2] - geom_xpos[a, 2]
+            length = (v0 * v0 + v1 * v1 + v2 * v2) ** 0.5
+        elif dist[j] < 0:
+            length = -length
+        ex_dist[n] = dist[j]
+        ex_geom[n, 0], ex_geom[n, 1] = a, b
+        for ax in range(3):
+            ex_pos[n, ax] = 0.5 * (fromto[j, ax] + fromto[j, 3 + ax])
+        ex_normal[n, 0], ex_normal[n, 1], ex_normal[n, 2] = v0 / length, v1 / length, v2 / length
+        n += 1
+    return n
+
+
 SPHERES, BOX_BELOW, CAPSULES = 0, 1, 2
 """How `near_pairs` bounds a pair: the two bounding spheres; the first geom's sphere against the
 second geom's box (a large box fixed to the world: the table top); two capsules, exactly."""
@@ -204,11 +231,13 @@ def _point_row(x, b, sgn, normal_c, anc, kind, axis, anchor, row):
 
 @kernel
 def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xmat, feat_local, feat_r,
-                 feat_mask, geom_body, anc, kind, axis, anchor, band_m, influence_m, row_jac, row_dist, row_pair):
+                 feat_mask, geom_body, anc, kind, col_jnt, xaxis, xanchor, band_m, influence_m, row_jac, row_dist,
+                 row_pair):
     """The constraint rows of the first ``n`` contacts; returns their number (at most ``row_jac``'s).
 
     Row c < n: contact c's ``∂d/∂q = n · (J(p, body2) - J(p, body1))`` at its point p over the
-    stacked columns (column j: ``kind[j]`` hinge or slide, world ``axis[j]`` and ``anchor[j]``; it
+    stacked columns (column j: ``kind[j]`` hinge or slide, joint ``col_jnt[j]`` with world axis and
+    anchor ``xaxis``/``xanchor`` of that joint; it
     moves body b where ``anc[b, j]``). Then, at each pair's closest contact (``dist_m`` (m,) the pairs'
     least distances), a row for each vertex e of either geom (``feat_local`` (G, 8, 3) in the geom
     frame, ``feat_r`` (G,) the radius around them, ``feat_mask`` (G, 8)) whose distance to the other
@@ -217,6 +246,11 @@ def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xma
     """
     C = row_jac.shape[1]
     cap = row_jac.shape[0]
+    axis, anchor = np.empty((C, 3)), np.empty((C, 3))
+    for j in range(C):
+        for a in range(3):
+            axis[j, a] = xaxis[col_jnt[j], a]
+            anchor[j, a] = xanchor[col_jnt[j], a]
     x = np.empty(3)
     for c in range(n):
         for j in range(C):
@@ -263,55 +297,3 @@ def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xma
                 row_pair[r] = row_of[c]
                 r += 1
     return r
-
-
-@kernel
-def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, lo_tick, hi_tick, step, row_jac,
-                row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
-    """The damped-least-squares step of ``G`` groups as one QP (`app.control.dls_qp`), into ``H``
-    (k, k), ``f`` (k,), ``A`` (m, k), ``bu``/``bl`` (k + m,) and ``moved`` (m,): k = G * n joints.
-
-    Group i: task Jacobian ``J[i]`` (t, n) and error ``e[i]`` (t,), joints ``cols[i*n:(i+1)*n]`` of
-    ``q``, rest posture ``q_rest[i]``, squared damping (written to ``lam2[i]``)
-    ``λ² = damping_min + damping_gain |e|²``:
-    ``H_ii = JᵀJ + λ²I``, ``f_i = -(Jᵀe + λ² z)``, ``z = posture_gain (q_rest - q)``. Box bounds:
-    the tick's joint and speed bounds (``lo_tick``, ``hi_tick`` over all of q) less ``step`` (the
-    tick's step so far). Rows: ``row_jac[rows[r]] · (step + x) >= row_lower[rows[r]]``, i.e.
-    ``A x >= row_lower - moved`` with ``moved = row_jac · step`` (over all of q); above: ``free``.
-    """
-    G, t, n = J.shape
-    k = G * n
-    for a in range(k):
-        for b in range(k):
-            H[a, b] = 0.0
-    for i in range(G):
-        o = i * n
-        s = 0.0
-        for r in range(t):
-            s += e[i, r] * e[i, r]
-        lam2[i] = damping_min + damping_gain * s
-        for a in range(n):
-            for b in range(a, n):
-                s = 0.0
-                for r in range(t):
-                    s += J[i, r, a] * J[i, r, b]
-                H[o + a, o + b] = s
-                H[o + b, o + a] = s
-            H[o + a, o + a] += lam2[i]
-            s = 0.0
-            for r in range(t):
-                s += J[i, r, a] * e[i, r]
-            c = cols[o + a]
-            f[o + a] = -(s + lam2[i] * posture_gain * (q_rest[i, a] - q[c]))
-            bu[o + a] = hi_tick[c] - step[c]
-            bl[o + a] = lo_tick[c] - step[c]
-    for r in range(rows.shape[0]):
-        row = rows[r]
-        mv = 0.0
-        for c in range(step.shape[0]):
-            mv += row_jac[row, c] * step[c]
-        moved[r] = mv
-        for a in range(k):
-            A[r, a] = row_jac[row, cols[a]]
-        bu[k + r] = free
-        bl[k + r] = row_lower[row] - mv

@@ -29,7 +29,8 @@ import mujoco
 import numpy as np
 
 from app.config import SolverConfig
-from app.control import pose_kernels
+from app.control import dls_kernels, pose_kernels
+from app.control.dls_kernels import at_limit, speed_ratio
 from app.control.pose_kernels import orientation_error_row, position_error_row
 
 
@@ -137,6 +138,7 @@ class DampedLeastSquares:
         for g in self.groups:
             self._inv_vmax[g.cols] = g.inv_max_vel_s_rad
         pose_kernels.warm_up()
+        dls_kernels.warm_up()
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, max_iterations: int | None = None) -> np.ndarray:
         """Joint answer (new array) from ``q_start`` toward the tasks' targets; with ``dt_s`` each
@@ -145,7 +147,8 @@ class DampedLeastSquares:
         On return each group holds its iterations, damping, clamp flags and the errors at the answer.
         """
         cfg, tasks, groups = self.cfg, self.tasks, self.groups
-        q = np.array(q_start, dtype=float)
+        q_start = np.ascontiguousarray(q_start, dtype=float)  # one layout for the compiled checks
+        q = q_start.copy()
         for g in groups:
             g.iterations = 0
             g.damping = cfg.damping_min
@@ -164,18 +167,23 @@ class DampedLeastSquares:
             np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
             fresh = False
         if dt_s is not None:
-            step = q - q_start
-            speed = np.abs(step) * self._inv_vmax
             for g in groups:
-                ratio = float(speed[g.cols].max()) / dt_s
-                g.velocity_clamped = ratio > 1.0
-                if ratio > 1.0:
-                    q[g.cols] = q_start[g.cols] + step[g.cols] / ratio
+                if self.scale_to_speed(g, q, q_start, dt_s):
                     fresh = False
         else:
             for g in groups:
                 g.velocity_clamped = False
         return self.finish(q, fresh)
+
+    def scale_to_speed(self, g: Group, q: np.ndarray, q_start: np.ndarray, dt_s: float) -> bool:
+        """Scale group ``g``'s whole step ``q - q_start`` (in place) so no joint exceeds its speed limit
+        over ``dt_s``; sets its `velocity_clamped` and returns it."""
+        ratio = speed_ratio(q, q_start, self._inv_vmax, g.cols.start, g.cols.stop) / dt_s
+        g.velocity_clamped = ratio > 1.0
+        if ratio > 1.0:
+            c = g.cols
+            q[c] = q_start[c] + (q[c] - q_start[c]) / ratio
+        return g.velocity_clamped
 
     def unconverged(self) -> list[int]:
         """Groups whose position or orientation error at the last `Tasks.update` is at or above its tolerance."""
@@ -186,9 +194,8 @@ class DampedLeastSquares:
         """Each group's joint-limit flag at the answer ``q``, and the tasks' errors at it unless
         ``fresh`` (the last `Tasks.update` was at this ``q``); returns ``q``. Shared with the
         constrained solve (`app.control.dls_qp`)."""
-        at_limit = (q <= self._at_lo) | (q >= self._at_hi)
         for g in self.groups:
-            g.joint_limit_clamped = bool(at_limit[g.cols].any())
+            g.joint_limit_clamped = at_limit(q, self._at_lo, self._at_hi, g.cols.start, g.cols.stop)
         if not fresh:
             self.tasks.update(q)
         return q

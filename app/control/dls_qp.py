@@ -32,8 +32,8 @@ from typing import Sequence
 import daqp
 import numpy as np
 
-from app.control.collision_kernels import assemble_qp
 from app.control.dls import DampedLeastSquares, Group
+from app.control.dls_kernels import assemble_qp, held_rows, speed_ratio, tick_bounds
 
 _FREE = 1e30
 """DAQP's 'no bound'."""
@@ -66,6 +66,22 @@ class _Problem:
         self.e = np.zeros((len(members), t))
         self.lam2 = np.zeros(len(members))
         self.q_rest = np.array([g.q_rest for g in members])
+        self.group_ids = np.array(self.groups, dtype=np.intp)
+
+
+class _Plan:
+    """How one tick's groups are solved: the QPs (`problems`), the groups in none of them (`plain`,
+    solved by the plain step) and their joint columns."""
+
+    def __init__(self, problems: list[_Problem], n_groups: int, group_cols: Sequence[np.ndarray]) -> None:
+        self.problems = problems
+        self.in_qp = [i for p in problems for i in p.groups]
+        self.plain = [i for i in range(n_groups) if i not in self.in_qp]
+        self.plain_cols = np.concatenate([group_cols[i] for i in self.plain]) if self.plain else None
+
+
+NO_DT = -1.0
+"""The compiled kernels' ``dt_s`` for 'no tick length' (None in Python)."""
 
 
 class ConstrainedDLS:
@@ -82,23 +98,27 @@ class ConstrainedDLS:
         self._group_cols = [np.arange(g.cols.start, g.cols.stop, dtype=np.intp) for g in groups]
         self._inv_vmax = solver._inv_vmax
         self._problems: dict[tuple[int, ...], _Problem] = {}
+        self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
         self._n_rows_max = n_rows_max
-        self.held = [False] * self.n_groups
-        self.infeasible = [False] * self.n_groups
-        self.held_row = [-1] * self.n_groups
+        self.held = np.zeros(self.n_groups, dtype=np.bool_)
+        self.infeasible = np.zeros(self.n_groups, dtype=np.bool_)
+        self.held_row = np.full(self.n_groups, -1, dtype=np.intp)
         n = solver.q_lo.size
-        self._lo_tick, self._hi_tick, self._v = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._lo_tick, self._hi_tick = np.zeros(n), np.zeros(n)
         self._row_index = np.arange(64, dtype=np.intp)
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Compile the QP assembly now (no rows), not on the first tick that needs it."""
+        """Compile the QP's kernels now (no rows), not on the first tick that needs them."""
         p = self._problem(tuple(range(self.n_groups)))
         n = self.dls.q_lo.size
         zeros = np.zeros(n)
         assemble_qp(p.J, p.e, zeros, p.q_rest, p.cols, 0.0, 0.0, 0.0, zeros, zeros, zeros, np.zeros((1, n)),
-                    np.zeros(1), np.zeros(0, dtype=np.intp), _FREE, p.lam2, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k],
+                    np.zeros(1), self._row_index[:0], _FREE, p.lam2, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k],
                     p.moved[:0])
+        tick_bounds(self.dls.q_lo, self.dls.q_hi, zeros, self._inv_vmax, NO_DT, self._lo_tick, self._hi_tick)
+        held_rows(np.zeros(p.k), p.k, self._row_index[:0], self._row_index, self._row_index, zeros, p.group_ids,
+                  HELD_MULTIPLIER, self.held, self.held_row)
 
     def _problem(self, groups: tuple[int, ...]) -> _Problem:
         p = self._problems.get(groups)
@@ -106,6 +126,13 @@ class ConstrainedDLS:
             cols = np.concatenate([self._group_cols[i] for i in groups])
             p = self._problems[groups] = _Problem(groups, [self.dls.groups[i] for i in groups], cols, self._n_rows_max)
         return p
+
+    def _plan(self, problems: Sequence[tuple[int, ...]]) -> _Plan:
+        key = tuple(tuple(p) for p in problems)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan([self._problem(p) for p in key], self.n_groups, self._group_cols)
+        return plan
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, problems: Sequence[tuple[int, ...]],
               row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray,
@@ -120,35 +147,28 @@ class ConstrainedDLS:
         """
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
-        q = np.array(q_start, dtype=float)
-        lo_tick = np.subtract(dls.q_lo, q, out=self._lo_tick)
-        hi_tick = np.subtract(dls.q_hi, q, out=self._hi_tick)
-        if dt_s is not None:
-            v = np.divide(dt_s, self._inv_vmax, out=self._v)
-            np.minimum(lo_tick, v, out=lo_tick)
-            np.minimum(hi_tick, v, out=hi_tick)
-            np.negative(v, out=v)
-            np.maximum(lo_tick, v, out=lo_tick)
-            np.maximum(hi_tick, v, out=hi_tick)
-        in_qp = {i for p in problems for i in p}
-        plain = [i for i in range(self.n_groups) if i not in in_qp]
-        plain_cols = np.concatenate([self._group_cols[i] for i in plain]) if plain else None
-        probs = [self._problem(tuple(p)) for p in problems]
+        q_start = np.ascontiguousarray(q_start, dtype=float)  # one layout for the compiled kernels
+        q = q_start.copy()
+        lo_tick, hi_tick = self._lo_tick, self._hi_tick
+        tick_bounds(dls.q_lo, dls.q_hi, q, self._inv_vmax, NO_DT if dt_s is None else dt_s, lo_tick, hi_tick)
+        plan = self._plan(problems)
+        probs, plain = plan.problems, plan.plain
         if len(probs) == 1:  # every row in the one problem: no gather
-            rows_of = [slice(0, row_problem.size)]
+            rows_of = [self._rows_upto(row_problem.size)]
         else:
             rows_of = [np.flatnonzero(row_problem == pi) for pi in range(len(probs))]
-        for i in range(self.n_groups):
-            groups[i].iterations = 0
-            groups[i].damping = cfg.damping_min
-            self.held[i] = self.infeasible[i] = False
-            self.held_row[i] = -1
+        for g in groups:
+            g.iterations = 0
+            g.damping = cfg.damping_min
+        self.held.fill(False)
+        self.infeasible.fill(False)
+        self.held_row.fill(-1)
         fresh = False
         for it in range(cfg.max_iterations if max_iterations is None else max_iterations):
             tasks.update(q)
             fresh = True
-            active = set(dls.unconverged())
-            run = [pi for pi, p in enumerate(probs) if it == 0 or active.intersection(p.groups)]
+            active = dls.unconverged()
+            run = [p for p in probs if it == 0 or any(i in active for i in p.groups)]
             run_plain = [i for i in plain if i in active]
             if not run and not run_plain:
                 break
@@ -158,50 +178,45 @@ class ConstrainedDLS:
                 tasks.jacobian(i)
                 g.step(q[g.cols], cfg)
             if run_plain:
-                assert plain_cols is not None
-                q[plain_cols] = np.minimum(np.maximum(q[plain_cols], dls.q_lo[plain_cols]), dls.q_hi[plain_cols])
+                assert plan.plain_cols is not None
+                c = plan.plain_cols
+                q[c] = np.minimum(np.maximum(q[c], dls.q_lo[c]), dls.q_hi[c])
             step = q - q_start
-            for pi in run:
-                self._solve_one(probs[pi], q, step, lo_tick, hi_tick, row_jac, row_lower, row_dist_m,
-                                rows_of[pi], row_group1, row_group2)
+            for p in run:
+                self._solve_one(p, q, step, row_jac, row_lower, rows_of[probs.index(p)], row_group1, row_group2,
+                                row_dist_m)
             fresh = False
         if dt_s is not None:
-            step = q - q_start
-            speed = np.abs(step) * self._inv_vmax
             for i in plain:
-                g = groups[i]
-                ratio = float(speed[g.cols].max()) / dt_s
-                g.velocity_clamped = ratio > 1.0
-                if ratio > 1.0:
-                    q[g.cols] = q_start[g.cols] + step[g.cols] / ratio
+                if dls.scale_to_speed(groups[i], q, q_start, dt_s):
                     fresh = False
-            for i in in_qp:
+            for i in plan.in_qp:  # the QP's bounds held the speed: at the limit means clamped
                 g = groups[i]
-                g.velocity_clamped = bool((speed[g.cols] >= dt_s * (1.0 - 1e-9)).any())
+                g.velocity_clamped = speed_ratio(q, q_start, self._inv_vmax, g.cols.start, g.cols.stop) >= dt_s * (1.0 - 1e-9)
         else:
             for g in groups:
                 g.velocity_clamped = False
         return dls.finish(q, fresh)
 
-    def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, lo_tick: np.ndarray, hi_tick: np.ndarray,
-                   row_jac: np.ndarray, row_lower: np.ndarray, row_dist_m: np.ndarray, rows: np.ndarray | slice,
-                   row_group1: np.ndarray, row_group2: np.ndarray) -> None:
+    def _rows_upto(self, m: int) -> np.ndarray:
+        """Row indices 0..m-1 (a view of a buffer kept between ticks)."""
+        if m > self._row_index.size:
+            self._row_index = np.arange(2 * m, dtype=np.intp)
+        return self._row_index[:m]
+
+    def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, row_jac: np.ndarray, row_lower: np.ndarray,
+                   idx: np.ndarray, row_group1: np.ndarray, row_group2: np.ndarray, row_dist_m: np.ndarray) -> None:
+        """One QP's step, added to ``q[p.cols]``; ``idx``: its rows (indices into ``row_*``)."""
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
         H, f, k, cols = p.H, p.f, p.k, p.cols
-        for i in p.groups:
-            groups[i].iterations += 1
-            tasks.jacobian(i)
         J, e = p.J, p.e
         for gi, i in enumerate(p.groups):
-            J[gi] = groups[i].J
-            e[gi] = groups[i].e
-        if isinstance(rows, slice):  # the one problem's rows: 0..m-1
-            if rows.stop > self._row_index.size:
-                self._row_index = np.arange(2 * rows.stop, dtype=np.intp)
-            idx = self._row_index[rows]
-        else:
-            idx = rows
+            g = groups[i]
+            g.iterations += 1
+            tasks.jacobian(i)
+            J[gi] = g.J
+            e[gi] = g.e
         m = idx.size
         if k + m > p.bu.size:
             p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
@@ -209,8 +224,8 @@ class ConstrainedDLS:
         if m > p.A.shape[0]:
             p.A, p.moved = np.zeros((2 * m, k)), np.zeros(2 * m)
         bu, bl, sense, A, moved = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m], p.A[:m], p.moved[:m]
-        assemble_qp(J, e, q, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain, lo_tick,
-                    hi_tick, step, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu, bl, moved)
+        assemble_qp(J, e, q, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain, self._lo_tick,
+                    self._hi_tick, step, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu, bl, moved)
         for gi, i in enumerate(p.groups):
             groups[i].damping = float(p.lam2[gi])
         sense.fill(0)
@@ -222,22 +237,10 @@ class ConstrainedDLS:
             np.subtract(np.minimum(row_lower[idx], 0.0), moved, out=bl[k:])
             sense.fill(0)
             x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+            self.infeasible[p.group_ids] = True
         if flag <= 0:
             q[cols] -= step[cols]  # hold the tick's start command
         else:
             q[cols] += x
-            binding = np.flatnonzero(np.abs(info["lam"][k:k + m]) > HELD_MULTIPLIER)
-            if binding.size:
-                if not isinstance(rows, slice):  # a slice of the one problem starts at row 0
-                    binding = rows[binding]
-                for i in p.groups:
-                    mine = binding[(row_group1[binding] == i) | (row_group2[binding] == i)]
-                    if mine.size:
-                        r = int(mine[np.argmin(row_dist_m[mine])])
-                        hr = self.held_row[i]
-                        self.held[i] = True
-                        if hr < 0 or row_dist_m[r] < row_dist_m[hr]:
-                            self.held_row[i] = r
-        if infeasible:
-            for i in p.groups:
-                self.infeasible[i] = True
+            held_rows(info["lam"], k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
+                      self.held, self.held_row)

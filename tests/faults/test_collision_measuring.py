@@ -29,8 +29,9 @@ def test_no_tick_compiles_a_kernel():
     in every array layout a tick passes it (MuJoCo's contact fields change layout with their count):
     driving the hands together, apart and into the table adds no compiled variant."""
     import app.control.collision_kernels as ck
+    import app.control.dls_kernels as dk
     import app.control.pose_kernels as pk
-    kernels = [getattr(m, n) for m in (ck, pk) for n in dir(m) if hasattr(getattr(m, n), "signatures")]
+    kernels = [getattr(m, n) for m in (ck, dk, pk) for n in dir(m) if hasattr(getattr(m, n), "signatures")]
     ik = make_ik()
     before = {k.__name__: len(k.signatures) for k in kernels}
     pos, quat = home_targets(ik)

@@ -1,0 +1,139 @@
+"""The damped-least-squares solve's per-tick arithmetic outside the pose tasks, compiled (numba): the
+speed and joint-limit checks of every answer (`app.control.dls`), and for the constrained step
+(`app.control.dls_qp`) the QP's assembly, the tick's joint bounds, the velocity dampers and which
+rows held which arm. Each replaces a handful of small numpy calls (a few microseconds
+each at these sizes) with one loop; callers own the buffers. Compiled on first use and cached
+(`app.control.compiled`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.control.compiled import kernel
+
+
+@kernel
+def tick_bounds(q_lo, q_hi, q, inv_vmax, dt_s, lo_tick, hi_tick):
+    """The tick's bounds on the step from ``q`` (rad): the joint range less the margin
+    (``q_lo``..``q_hi``), and with ``dt_s`` > 0 also the speed limit, ``|step| <= dt_s / inv_vmax``."""
+    for j in range(q.shape[0]):
+        lo, hi = q_lo[j] - q[j], q_hi[j] - q[j]
+        if dt_s > 0.0:
+            v = dt_s / inv_vmax[j]
+            lo = max(min(lo, v), -v)
+            hi = max(min(hi, v), -v)
+        lo_tick[j] = lo
+        hi_tick[j] = hi
+
+
+@kernel
+def damper_lower(row_dist_m, kept_m, influence_m, approach_speed_m_s, dt_s, out):
+    """Each row's least change of distance over the tick (m; negative: it may close by that much): the
+    velocity damper ``-ξ dt (d - d_kept) / (d_infl - d_kept)``; with no tick length (``dt_s`` <= 0)
+    the linearised step may close the whole margin, ``-(d - d_kept)``."""
+    span = influence_m - kept_m
+    for r in range(row_dist_m.shape[0]):
+        if dt_s > 0.0:
+            out[r] = -approach_speed_m_s * dt_s * (row_dist_m[r] - kept_m) / span
+        else:
+            out[r] = -(row_dist_m[r] - kept_m)
+
+
+@kernel
+def held_rows(lam, k, rows, row_group1, row_group2, row_dist_m, groups, threshold, held, held_row):
+    """The rows that held each group back: row ``rows[r]`` binds when its multiplier ``lam[k + r]``
+    exceeds ``threshold`` in size; for each group ``g`` of ``groups`` a binding row involves
+    (``row_group1``/``row_group2``), ``held[g]`` is set and ``held_row[g]`` becomes the binding row of
+    least distance (``row_dist_m``; -1 in ``held_row`` means none yet)."""
+    for r in range(rows.shape[0]):
+        if abs(lam[k + r]) <= threshold:
+            continue
+        row = rows[r]
+        for gi in range(groups.shape[0]):
+            g = groups[gi]
+            if row_group1[row] != g and row_group2[row] != g:
+                continue
+            held[g] = True
+            if held_row[g] < 0 or row_dist_m[row] < row_dist_m[held_row[g]]:
+                held_row[g] = row
+
+
+@kernel
+def speed_ratio(q, q_start, inv_vmax, start, stop):
+    """The largest joint speed of the step ``q - q_start`` over columns ``start..stop-1``, as a multiple of
+    each joint's limit (``inv_vmax``, s/rad) per second: the step fits in ``dt_s`` when this is <= ``dt_s``."""
+    worst = 0.0
+    for j in range(start, stop):
+        worst = max(worst, abs(q[j] - q_start[j]) * inv_vmax[j])
+    return worst
+
+
+@kernel
+def at_limit(q, at_lo, at_hi, start, stop):
+    """Some joint of ``q[start:stop]`` sits at its limit (``<= at_lo`` or ``>= at_hi``)."""
+    for j in range(start, stop):
+        if q[j] <= at_lo[j] or q[j] >= at_hi[j]:
+            return True
+    return False
+
+
+@kernel
+def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, lo_tick, hi_tick, step, row_jac,
+                row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
+    """The damped-least-squares step of ``G`` groups as one QP (`app.control.dls_qp`), into ``H``
+    (k, k), ``f`` (k,), ``A`` (m, k), ``bu``/``bl`` (k + m,) and ``moved`` (m,): k = G * n joints.
+
+    Group i: task Jacobian ``J[i]`` (t, n) and error ``e[i]`` (t,), joints ``cols[i*n:(i+1)*n]`` of
+    ``q``, rest posture ``q_rest[i]``, squared damping (written to ``lam2[i]``)
+    ``λ² = damping_min + damping_gain |e|²``:
+    ``H_ii = JᵀJ + λ²I``, ``f_i = -(Jᵀe + λ² z)``, ``z = posture_gain (q_rest - q)``. Box bounds:
+    the tick's joint and speed bounds (``lo_tick``, ``hi_tick`` over all of q) less ``step`` (the
+    tick's step so far). Rows: ``row_jac[rows[r]] · (step + x) >= row_lower[rows[r]]``, i.e.
+    ``A x >= row_lower - moved`` with ``moved = row_jac · step`` (over all of q); above: ``free``.
+    """
+    G, t, n = J.shape
+    k = G * n
+    for a in range(k):
+        for b in range(k):
+            H[a, b] = 0.0
+    for i in range(G):
+        o = i * n
+        s = 0.0
+        for r in range(t):
+            s += e[i, r] * e[i, r]
+        lam2[i] = damping_min + damping_gain * s
+        for a in range(n):
+            for b in range(a, n):
+                s = 0.0
+                for r in range(t):
+                    s += J[i, r, a] * J[i, r, b]
+                H[o + a, o + b] = s
+                H[o + b, o + a] = s
+            H[o + a, o + a] += lam2[i]
+            s = 0.0
+            for r in range(t):
+                s += J[i, r, a] * e[i, r]
+            c = cols[o + a]
+            f[o + a] = -(s + lam2[i] * posture_gain * (q_rest[i, a] - q[c]))
+            bu[o + a] = hi_tick[c] - step[c]
+            bl[o + a] = lo_tick[c] - step[c]
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        mv = 0.0
+        for c in range(step.shape[0]):
+            mv += row_jac[row, c] * step[c]
+        moved[r] = mv
+        for a in range(k):
+            A[r, a] = row_jac[row, cols[a]]
+        bu[k + r] = free
+        bl[k + r] = row_lower[row] - mv
+
+
+def warm_up() -> None:
+    """Run the kernels every solve uses once (loading them from numba's cache, or compiling them), so
+    no loop pays for that on its first tick: `app.control.dls.DampedLeastSquares` calls it when built.
+    The constrained step's kernels are warmed by `app.control.dls_qp.ConstrainedDLS` on its own shapes."""
+    z = np.zeros(1)
+    speed_ratio(z, z, z, 0, 1)
+    at_limit(z, z, z, 0, 1)
