@@ -1,7 +1,9 @@
 """The collision-constrained IK against mink with `CollisionAvoidanceLimit` on the same geom pairs
 and the same distance to keep (`collision.kept_m`: the minimum plus the tracking margin), side by
 side on the same trajectories: the two hands driven through each other, meeting in the
-middle, a hand pushed into the table, and a motion with nothing near (the fast path).
+middle, a hand pushed into the table, and a motion with nothing near (the fast path). The solvers
+run interleaved tick by tick (ours, then mink, on each target), so a change of the machine's load
+during the run weighs on both alike and their ratio holds.
 
 Per solver and trajectory: time per tick for both arms (p50/p99; the ticks where our QP ran alone,
 and those where a pair was near but the plain step kept every row),
@@ -81,51 +83,70 @@ class _Truth:
         return float(d.min()), float(d[self.arm_arm].min())
 
 
-def _ours(model, cfg, arms, home_q, quat, targets, dt, collision):
-    ik = MultiArmIK(model, arms, cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q, collision)
-    q = np.stack([home_q, home_q])
-    times, constrained, near, answers = [], [], [], []
-    c = ik.collision
-    for i in range(len(targets)):
+class _Ours:
+    """Our IK following a trajectory tick by tick: `step(target)` solves one tick and keeps the answer."""
+
+    def __init__(self, model, cfg, arms, home_q, quat, dt, collision):
+        self.ik = MultiArmIK(model, arms, cfg.ik, cfg.limits.max_joint_vel_rad_s, home_q, collision)
+        self.q = np.stack([home_q, home_q])
+        self.quat, self.dt = quat, dt
+        self.times, self.constrained, self.near, self.answers = [], [], [], []
+
+    def step(self, target) -> None:
+        c = self.ik.collision
         before = (c.constrained_solves, c.near_solves) if c else (0, 0)
         t0 = _clock()
-        res = ik.solve_all(q, targets[i], quat, dt)
-        times.append(_clock() - t0)
+        res = self.ik.solve_all(self.q, target, self.quat, self.dt)
+        self.times.append(_clock() - t0)
         after = (c.constrained_solves, c.near_solves) if c else (0, 0)
-        constrained.append(after[0] > before[0])
-        near.append(after[1] > before[1])
-        q = np.stack([r.q_rad for r in res])
-        answers.append(q)
-    return np.array(times), np.array(constrained), np.array(near), answers
+        self.constrained.append(after[0] > before[0])
+        self.near.append(after[1] > before[1])
+        self.q = np.stack([r.q_rad for r in res])
+        self.answers.append(self.q)
 
 
-def _mink(model, cfg, arms, home_q, quat, targets, dt, pairs, ccfg: CollisionConfig):
-    import mink
-    configuration = mink.Configuration(model)
-    q0 = model.qpos0.copy()
-    for h in arms:
-        q0[np.asarray(h.qpos_adr)] = home_q
-        q0[np.asarray(h.finger_qpos_adr)] = 0.04
-    configuration.update(q0)
-    tasks = [mink.FrameTask(f"{a}/tcp", "site", position_cost=1.0, orientation_cost=1.0, lm_damping=1.0) for a in ARMS]
-    posture = mink.PostureTask(model, cost=1e-2)
-    posture.set_target(q0)
-    vmax = {model.joint(jid).name: cfg.limits.max_joint_vel_rad_s[i] for h in arms for i, jid in enumerate(h.joint_ids)}
-    collision = mink.CollisionAvoidanceLimit(
-        model, [([int(a)], [int(b)]) for a, b in zip(pairs.geom1, pairs.geom2)],
-        # the distance our commands keep (minimum + tracking margin): the same objective for both
-        minimum_distance_from_collisions=ccfg.kept_m, collision_detection_distance=ccfg.influence_m)
-    limits = [mink.ConfigurationLimit(model), mink.VelocityLimit(model, vmax), collision]
-    times, answers = [], []
-    for i in range(len(targets)):
+class _Mink:
+    """mink with `CollisionAvoidanceLimit` on the same pairs, likewise tick by tick."""
+
+    def __init__(self, model, cfg, arms, home_q, quat, dt, pairs, ccfg: CollisionConfig):
+        import mink
+        self.mink, self.arms, self.quat, self.dt = mink, arms, quat, dt
+        self.configuration = mink.Configuration(model)
+        q0 = model.qpos0.copy()
+        for h in arms:
+            q0[np.asarray(h.qpos_adr)] = home_q
+            q0[np.asarray(h.finger_qpos_adr)] = 0.04
+        self.configuration.update(q0)
+        self.tasks = [mink.FrameTask(f"{a}/tcp", "site", position_cost=1.0, orientation_cost=1.0, lm_damping=1.0)
+                      for a in ARMS]
+        posture = mink.PostureTask(model, cost=1e-2)
+        posture.set_target(q0)
+        self.all_tasks = self.tasks + [posture]
+        vmax = {model.joint(jid).name: cfg.limits.max_joint_vel_rad_s[i] for h in arms for i, jid in enumerate(h.joint_ids)}
+        collision = mink.CollisionAvoidanceLimit(
+            model, [([int(a)], [int(b)]) for a, b in zip(pairs.geom1, pairs.geom2)],
+            # the distance our commands keep (minimum + tracking margin): the same objective for both
+            minimum_distance_from_collisions=ccfg.kept_m, collision_detection_distance=ccfg.influence_m)
+        self.limits = [mink.ConfigurationLimit(model), mink.VelocityLimit(model, vmax), collision]
+        self.times, self.answers = [], []
+
+    def step(self, target) -> None:
+        mink = self.mink
         t0 = _clock()
-        for a, task in enumerate(tasks):
-            task.set_target(mink.SE3.from_rotation_and_translation(mink.SO3(quat[a]), targets[i, a]))
-        vel = mink.solve_ik(configuration, tasks + [posture], dt, solver="daqp", damping=1e-3, limits=limits)
-        configuration.integrate_inplace(vel, dt)
-        times.append(_clock() - t0)
-        answers.append(np.stack([configuration.q[np.asarray(h.qpos_adr)] for h in arms]))
-    return np.array(times), answers
+        for a, task in enumerate(self.tasks):
+            task.set_target(mink.SE3.from_rotation_and_translation(mink.SO3(self.quat[a]), target[a]))
+        vel = mink.solve_ik(self.configuration, self.all_tasks, self.dt, solver="daqp", damping=1e-3, limits=self.limits)
+        self.configuration.integrate_inplace(vel, self.dt)
+        self.times.append(_clock() - t0)
+        self.answers.append(np.stack([self.configuration.q[np.asarray(h.qpos_adr)] for h in self.arms]))
+
+
+def _run(solvers, targets) -> None:
+    """Every solver through the same trajectory, interleaved tick by tick, so that each tick of one
+    is timed beside the same tick of the others under the same machine load."""
+    for target in targets:
+        for s in solvers:
+            s.step(target)
 
 
 def _score(ik, truth, answers, targets):
@@ -159,8 +180,15 @@ def ik_collision(report: Report, seconds: float) -> None:
         report.notes.append("IK collision: mink is not installed (pip install mink); comparison skipped")
     all_c_ours, all_c_mink, ok_quality = [], [], True
     for name, targets in trajectories(home, seconds, dt).items():
-        t_o, con, near, ans_o = _ours(model, cfg, arms, home_q, quat, targets, dt, ccfg)
-        d_o, daa_o, e_o = _score(ik, truth, ans_o, targets)
+        ours = _Ours(model, cfg, arms, home_q, quat, dt, ccfg)
+        nothing_near = name.startswith("nothing near")
+        if nothing_near:
+            others = [_Ours(model, cfg, arms, home_q, quat, dt, None)]
+        else:
+            others = [_Mink(model, cfg, arms, home_q, quat, dt, pairs, ccfg)] if mink is not None else []
+        _run([ours, *others], targets)
+        t_o, con, near = np.array(ours.times), np.array(ours.constrained), np.array(ours.near)
+        d_o, daa_o, e_o = _score(ik, truth, ours.answers, targets)
         p50, p99, _ = p50_p99_max(t_o)
         line = f"{p50 * 1e6:.0f}/{p99 * 1e6:.0f} us"
         if con.any():
@@ -172,19 +200,19 @@ def ik_collision(report: Report, seconds: float) -> None:
                 k50, k99, _ = p50_p99_max(t_o[kept])
                 line += f"; near, plain step kept {kept.mean() * 100:.0f}%: {k50 * 1e6:.0f}/{k99 * 1e6:.0f}"
             line += ")"
-        if name.startswith("nothing near"):
-            t_off, _, _, _ = _ours(model, cfg, arms, home_q, quat, targets, dt, None)
-            o50, o99, _ = p50_p99_max(t_off)
+        if nothing_near:
+            o50, o99, _ = p50_p99_max(np.array(others[0].times))
             report.add(SECTION, f"{name}: time per tick p50/p99, both arms, [collision] on; off",
                        f"{line}; {o50 * 1e6:.0f}/{o99 * 1e6:.0f} us", "fast path: on ~ off", None)
             continue
         report.add(SECTION, f"{name}: ours, time per tick p50/p99, both arms", line)
         report.add(SECTION, f"  {name}: ours, least distance all / arm-arm, mean pos err",
                    f"{d_o * 1e3:.1f} / {daa_o * 1e3:.1f} mm, {e_o * 1e3:.1f} mm")
-        if mink is None:
+        if not others:
             continue
-        t_m, ans_m = _mink(model, cfg, arms, home_q, quat, targets, dt, pairs, ccfg)
-        d_m, daa_m, e_m = _score(ik, truth, ans_m, targets)
+        m = others[0]
+        t_m = np.array(m.times)
+        d_m, daa_m, e_m = _score(ik, truth, m.answers, targets)
         m50, m99, _ = p50_p99_max(t_m)
         if con.any():
             all_c_mink.append(t_m[con])
