@@ -61,10 +61,12 @@ class CollisionDistances:
         # the pairs of two boxes, measured exactly here
         bb = np.flatnonzero(box_box(model, pairs))
         self._bb_g1, self._bb_g2 = g1[bb].copy(), g2[bb].copy()
-        self._bb_bound = _bounds(model, self._bb_g1, self._bb_g2)
         self._all_g1, self._all_g2 = g1.copy(), g2.copy()
         self._all_bound = _bounds(model, g1, g2)
         self._all_near = np.zeros(n_pairs, dtype=np.intp)
+        self._bb_slot = np.full(n_pairs, -1, dtype=np.intp)
+        """Each pair's index among the box-box pairs, -1 for the others (measured by MuJoCo's collision)."""
+        self._bb_slot[bb] = np.arange(bb.size)
         self.skipped = 0
         """Measurements answered by the bounding-volume test alone (no pair's bound within influence)."""
         self._bb_near = np.zeros(bb.size, dtype=np.intp)
@@ -72,7 +74,6 @@ class CollisionDistances:
         self._ex_geom = np.zeros((bb.size, 2), dtype=np.intp)
         self._ex_pos = np.zeros((bb.size, 3))
         self._ex_normal = np.zeros((bb.size, 3))
-        self._n_exact = 0
         self._bb_list = list(zip(self._bb_g1.tolist(), self._bb_g2.tolist()))
         self._bb_dist = np.zeros(bb.size)
         self._bb_ft = np.zeros((bb.size, 6))
@@ -125,13 +126,10 @@ class CollisionDistances:
         for strided in (False, True):
             dist, geom = np.zeros(4)[::2 if strided else 1], np.zeros((2, 4), np.int32)[:, ::2 if strided else 1]
             pos, frame = np.zeros((2, 6))[:, ::2 if strided else 1], np.zeros((2, 18))[:, ::2 if strided else 1]
-            kern.gather_contacts(dist, geom, pos, frame, self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal,
-                                 0, self.influence_m, self._dist, self._geom, self._pos, self._normal)
+            self._gather(dist, geom, pos, frame, 0)
         kern.contacts_to_pairs(0, self._dist, self._geom, self._pos, self._normal, self._pair_of, self._swap,
                                self._active, self.dist_m, self.fromto_m, self._row_of)
         kern.pair_least(0, self._dist, self._geom, self._pair_of, self._active, 0, self._recheck)
-        kern.exact_contacts(0, self._bb_near[:0], self._bb_g1, self._bb_g2, self._bb_dist, self._bb_ft, d.geom_xpos,
-                            self.influence_m, self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal)
         kern.contact_rows(0, self._row_of, self.dist_m, self._dist, self._geom, self._pos, self._normal,
                           d.geom_xpos, d.geom_xmat, self._feat_local, self._feat_r, self._feat_mask,
                           self._geom_body, self._anc, self._kind, self._col_jnt, d.xaxis,
@@ -151,37 +149,37 @@ class CollisionDistances:
         # Every pair's distance bounded from below first (two capsules exactly, else bounding
         # spheres, or a sphere to the table's box): when none is within influence, no pair is, and
         # MuJoCo's collision (14 us at the ready pose) is not asked.
-        if not kern.near_pairs(self._all_g1, self._all_g2, self._all_bound, d.geom_xpos, d.geom_xmat,
-                                   model.geom_size, model.geom_rbound, self.influence_m, self._all_near):
+        k, k_bb = kern.near_pairs(self._all_g1, self._all_g2, self._all_bound, d.geom_xpos, d.geom_xmat,
+                                  model.geom_size, model.geom_rbound, self.influence_m, self._all_near,
+                                  self._bb_slot, self._bb_near)
+        if not k:
             self.skipped += 1
             self._n = 0
             return 0
         mujoco.mj_collision(self.model, d)
-        self._n_exact = 0
-        if self._bb_g1.size:
-            k = kern.near_pairs(self._bb_g1, self._bb_g2, self._bb_bound, d.geom_xpos, d.geom_xmat,
-                                    model.geom_size, model.geom_rbound, self.influence_m, self._bb_near)
-            if k:
-                self._exact(k)
-        n = int(d.ncon) + self._n_exact
+        if k_bb:
+            self._exact(k_bb)
+        n = int(d.ncon) + k_bb
         if n > self._dist.size:
             self._grow(2 * n)
         con = d.contact
-        self._n = kern.gather_contacts(con.dist, con.geom, con.pos, con.frame, self._ex_dist, self._ex_geom,
-                                       self._ex_pos, self._ex_normal, self._n_exact, self.influence_m,
-                                       self._dist, self._geom, self._pos, self._normal)
+        self._n = self._gather(con.dist, con.geom, con.pos, con.frame, k_bb)
         return self._n
 
+    def _gather(self, mj_dist: np.ndarray, mj_geom: np.ndarray, mj_pos: np.ndarray, mj_frame: np.ndarray, k_bb: int) -> int:
+        """MuJoCo's contacts (its fields) and the first ``k_bb`` exact box-box measurements, merged."""
+        return int(kern.gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, k_bb, self._bb_near[:k_bb], self._bb_g1,
+                                        self._bb_g2, self._bb_dist, self._bb_ft, self.data.geom_xpos, self._ex_dist,
+                                        self._ex_geom, self._ex_pos, self._ex_normal, self.influence_m, self._dist,
+                                        self._geom, self._pos, self._normal))
+
     def _exact(self, k: int) -> None:
-        """`mj_geomDistance` of the first ``k`` near box-box pairs, those within influence as contacts."""
+        """`mj_geomDistance` of the first ``k`` near box-box pairs (their distances and witness points)."""
         d, model, infl = self.data, self.scene_model, self.influence_m
-        near = self._bb_near[:k]
         pairs, dist, rows = self._bb_list, self._bb_dist, self._bb_rows
-        for j, i in enumerate(near.tolist()):
+        for j, i in enumerate(self._bb_near[:k].tolist()):
             a, b = pairs[i]
             dist[j] = mujoco.mj_geomDistance(model, d, a, b, infl, rows[j])
-        self._n_exact = kern.exact_contacts(k, near, self._bb_g1, self._bb_g2, dist, self._bb_ft, d.geom_xpos, infl,
-                                            self._ex_dist, self._ex_geom, self._ex_pos, self._ex_normal)
 
     def update(self) -> int:
         """Contacts at the data's current kinematics; returns the number of active pairs."""

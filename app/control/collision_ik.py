@@ -29,7 +29,7 @@ from app.config import CollisionConfig
 from app.control.collision import CollisionDistances, CollisionStatus
 from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
 from app.control.dls import DampedLeastSquares, Tasks
-from app.control.dls_kernels import damper_lower
+from app.control.dls_kernels import damped_rows, damper_lower
 from app.control.dls_qp import NO_DT, ConstrainedDLS
 from app.sim.scene import ArmHandles
 
@@ -62,9 +62,17 @@ class CollisionAwareDLS:
         self.distances = CollisionDistances(model, data, self.pairs, arms, cfg.influence_m)
         self.constrained = ConstrainedDLS(solver, len(self.pairs))
         self._arm1, self._arm2 = self.pairs.arm1.tolist(), self.pairs.arm2.tolist()
-        self._arm_arm = (self.pairs.kind == _ARM_ARM).tolist()
+        self._arm_arm = np.ascontiguousarray(self.pairs.kind == _ARM_ARM)
         self._lower = np.zeros(64)
         damper_lower(self._lower[:0], cfg.kept_m, cfg.influence_m, cfg.approach_speed_m_s, NO_DT, self._lower)
+        self._grow_rows(64)
+        self._all_arms = [tuple(range(self.n))]
+        """The one problem of every arm together (an arm-arm pair is near)."""
+        self._zeros = np.zeros(64, dtype=np.intp)
+        d = self.distances
+        damped_rows(0, d.row_pair, d.active, self.pairs.arm1, self.pairs.arm2, self._arm_arm, d.row_dist_m, cfg.kept_m,
+                    cfg.influence_m, cfg.approach_speed_m_s, NO_DT, self._row_lower, self._row_pair, self._row_arm1,
+                    self._row_arm2)
         self._clear = [CollisionStatus(distance_m=cfg.influence_m) for _ in range(self.n)]
         self.near_solves = 0
         """Solves with some pair within influence (the rows were built)."""
@@ -115,6 +123,18 @@ class CollisionAwareDLS:
         damper_lower(dist_m, c.kept_m, c.influence_m, c.approach_speed_m_s, NO_DT if dt_s is None else dt_s, out)
         return out
 
+    def _zeros_upto(self, n: int) -> np.ndarray:
+        """n zeros (a view of a buffer kept between ticks): every row in problem 0."""
+        if n > self._zeros.size:
+            self._zeros = np.zeros(2 * n, dtype=np.intp)
+        return self._zeros[:n]
+
+    def _grow_rows(self, size: int) -> None:
+        self._row_lower = np.zeros(size)
+        self._row_pair = np.zeros(size, dtype=np.intp)
+        self._row_arm1 = np.zeros(size, dtype=np.intp)
+        self._row_arm2 = np.zeros(size, dtype=np.intp)
+
     def _solve_constrained(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         dist, pairs, c = self.distances, self.pairs, self.cfg
         self.near_solves += 1
@@ -130,16 +150,18 @@ class CollisionAwareDLS:
                 return q, self._statuses(act, d, None, None)
             self.tasks.prime(q_start)
         R = dist.rows()
+        if R > self._row_lower.size:
+            self._grow_rows(2 * R)
         jac = dist.row_jac[:R]
         row_d = dist.row_dist_m[:R]
-        row_pair = act[dist.row_pair[:R]]
-        lower = self.damper_lower_m(row_d, dt_s)
+        lower, row_pair, rg1, rg2 = self._row_lower[:R], self._row_pair[:R], self._row_arm1[:R], self._row_arm2[:R]
+        coupled = damped_rows(R, dist.row_pair, act, pairs.arm1, pairs.arm2, self._arm_arm, dist.row_dist_m, c.kept_m,
+                              c.influence_m, c.approach_speed_m_s, NO_DT if dt_s is None else dt_s, lower, row_pair,
+                              rg1, rg2)
         self.constrained_solves += 1
-        rg1, rg2 = pairs.arm1[row_pair], pairs.arm2[row_pair]
-        arm_arm = self._arm_arm
-        if any(arm_arm[p] for p in act.tolist()):
-            problems = [tuple(range(self.n))]
-            row_problem = np.zeros(R, dtype=np.intp)
+        if coupled:
+            problems = self._all_arms
+            row_problem = self._zeros_upto(R)
         else:
             arms_hit = np.unique(rg1)
             problems = [(int(a),) for a in arms_hit]

@@ -21,13 +21,15 @@ HINGE, SLIDE = 0, 1
 
 
 @kernel
-def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, exact_dist, exact_geom, exact_pos, exact_normal,
-                    n_exact, influence_m, dist, geom, pos, normal):
+def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, k, near, g1, g2, exact_dist, fromto, geom_xpos,
+                    ex_dist, ex_geom, ex_pos, ex_normal, influence_m, dist, geom, pos, normal):
     """Copy the contacts within ``influence_m`` of MuJoCo's list (``mj_*``, ``mj_frame`` (N, 9): its
-    first row the normal) and of the first ``n_exact`` exact ones into ``dist``, ``geom``, ``pos``,
-    ``normal``; returns how many."""
+    first row the normal) and of the ``k`` pairs measured apart (`exact_contacts`' inputs; ``ex_*``
+    its scratch) into ``dist``, ``geom``, ``pos``, ``normal``; returns how many."""
     n = _append(mj_dist, mj_geom, mj_pos, mj_frame, mj_dist.shape[0], influence_m, dist, geom, pos, normal, 0)
-    return _append(exact_dist, exact_geom, exact_pos, exact_normal, n_exact, influence_m, dist, geom, pos, normal, n)
+    n_exact = exact_contacts(k, near, g1, g2, exact_dist, fromto, geom_xpos, influence_m, ex_dist, ex_geom, ex_pos,
+                             ex_normal)
+    return _append(ex_dist, ex_geom, ex_pos, ex_normal, n_exact, influence_m, dist, geom, pos, normal, n)
 
 
 @kernel
@@ -138,11 +140,13 @@ second geom's box (a large box fixed to the world: the table top); two capsules,
 
 
 @kernel
-def near_pairs(g1, g2, bound, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out):
+def near_pairs(g1, g2, bound, geom_xpos, geom_xmat, geom_size, rbound, influence_m, out, slot, slot_out):
     """The pairs (``g1``, ``g2`` geoms) whose distance may be below ``influence_m``, into ``out``;
-    returns how many. ``bound[i]`` says how pair i's distance is bounded from below (`SPHERES`,
-    `BOX_BELOW`, `CAPSULES`: the distance of the two segments less the radii, exact)."""
+    returns how many, and how many of them have a ``slot`` (>= 0: the pairs measured apart, the
+    box-box ones), whose slots go to ``slot_out``. ``bound[i]`` says how pair i's distance is bounded
+    from below (`SPHERES`, `BOX_BELOW`, `CAPSULES`: the distance of the two segments less the radii, exact)."""
     k = 0
+    ks = 0
     for i in range(g1.shape[0]):
         a, b = g1[i], g2[i]
         if bound[i] == CAPSULES:
@@ -168,7 +172,10 @@ def near_pairs(g1, g2, bound, geom_xpos, geom_xmat, geom_size, rbound, influence
         if near:
             out[k] = i
             k += 1
-    return k
+            if slot[i] >= 0:
+                slot_out[ks] = slot[i]
+                ks += 1
+    return k, ks
 
 
 @kernel

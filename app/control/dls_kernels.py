@@ -41,6 +41,31 @@ def damper_lower(row_dist_m, kept_m, influence_m, approach_speed_m_s, dt_s, out)
 
 
 @kernel
+def damped_rows(n_rows, row_pair, active, arm1, arm2, arm_arm, row_dist_m, kept_m, influence_m, approach_speed_m_s,
+                dt_s, lower, pair_out, arm1_out, arm2_out):
+    """Per constraint row r < ``n_rows`` (of active pair ``active[row_pair[r]]``): its pair (``pair_out``),
+    the pair's arms (``arm1_out``, ``arm2_out``: ``arm1``/``arm2`` of the pair) and its velocity damper
+    (``lower``, `damper_lower`); returns whether any row's pair couples two arms (``arm_arm``)."""
+    coupled = False
+    for r in range(n_rows):
+        p = active[row_pair[r]]
+        pair_out[r] = p
+        arm1_out[r] = arm1[p]
+        arm2_out[r] = arm2[p]
+        coupled = coupled or arm_arm[p]
+    damper_lower(row_dist_m[:n_rows], kept_m, influence_m, approach_speed_m_s, dt_s, lower[:n_rows])
+    return coupled
+
+
+@kernel
+def take_step(q, cols, x, lam, k, rows, row_group1, row_group2, row_dist_m, groups, threshold, held, held_row):
+    """Add the QP's answer ``x`` to ``q[cols]``, then `held_rows` from its multipliers ``lam``."""
+    for a in range(cols.shape[0]):
+        q[cols[a]] += x[a]
+    held_rows(lam, k, rows, row_group1, row_group2, row_dist_m, groups, threshold, held, held_row)
+
+
+@kernel
 def held_rows(lam, k, rows, row_group1, row_group2, row_dist_m, groups, threshold, held, held_row):
     """The rows that held each group back: row ``rows[r]`` binds when its multiplier ``lam[k + r]``
     exceeds ``threshold`` in size; for each group ``g`` of ``groups`` a binding row involves

@@ -33,7 +33,7 @@ import daqp
 import numpy as np
 
 from app.control.dls import DampedLeastSquares, Group
-from app.control.dls_kernels import assemble_qp, held_rows, speed_ratio, tick_bounds
+from app.control.dls_kernels import assemble_qp, speed_ratio, take_step, tick_bounds
 
 _FREE = 1e30
 """DAQP's 'no bound'."""
@@ -117,8 +117,8 @@ class ConstrainedDLS:
                     np.zeros(1), self._row_index[:0], _FREE, p.lam2, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k],
                     p.moved[:0])
         tick_bounds(self.dls.q_lo, self.dls.q_hi, zeros, self._inv_vmax, NO_DT, self._lo_tick, self._hi_tick)
-        held_rows(np.zeros(p.k), p.k, self._row_index[:0], self._row_index, self._row_index, zeros, p.group_ids,
-                  HELD_MULTIPLIER, self.held, self.held_row)
+        take_step(zeros, p.cols, zeros, np.zeros(p.k), p.k, self._row_index[:0], self._row_index, self._row_index, zeros,
+                  p.group_ids, HELD_MULTIPLIER, self.held, self.held_row)
 
     def _problem(self, groups: tuple[int, ...]) -> _Problem:
         p = self._problems.get(groups)
@@ -128,10 +128,10 @@ class ConstrainedDLS:
         return p
 
     def _plan(self, problems: Sequence[tuple[int, ...]]) -> _Plan:
-        key = tuple(tuple(p) for p in problems)
+        key = tuple(problems)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = _Plan([self._problem(p) for p in key], self.n_groups, self._group_cols)
+            plan = self._plans[key] = _Plan([self._problem(tuple(p)) for p in key], self.n_groups, self._group_cols)
         return plan
 
     def solve(self, q_start: np.ndarray, dt_s: float | None, problems: Sequence[tuple[int, ...]],
@@ -241,6 +241,5 @@ class ConstrainedDLS:
         if flag <= 0:
             q[cols] -= step[cols]  # hold the tick's start command
         else:
-            q[cols] += x
-            held_rows(info["lam"], k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
+            take_step(q, cols, x, info["lam"], k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
                       self.held, self.held_row)

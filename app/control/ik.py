@@ -97,9 +97,9 @@ class _TcpTasks:
             self._jac_ready = False
         tcp_errors(data.site_xpos, data.site_xmat, self._site_arr, self.target_pos, self.target_quat, self.rot_weight,
                    self._e, self._err, self._cur)
-        for i, g in enumerate(self.groups):
-            g.pos_err_m = float(self._err[i, 0])
-            g.rot_err_rad = float(self._err[i, 1])
+        for g, (pos_err, rot_err) in zip(self.groups, self._err.tolist()):
+            g.pos_err_m = pos_err
+            g.rot_err_rad = rot_err
 
     def jacobian(self, group: int) -> None:
         """Every arm's Jacobian at the current kinematics (once after each `update`; `group` is one of them)."""
