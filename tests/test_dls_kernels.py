@@ -84,3 +84,16 @@ def test_speed_ratio_and_at_limit_read_only_their_columns():
     at_lo, at_hi = np.full(6, -0.4), np.full(6, 0.4)
     assert not dk.at_limit(q, at_lo, at_hi, 0, 3)
     assert dk.at_limit(q, at_lo, at_hi, 3, 4) and dk.at_limit(q, at_lo, at_hi, 5, 6)
+
+
+@pytest.mark.parametrize("m,n", [(6, 7), (15, 20), (3, 3)])
+def test_dls_step_is_the_damped_least_squares_formula(m, n):
+    J, e = RNG.normal(size=(m, n)), RNG.normal(size=m)
+    q, q_rest = RNG.normal(size=n), RNG.normal(size=n)
+    d_min, gain, posture = 1e-4, 0.1, 0.05
+    lam2 = d_min + gain * float(e @ e)
+    z = posture * (q_rest - q)
+    expect = q + z + J.T @ np.linalg.solve(J @ J.T + lam2 * np.eye(m), e - J @ z)
+    got = q.copy()
+    assert dk.dls_step(J, e, got, q_rest, d_min, gain, posture, np.zeros((m, m)), np.zeros(m), np.zeros(n)) == lam2
+    assert np.allclose(got, expect, rtol=0, atol=1e-10)

@@ -16,21 +16,20 @@ then every joint is clamped into its range less the margin. After the last itera
 whole step from the start is scaled down so no joint exceeds its speed limit over ``dt_s``.
 
 Position rows are metres and orientation rows ``weight * log(q_target q_frame⁻¹)`` (a world-frame
-rotation vector, rad times m/rad), so one damping in m² serves both. Every step is a handful of
-MuJoCo C calls (the Cholesky solve included): at these sizes numpy's per-call overhead costs more
-than the arithmetic, and the Panda solves on the 200 Hz path.
+rotation vector, rad times m/rad), so one damping in m² serves both. Every step is one compiled
+loop (`app.control.dls_kernels.dls_step`, the Cholesky solve included): at these sizes numpy's
+per-call overhead costs more than the arithmetic, and the Panda solves on the 200 Hz path.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-import mujoco
 import numpy as np
 
 from app.config import SolverConfig
 from app.control import dls_kernels, pose_kernels
-from app.control.dls_kernels import at_limit, speed_ratio
+from app.control.dls_kernels import at_limit, dls_step, speed_ratio
 from app.control.pose_kernels import orientation_error_row, position_error_row
 
 
@@ -82,26 +81,13 @@ class Group:
         """Some joint of the answer sits at its (margin-reduced) limit."""
         self._A = np.zeros((m, m))
         self._r = np.zeros(m)
-        self._y = np.zeros(m)
-        self._z = np.zeros(n)
         self._dq = np.zeros(n)
 
     def step(self, q: np.ndarray, cfg: SolverConfig) -> None:
-        """One damped-least-squares step of ``q`` (this group's joints, in place) from ``e`` and ``J``."""
-        J, e, A, r, y, z, dq = self.J, self.e, self._A, self._r, self._y, self._z, self._dq
-        lam2 = cfg.damping_min + cfg.damping_error_gain * float(e @ e)
-        self.damping = lam2
-        np.subtract(self.q_rest, q, out=z)
-        z *= cfg.posture_gain
-        mujoco.mju_mulMatMatT(A, J, J)
-        A.flat[::A.shape[0] + 1] += lam2
-        mujoco.mju_mulMatVec(r, J, z)
-        np.subtract(e, r, out=r)
-        mujoco.mju_cholFactor(A, 0.0)
-        mujoco.mju_cholSolve(y, A, r)
-        mujoco.mju_mulMatTVec(dq, J, y)
-        q += dq
-        q += z
+        """One damped-least-squares step of ``q`` (this group's joints, in place) from ``e`` and ``J``
+        (`app.control.dls_kernels.dls_step`)."""
+        self.damping = dls_step(self.J, self.e, q, self.q_rest, cfg.damping_min, cfg.damping_error_gain,
+                                cfg.posture_gain, self._A, self._r, self._dq)
 
 
 class Tasks(Protocol):

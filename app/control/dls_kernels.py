@@ -8,9 +8,59 @@ each at these sizes) with one loop; callers own the buffers. Compiled on first u
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from app.control.compiled import kernel
+
+
+@kernel
+def dls_step(J, e, q, q_rest, damping_min, damping_gain, posture_gain, A, r, dq):
+    """One damped-least-squares step of ``q`` (in place; `app.control.dls`) from the task Jacobian ``J``
+    (m, n) and error ``e`` (m,): ``λ² = damping_min + damping_gain |e|²``, ``z = posture_gain (q_rest - q)``,
+    ``Δq = z + Jᵀ (J Jᵀ + λ² I)⁻¹ (e - J z)``, by a Cholesky factorisation of the m x m matrix.
+    ``A`` (m, m), ``r`` (m,) and ``dq`` (n,) are scratch; returns λ²."""
+    m, n = J.shape
+    s = 0.0
+    for i in range(m):
+        s += e[i] * e[i]
+    lam2 = damping_min + damping_gain * s
+    for j in range(n):
+        dq[j] = posture_gain * (q_rest[j] - q[j])  # z
+    for i in range(m):
+        jz = 0.0
+        for j in range(n):
+            jz += J[i, j] * dq[j]
+        r[i] = e[i] - jz
+        for k in range(i + 1):
+            a = 0.0
+            for j in range(n):
+                a += J[i, j] * J[k, j]
+            A[i, k] = a
+        A[i, i] += lam2
+    for i in range(m):  # Cholesky, lower triangle: A = L Lᵀ
+        for k in range(i + 1):
+            a = A[i, k]
+            for j in range(k):
+                a -= A[i, j] * A[k, j]
+            A[i, k] = math.sqrt(a) if i == k else a / A[k, k]
+    for i in range(m):  # L y = r
+        a = r[i]
+        for j in range(i):
+            a -= A[i, j] * r[j]
+        r[i] = a / A[i, i]
+    for i in range(m - 1, -1, -1):  # Lᵀ w = y
+        a = r[i]
+        for j in range(i + 1, m):
+            a -= A[j, i] * r[j]
+        r[i] = a / A[i, i]
+    for j in range(n):
+        a = dq[j]
+        for i in range(m):
+            a += J[i, j] * r[i]
+        q[j] += a
+    return lam2
 
 
 @kernel
@@ -160,5 +210,6 @@ def warm_up() -> None:
     no loop pays for that on its first tick: `app.control.dls.DampedLeastSquares` calls it when built.
     The constrained step's kernels are warmed by `app.control.dls_qp.ConstrainedDLS` on its own shapes."""
     z = np.zeros(1)
+    dls_step(np.zeros((1, 1)), z, z.copy(), z, 1.0, 0.0, 0.0, np.zeros((1, 1)), np.zeros(1), np.zeros(1))
     speed_ratio(z, z, z, 0, 1)
     at_limit(z, z, z, 0, 1)
