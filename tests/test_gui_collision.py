@@ -29,6 +29,14 @@ def test_pairs_are_said_from_the_arms_side():
     assert near_text("left", ArmCollision(0.034, "left/hand~right/hand", (0, 0, 0), (0, 0, 0))) == \
         "hand near right hand, 34 mm"
     assert near_text("left", ArmCollision(0.1)) == "clear"
+    # held by a pair that is not the closest: both are said, the holding one first
+    other = ArmCollision(0.013, "left/left_finger~table", (0, 0, 0), (0, 0, 0.013), held=True,
+                         held_pair="left/hand~right/hand")
+    assert held_text("left", other) == "LEFT held: hand near right hand (closest: left_finger near table, 13 mm)"
+    assert near_text("left", other) == "HELD: hand near right hand; closest left_finger near table, 13 mm"
+    same = ArmCollision(0.0114, "left/link5~right/hand", (0, 0, 0), (0, 0.0114, 0), held=True,
+                        held_pair="left/link5~right/hand")
+    assert held_text("right", same) == "RIGHT held: hand near left link5, 11 mm"
     assert near_text("left", ArmCollision(math.inf)) == "off"
     assert near_text("left", None) == "not recorded"
 
@@ -39,7 +47,8 @@ def _snap(left: ArmCollision, right: ArmCollision, held_ticks: dict[str, int]):
     def arm(name):
         c = arms[name]
         return SimpleNamespace(collision_distance_m=c.distance_m, collision_pair=c.pair, collision_point_a_m=c.point_a_m,
-                               collision_point_b_m=c.point_b_m, collision_held=c.held)
+                               collision_point_b_m=c.point_b_m, collision_held=c.held,
+                               collision_held_pair=c.held_pair)
 
     return SimpleNamespace(arm=arm, clamp_counts=tuple((CountKey(a, "collision"), n) for a, n in held_ticks.items()))
 
@@ -220,6 +229,7 @@ def test_the_collision_fields_reach_the_window_through_a_core_process(tmp_path):
         assert dict(snap.clamp_counts)[CountKey(arm, "collision")] >= 1
         assert any(t.startswith(("LEFT held: ", "RIGHT held: ")) for t in lines), lines
         assert near_text(arm, ArmCollision.of(a)).startswith("HELD: ")
+        assert arm in a.collision_held_pair and "~" in a.collision_held_pair  # the pair that held it
         rows = client.buffers.window(4000)
         assert np.nanmin(rows[:, COL[f"{arm}_collision_mm"]]) < 100.0
         assert np.isfinite(rows[:, COL[f"{arm}_collision_held_mm"]]).any()

@@ -87,7 +87,7 @@ def _collision_fields(r: IKResult | None) -> dict:
         return {}
     c = r.collision
     return dict(collision_distance_m=c.distance_m, collision_pair=c.pair, collision_point_a_m=c.point_a_m,
-                collision_point_b_m=c.point_b_m, collision_held=c.held)
+                collision_point_b_m=c.point_b_m, collision_held=c.held, collision_held_pair=c.held_pair)
 
 
 class TeleopEngine:

@@ -59,6 +59,9 @@ class ArmSnapshot:
     """Witness point on its second geom: the segment a-b is `collision_distance_m` long."""
     collision_held: bool = False
     """A collision constraint held this arm back this tick (see `app.control.collision.CollisionStatus.held`)."""
+    collision_held_pair: str = ""
+    """While held: the pair whose constraint held it (the binding pair of least distance), which need
+    not be the closest pair (`collision_pair`); '' otherwise."""
 
 
 @dataclass(frozen=True)

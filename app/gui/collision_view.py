@@ -46,11 +46,18 @@ class ArmCollision:
     point_a_m: Vec3 | None = None
     point_b_m: Vec3 | None = None
     held: bool = False
+    held_pair: str = ""
+    """The pair whose constraint held the arm (live only; a recording has the closest pair alone)."""
 
     @classmethod
     def of(cls, a: ArmSnapshot) -> "ArmCollision":
         return cls(a.collision_distance_m, a.collision_pair, a.collision_point_a_m, a.collision_point_b_m,
-                   a.collision_held)
+                   a.collision_held, a.collision_held_pair)
+
+    @property
+    def held_by_other(self) -> bool:
+        """Held by a pair other than the closest one (say both)."""
+        return self.held and bool(self.held_pair) and self.held_pair != self.pair
 
     @property
     def near(self) -> bool:
@@ -89,14 +96,21 @@ def near_text(arm: str, c: ArmCollision | None) -> str:
     if not c.near:
         return "clear"
     mine, other = pair_words(arm, c.pair)
+    if c.held_by_other:
+        h_mine, h_other = pair_words(arm, c.held_pair)
+        return f"HELD: {h_mine} near {h_other}; closest {mine} near {other}, {_mm(c.distance_m)}"
     return ("HELD: " if c.held else "") + f"{mine} near {other}, {_mm(c.distance_m)}"
 
 
 def held_text(arm: str, c: ArmCollision) -> str:
-    """The HUD's hold line: 'LEFT held: hand near right link7, 11 mm'."""
+    """The HUD's hold line: 'LEFT held: hand near right link7, 11 mm'; held by another pair than the
+    closest: 'LEFT held: hand near right hand (closest: finger near table, 13 mm)'."""
     if not c.near:
         return f"{arm.upper()} held by a collision constraint"
     mine, other = pair_words(arm, c.pair)
+    if c.held_by_other:
+        h_mine, h_other = pair_words(arm, c.held_pair)
+        return f"{arm.upper()} held: {h_mine} near {h_other} (closest: {mine} near {other}, {_mm(c.distance_m)})"
     return f"{arm.upper()} held: {mine} near {other}, {_mm(c.distance_m)}"
 
 
