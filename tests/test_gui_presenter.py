@@ -62,7 +62,7 @@ class FakeRunner:
 
 
 NOTHING_NEAR = dict(collision_distance_m=0.1, collision_pair="", collision_point_a_m=None, collision_point_b_m=None,
-                    collision_held=False)
+                    collision_held=False, collision_held_pair="")
 """An `ArmSnapshot`'s collision fields when nothing is within the constraint's influence."""
 
 
