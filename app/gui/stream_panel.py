@@ -31,9 +31,11 @@ from app.gui import theme
 from app.gui.backend import SessionBackend
 from app.gui.humanoid_preview import PreviewThread
 from app.gui.qt_post import QtPoster
+from app.lifecycle import IllegalTransition
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
-from app.streaming.publisher import ProcessState, StartRefused, StreamState, StreamStateError, StreamStatus
+from app.streaming.publisher import ProcessState, StartRefused, StreamState, StreamStatus
 from app.streaming.stream_control import StreamControl
+from app.streaming.stream_status import stream_lifecycle
 from app.streaming.threepoint import CalibrationError
 
 log = logging.getLogger(__name__)
@@ -207,8 +209,9 @@ class StreamPanel(QWidget):
             self.mode_box.blockSignals(True)
             self.mode_box.setCurrentText(st.mode)
             self.mode_box.blockSignals(False)
-            raise StreamStateError(f"switch to {mode} while streaming {pub.cfg.mode} (only {MODE_PLANNER_VR3PT} and "
-                                   f"{pub.cfg.mode} switch in one session)", st.state, "stopped")
+            raise IllegalTransition("stream", f"switch to {mode} while streaming {pub.cfg.mode} (only "
+                                    f"{MODE_PLANNER_VR3PT} and {pub.cfg.mode} switch in one session)", st.state,
+                                    StreamState.STOPPED)
         pub.switch_mode(mode)
         self._say(f"Humanoid stream switched to {mode}")
 
@@ -239,7 +242,7 @@ class StreamPanel(QWidget):
     def stop(self) -> None:
         pub = self.publisher
         if pub is None:
-            raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
+            raise stream_lifecycle().illegal("stop streaming")  # a stream that is not open is idle
         pub.stop_streaming()
         self.refresh()
 
@@ -309,7 +312,7 @@ class StreamPanel(QWidget):
     def _stop_async(self) -> None:
         pub = self.publisher
         if pub is None:
-            raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
+            raise stream_lifecycle().illegal("stop streaming")  # a stream that is not open is idle
         self._submit(pub.stop_streaming)
 
     def _change_mode_async(self, mode: str) -> None:
@@ -398,7 +401,7 @@ class StreamPanel(QWidget):
     def _guarded(self, fn) -> None:
         try:
             fn()
-        except (StartRefused, StreamStateError, CalibrationError, ConfigError, OSError) as exc:
+        except (StartRefused, IllegalTransition, CalibrationError, ConfigError, OSError) as exc:
             self.inform(str(exc))
         except Exception as exc:
             log.exception("humanoid stream action failed")
