@@ -98,7 +98,7 @@ def test_each_core_status_is_applied_by_the_receiver_and_handed_to_the_qt_thread
     # the window's display reads the view it was handed, not the client's field
     qtbot.waitUntil(lambda: isinstance(window.session, CoreView) and window.session.status.seq >= st.seq,
                     timeout=3000)
-    assert window.session is not runner
+    assert window.session is not runner and window.stream_panel.session is window.session
     relay.detach()
     n = len(delivered)
     qtbot.wait(300)  # three periodic statuses

@@ -110,14 +110,19 @@ class _Outgoing:
 
 
 class StreamProxy:
-    """The humanoid stream publisher that lives in the core, as the stream panel uses it."""
+    """The humanoid stream publisher that lives in the core, as the stream panel uses it.
 
-    def __init__(self, client: "CoreClient") -> None:
+    Its requests go to the core; what it reads (`status()`, `cfg`, `last_threepoint`, ...) comes
+    from `status_of()`: the client's newest status (read whole: the stream panel's worker and
+    preview threads use it), or the one status a `CoreView` was handed (the panel's display)."""
+
+    def __init__(self, client: "CoreClient",
+                 status_of: "Callable[[], wire.CoreStatus | None] | None" = None) -> None:
         self._client = client
+        self._status_of = status_of if status_of is not None else (lambda: client.core_status)
 
     def _view(self) -> wire.StreamView | None:
-        # The newest status, read whole: the stream panel's worker thread calls these too.
-        st = self._client.core_status
+        st = self._status_of()
         return st.stream if st is not None else None
 
     @property
@@ -505,6 +510,10 @@ class CoreClient(StatusReads):
     def view(self) -> CoreView:
         """The read side as of the newest status (the window's first, before any is handed to it)."""
         return CoreView(self, self.core_status)
+
+    def stream_of(self, status: wire.CoreStatus | None) -> StreamProxy:
+        """The core's stream as of `status` (a `CoreView`'s `publisher`)."""
+        return StreamProxy(self, lambda: status)
 
     def subscribe_status(self, fn: Callable[[CoreView], None]) -> None:
         """`fn(view)` with each new status, in the receiver thread (the window relays it to its Qt thread)."""

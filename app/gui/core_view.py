@@ -130,7 +130,7 @@ class CoreView(StatusReads):
         self.status = status
         self._initial_cfg = client._initial_cfg
         self.endpoints = client.endpoints
-        self._stream_proxy = client._stream_proxy
+        self._stream_proxy = client.stream_of(status)
 
     def _shown_status(self) -> wire.CoreStatus | None:
         return self.status

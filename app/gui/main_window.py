@@ -242,8 +242,6 @@ class MainWindow(QMainWindow):
         self.session: SessionView = self.runner.view()
         """What the display reads: the session as of the last status handed to the Qt thread (by
         `_status_relay`, queued). Owner: the Qt thread; the backend's threads never write it."""
-        self._status_relay = StatusRelay(self._on_session_view, self)
-        self._status_relay.attach(self.runner)
         self._opened_s = time.perf_counter()
 
         self._build_central(threaded_render)
@@ -252,6 +250,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_statusbar()
+        self._status_relay = StatusRelay(self._on_session_view, self)
+        self._status_relay.attach(self.runner)
+        self._on_session_view(self.runner.view())  # any status that came while the widgets were built
         # Space e-stops before any widget of any window or dialog sees it (app/gui/estop_filter.py).
         self._estop_filter = EstopKeyFilter(self._guard(self.estop), self)
         QApplication.instance().installEventFilter(self._estop_filter)
@@ -887,7 +888,7 @@ class MainWindow(QMainWindow):
 
     def _on_session_view(self, view: SessionView) -> None:
         """A new status from the backend, on the Qt thread: the next refresh shows it."""
-        self.session = view
+        self.session = self.stream_panel.session = view
 
     def _refresh(self) -> None:
         self._ui_ticks += 1
@@ -956,7 +957,7 @@ class MainWindow(QMainWindow):
             self._status_relay = StatusRelay(self._on_session_view, self)
             self._status_relay.attach(runner)
             self.session = runner.view()
-            self.stream_panel.runner = self.runner
+            self.stream_panel.runner, self.stream_panel.session = self.runner, self.session
             self.plots.buffers = self.runner.buffers
             self.presenter.core_replaced()
             self.banner.clear()

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
 
 from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigError, StreamConfig
 from app.gui import theme
-from app.gui.backend import SessionBackend
+from app.gui.backend import SessionBackend, SessionView
 from app.gui.humanoid_preview import PreviewThread
 from app.gui.qt_post import QtPoster
 from app.lifecycle import IllegalTransition
@@ -82,6 +82,9 @@ class StreamPanel(QWidget):
         """`runner`: the window's session backend (its `cfg.stream` gives the defaults; it owns the publisher)."""
         super().__init__(parent)
         self.runner = runner
+        self.session: SessionView = runner.view()
+        """What the display reads (the status the window was handed last; `MainWindow` sets it).
+        The actions go to `runner`."""
         self.confirm: Callable[[str], bool] = self._ask
         """Asks the operator to confirm a far start (replaced in tests)."""
         self.inform: Callable[[str], None] = self._tell
@@ -346,7 +349,8 @@ class StreamPanel(QWidget):
     # ----- display -----
 
     def status(self) -> StreamStatus | None:
-        pub = self.publisher
+        """The stream's status as of the session status the window was handed last."""
+        pub = self.session.publisher
         return pub.status() if pub is not None else None
 
     def refresh(self) -> None:
@@ -356,7 +360,7 @@ class StreamPanel(QWidget):
         streaming = st is not None and st.state is StreamState.STREAMING
         self.endpoint_edit.setEnabled(not streaming)
         self.feedback_edit.setEnabled(not streaming)
-        text, colour = feedback_text(self.runner.feedback_snapshot() if st is not None else None)
+        text, colour = feedback_text(self.session.feedback_snapshot() if st is not None else None)
         self.feedback_label.setText(f'<span style="color:{colour}">{text}</span>')
         self.start_button.setEnabled(not streaming)
         self.stop_button.setEnabled(streaming)
