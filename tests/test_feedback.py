@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import zmq
 
+from app.lifecycle import IllegalTransition
 from app.streaming.feedback import (
     FeedbackDecodeError,
     FeedbackState,
     FeedbackSubscriber,
-    IllegalSubscriberState,
     SubscriberLifecycle,
     decode_g1_debug,
 )
@@ -247,12 +247,12 @@ def test_lifecycle_and_clean_close(pub):
     sub.start()
     thread = sub._thread
     assert thread.is_alive()
-    with pytest.raises(IllegalSubscriberState, match="feedback subscriber: cannot start while running; only from created"):
+    with pytest.raises(IllegalTransition, match="feedback subscriber: cannot start while running; only from created"):
         sub.start()
     sub.close()
     assert not thread.is_alive() and sub.lifecycle is SubscriberLifecycle.CLOSED
     sub.close()  # idempotent
-    with pytest.raises(IllegalSubscriberState, match="closed"):
+    with pytest.raises(IllegalTransition, match="closed"):
         sub.start()
     with pytest.raises(ValueError, match="stale_after_s"):
         FeedbackSubscriber(endpoint, stale_after_s=0)

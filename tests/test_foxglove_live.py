@@ -15,6 +15,7 @@ websockets = pytest.importorskip("websockets", reason="a WebSocket client is nee
 
 from app.cli import EXIT_USAGE, main  # noqa: E402
 from app.config import Config  # noqa: E402
+from app.lifecycle import IllegalTransition  # noqa: E402
 from app.pipeline import Pipeline, StartOptions  # noqa: E402
 from app.sessions import foxglove_live  # noqa: E402
 from app.sessions.foxglove_channels import TOPICS  # noqa: E402
@@ -99,6 +100,9 @@ def test_a_full_queue_drops_and_counts_and_never_blocks(monkeypatch):
         st = live.status()
         assert (st.received, st.dropped) == (10, 6)
     assert live.submit(snaps[0]) is False  # closed: counted as dropped, not queued
+    live.close()  # idempotent
+    with pytest.raises(IllegalTransition, match="live Foxglove server: cannot open while closed; only from idle"):
+        live.open()
 
 
 def test_thinning_keeps_the_rate_and_every_event():

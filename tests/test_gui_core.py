@@ -74,6 +74,37 @@ def test_the_window_runs_its_loop_in_a_core_process(window, qtbot):
     assert f"process {runner.process.pid}" in window.status_panel.core_label.text()
 
 
+def test_each_core_status_is_applied_by_the_receiver_and_handed_to_the_qt_thread_by_signal(window, qtbot):
+    from app.gui.backend import SessionView, missing_members
+    from app.gui.core_view import CoreView
+    from app.gui.status_relay import StatusRelay
+    runner = window.runner
+    applied_on: list[str] = []
+    runner.subscribe_status(lambda view: applied_on.append(threading.current_thread().name))
+    delivered: list[tuple[threading.Thread, CoreView]] = []
+    relay = StatusRelay(lambda view: delivered.append((threading.current_thread(), view)))
+    relay.attach(runner)
+    with qtbot.waitSignal(relay.received, timeout=3000):  # a periodic status
+        pass
+    qtbot.waitUntil(lambda: len(delivered) > 0, timeout=3000)
+    thread, view = delivered[-1]
+    assert thread is threading.main_thread()  # the slot ran on the Qt thread, not the receiver
+    assert isinstance(view, CoreView) and view.status is not None and missing_members(view, SessionView) == []
+    # one asked for by a tool off the Qt thread is applied by the receiver thread too, before it returns
+    applied_on.clear()
+    st = runner.refresh_status()
+    assert runner.core_status.seq >= st.seq and set(applied_on) == {"core-receiver"}
+    qtbot.waitUntil(lambda: any(v.status.seq >= st.seq for _, v in delivered), timeout=3000)
+    # the window's display reads the view it was handed, not the client's field
+    qtbot.waitUntil(lambda: isinstance(window.session, CoreView) and window.session.status.seq >= st.seq,
+                    timeout=3000)
+    assert window.session is not runner and window.stream_panel.session is window.session
+    relay.detach()
+    n = len(delivered)
+    qtbot.wait(300)  # three periodic statuses
+    assert len(delivered) == n  # a detached relay delivers nothing
+
+
 def _estop_round(window, qtbot) -> np.ndarray:
     """Latencies (ms) of ESTOP_PRESSES Space presses, key event -> first ESTOPPED snapshot in this process."""
     runner = window.runner

@@ -65,11 +65,14 @@ def _engaged_both(window) -> bool:
 
 
 def test_the_in_process_backend_provides_the_whole_interface(window):
-    from app.gui.backend import SessionBackend, missing_members
+    from app.gui.backend import SessionBackend, SessionView, missing_members
     from app.gui.teleop_runner import TeleopRunner
     assert isinstance(window.runner, TeleopRunner)
     assert missing_members(window.runner) == [] and isinstance(window.runner, SessionBackend)
-    assert "start" in dir(SessionBackend) and "cfg" in SessionBackend.__annotations__  # the check sees both kinds
+    assert {"start", "cfg", "scene"} <= set(missing_members(object()))  # the check sees both kinds, inherited too
+    # in-process, no status crosses a thread: the display reads the pipeline itself
+    assert window.session is window.runner.view() is window.runner
+    assert missing_members(window.session, SessionView) == [] and "recorder_status" in dir(SessionView)
 
 
 def test_demo_runs_visibly_with_a_banner_saying_so(window, qtbot):

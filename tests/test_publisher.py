@@ -14,13 +14,14 @@ import pytest
 
 from app.config import ConfigError
 from app.events import Event
+from app.lifecycle import IllegalTransition
 from app.streaming import protocol
 from app.streaming.g1_joints import isaaclab_to_mujoco
 from app.streaming.g1_model import dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
 from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StreamConfig, is_loopback_endpoint
 from app.streaming.locomotion import locomotion_from_stick, turn
-from app.streaming.publisher import StartRefused, StreamPublisher, StreamState, StreamStateError
+from app.streaming.publisher import StartRefused, StreamPublisher, StreamState
 from app.streaming.validation import PoseStreamValidator, ResetReason, Severity, validate_message
 from tests.test_publisher_helpers import Feeder, operator_sample, snapshot, subscribe
 
@@ -217,7 +218,7 @@ def test_start_refusals_and_state_errors():
         _ready(pub)
         with pytest.raises(StartRefused, match="not calibrated"):
             pub.start_streaming()
-        with pytest.raises(StreamStateError, match="while idle; only from streaming"):
+        with pytest.raises(IllegalTransition, match="while idle; only from streaming"):
             pub.stop_streaming()
         pub.calibrate()
         # the operator's left hand drifts 20 cm forward after calibrating
@@ -230,7 +231,7 @@ def test_start_refusals_and_state_errors():
             pub.start_streaming()
         pub.start_streaming(confirm_large=True)
         assert pub.status().state is StreamState.STREAMING
-        with pytest.raises(StreamStateError, match="while streaming; only from idle or stopped"):
+        with pytest.raises(IllegalTransition, match="while streaming; only from idle or stopped"):
             pub.start_streaming()
         pub.estop()  # one-way: the stream process stops as soon as it reads it
         _wait(lambda: pub.status().state is StreamState.STOPPED, what="the stream's e-stop")

@@ -13,8 +13,9 @@ import pytest
 import zmq
 
 from app.config import Config
+from app.lifecycle import IllegalTransition
 from app.remote.config import ClientConfig, Endpoints, PolicyConfig, RemoteConfigError, ServerConfig, remote_config_from_dict
-from app.remote.connection import ConnectionMachine, IllegalConnectionTransition, LinkState
+from app.remote.connection import ConnectionMachine, LinkState
 from app.remote.fingerprint import compact_differences, fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, ArmMode, Hello, MessageError, RejectCode, Rejection, RemoteArmState,
                                  ServerCommand, State, decode_client_message, decode_server_reply, decode_state, encode_ack,
@@ -236,7 +237,7 @@ def test_endpoints_and_settings():
 def test_connection_state_machine_transitions():
     c = ConnectionMachine()
     assert c.state is LinkState.CONNECTING
-    with pytest.raises(IllegalConnectionTransition, match="cannot finish resync while connecting; only from resyncing"):
+    with pytest.raises(IllegalTransition, match="cannot finish resync while connecting; only from resyncing"):
         c.resynced()
     c.ready()
     c.resynced()
@@ -247,7 +248,7 @@ def test_connection_state_machine_transitions():
     c.ready()
     assert c.state is LinkState.RESYNCING
     c.refuse("model mismatch")
-    with pytest.raises(IllegalConnectionTransition):
+    with pytest.raises(IllegalTransition):
         c.ready()
     c.restart("new instance")
     assert c.state is LinkState.CONNECTING

@@ -124,22 +124,25 @@ def test_huge_coordinates_are_counted_and_never_taken_as_a_reacquisition():
     assert g.check(pose(x=0.11), 0.505).accepted
 
 
-def test_every_lifecycle_error_is_one_illegal_transition_with_one_message_form():
+def test_every_lifecycle_raises_the_one_illegal_transition_with_one_message_form():
     from app.lifecycle import IllegalTransition as Base
-    from app.remote.connection import IllegalConnectionTransition, LinkState
-    from app.sessions.foxglove_live import FoxgloveLiveState, FoxgloveLiveStateError
-    from app.sessions.recorder import RecorderState, RecorderStateError
-    from app.streaming.feedback import IllegalSubscriberState, SubscriberLifecycle
-    from app.streaming.publisher import StreamState, StreamStateError
-    from app.tracking.source import ConnectionState, IllegalSourceState
+    from app.remote.connection import ConnectionMachine
+    from app.sessions.recorder import Recorder
+    from app.streaming.feedback import FeedbackSubscriber
+    from app.streaming.stream_status import stream_lifecycle
+    from app.tracking.source import SourceBase
     assert IllegalTransition is Base
-    errors = [StreamStateError("stop streaming", StreamState.IDLE, "streaming"),
-              IllegalSubscriberState("start", SubscriberLifecycle.RUNNING, SubscriberLifecycle.CREATED),
-              FoxgloveLiveStateError("open", FoxgloveLiveState.SERVING, FoxgloveLiveState.IDLE),
-              RecorderStateError("stop", RecorderState.IDLE, (RecorderState.RECORDING, RecorderState.FAILED)),
-              IllegalConnectionTransition("finish resync", LinkState.CONNECTING, (LinkState.RESYNCING,)),
-              IllegalSourceState("read", ConnectionState.CLOSED, "connected")]
-    for e in errors:
-        assert isinstance(e, Base) and isinstance(e, RuntimeError)
+    sm = TeleopStateMachine()
+    source = SourceBase()
+    source.start()
+    sub = FeedbackSubscriber()
+    sub.close()
+    illegal = [sm.reset, sm.arms["left"].release, ConnectionMachine().resynced, source.start, sub.start,
+               Recorder("unused.csv", {}).stop, lambda: stream_lifecycle().move("stop streaming")]
+    for act in illegal:
+        with pytest.raises(Base) as info:
+            act()
+        e = info.value
+        assert type(e) is Base
         assert str(e) == f"{e.what}: cannot {e.action} while {e.current.value}; only from " + \
-            " or ".join(getattr(s, "value", s) for s in e.allowed)
+            " or ".join(s.value for s in e.allowed)

@@ -22,7 +22,8 @@ from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopState
 from app.events import Command, CommandKind, CountKey, Event, EventKind, parse_events
 from app.sessions.reader import SessionFormatError, read_session
-from app.sessions.recorder import Recorder, RecorderState, RecorderStateError
+from app.lifecycle import IllegalTransition
+from app.sessions.recorder import Recorder, RecorderState
 from app.sessions.schema import (
     COLUMNS,
     INPUT_COLUMNS,
@@ -36,7 +37,7 @@ from app.sessions.schema import (
 )
 from app.sessions.replay import ReplaySource
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
-from app.tracking.source import IllegalSourceState, TrackingSource
+from app.tracking.source import TrackingSource
 
 PERIOD_S = 1.0 / 200.0
 
@@ -366,13 +367,13 @@ def test_recorder_rejects_reserved_or_unserialisable_sidecar(tmp_path):
 
 def test_illegal_transitions_name_current_and_required_state(tmp_path):
     rec = Recorder(tmp_path / "a.csv", {})
-    with pytest.raises(RecorderStateError, match="cannot stop while idle; only from recording or failed"):
+    with pytest.raises(IllegalTransition, match="cannot stop while idle; only from recording or failed"):
         rec.stop()
     rec.start()
-    with pytest.raises(RecorderStateError, match="cannot start while recording; only from idle"):
+    with pytest.raises(IllegalTransition, match="cannot start while recording; only from idle"):
         rec.start()
     rec.stop()
-    with pytest.raises(RecorderStateError, match="cannot stop while stopped"):
+    with pytest.raises(IllegalTransition, match="cannot stop while stopped"):
         rec.stop()
     assert rec.submit(make_snapshots(2)[0]) is False  # after stop: outside the recording
 
@@ -392,7 +393,7 @@ def test_unwritable_path_fails_without_disturbing_the_caller(tmp_path):
     assert rec.status().dropped_rows == 5
     final = rec.stop()
     assert final.state is RecorderState.FAILED and final.dropped_rows == 5
-    with pytest.raises(RecorderStateError, match=r"cannot stop while failed; .* \(already stopped\)"):
+    with pytest.raises(IllegalTransition, match=r"cannot stop while failed; .* \(already stopped\)"):
         rec.stop()
 
 
@@ -714,7 +715,7 @@ def test_replay_lifecycle_and_empty_session(tmp_path):
     _, rows = input_rows(3)
     path = write_csv(tmp_path / "s.csv", list(INPUT_COLUMNS), rows)
     src = ReplaySource(path)
-    with pytest.raises(IllegalSourceState, match="source: cannot read while closed; only from connected"):
+    with pytest.raises(IllegalTransition, match="source: cannot read while closed; only from connected"):
         src.read(0.0)
     src.start()
     assert src.is_connected()

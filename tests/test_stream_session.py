@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig
+from app.lifecycle import IllegalTransition
 from app.streaming import operator_frame, protocol
 from app.streaming.g1_model import load_g1
 from app.streaming.operator_frame import FrameError
 from app.streaming.protocol import StreamMode
 from app.streaming.stream_session import StreamSession
-from app.streaming.stream_status import StartRefused, StreamState, StreamStateError
+from app.streaming.stream_status import StartRefused, StreamState, stream_lifecycle
 from tests.test_publisher_helpers import operator_sample, snapshot
 
 PERIOD_S = 0.02
@@ -99,7 +100,7 @@ def test_nothing_but_manager_state_before_start_and_refusals_name_the_reason(g1)
     assert int(protocol.decode(session.manager_state()).fields["stream_mode"][0]) == StreamMode.OFF
     with pytest.raises(StartRefused, match="not calibrated"):
         session.start(clock.now_s)
-    with pytest.raises(StreamStateError, match="while idle; only from streaming"):
+    with pytest.raises(IllegalTransition, match="while idle; only from streaming"):
         session.stop()
     session.calibrate()
     session.observe(_frame(clock.tick + 1, clock.now_s, state="estopped"))
@@ -171,6 +172,6 @@ def test_the_engines_calibration_count_calibrates_unless_streaming(g1):
 
 
 def test_refusals_cross_the_process_boundary_as_themselves():
-    err = pickle.loads(pickle.dumps(StreamStateError("stop streaming", StreamState.IDLE, "streaming")))
-    assert isinstance(err, StreamStateError) and str(err) == "stream: cannot stop streaming while idle; only from streaming"
-    assert err.current is StreamState.IDLE
+    err = pickle.loads(pickle.dumps(stream_lifecycle().illegal("stop streaming")))
+    assert isinstance(err, IllegalTransition) and str(err) == "stream: cannot stop streaming while idle; only from streaming"
+    assert err.current is StreamState.IDLE and err.allowed == (StreamState.STREAMING,)

@@ -10,6 +10,7 @@ import pytest
 from app.config import ConfigError, FilterConfig
 from app.streaming.g1_model import load_g1
 from app.config import DeviceOffset, ThreePointConfig
+from app.events import CountKey, counts_by_text
 from app.streaming.threepoint import NECK_LINK_LENGTH_M, CalibrationError, ThreePointMapper
 from app.tracking.sample import DevicePose, TrackingResult, TrackingSample
 from calibration import frames
@@ -160,7 +161,12 @@ def test_lost_device_holds_its_last_good_value_and_says_so(g1):
     m.update(sample(left=device(LEFT0 + [0.5, 0, 0]), t=0.08))
     held = m.update(sample(left=device(LEFT0 + [0.5, 0, 0]), t=0.10))
     assert held.held[0]
-    assert m.rejections()["left:invalid"] == 1 and m.rejections()["left:jump"] >= 1
+    counts = m.rejections()
+    assert counts[CountKey("left", "invalid")] == 1 and counts[CountKey("left", "jump")] >= 1
+    # the text form, where counters are written, is the engine's: 'device:reason'
+    text = counts_by_text(tuple(counts.items()))
+    assert text["left:invalid"] == 1 and text["left:jump"] == counts[CountKey("left", "jump")]
+    assert all(CountKey.parse(t) in counts for t in text)
     back = m.update(sample(left=device(LEFT0 + [0.5, 0, 0]), t=0.3))
     assert not back.held[0]
     np.testing.assert_allclose(back.pos_m[0] - g1.stand_key_poses.pos_m[0], [0.5, 0, 0], atol=1e-12)
@@ -178,7 +184,7 @@ def test_huge_coordinates_are_held_counted_and_recoverable(g1):
     for k in range(20):
         tp = m.update(sample(left=huge, t=0.08 + 0.02 * k))
         assert tp.held[0] and np.all(np.isfinite(tp.pos_m))
-    assert m.rejections()["left:out_of_range"] == 21
+    assert m.rejections()[CountKey("left", "out_of_range")] == 21
     back = m.update(sample(left=device(LEFT0), t=0.6))  # good samples recover, no reset needed
     assert not back.held[0]
     np.testing.assert_allclose(back.pos_m[0], g1.stand_key_poses.pos_m[0], atol=1e-12)

@@ -1,15 +1,15 @@
 """The teleoperation state machine: per arm idle / engaged / holding, globally running / e-stopped.
 
-Transitions are methods; calling one from the wrong state raises `IllegalTransition` naming the
-current state and the states it would be legal from. The loop checks `can_*` first where a
-button press may legitimately arrive in any state.
+Transitions are methods on a declared table (`app.lifecycle.Lifecycle`); calling one from the wrong
+state raises `IllegalTransition` naming the current state and the states it would be legal from.
+The clutch checks the arm's state first where a button press may legitimately arrive in any state.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from app.lifecycle import IllegalTransition
+from app.lifecycle import IllegalTransition, Lifecycle
 
 
 class ArmState(StrEnum):
@@ -33,52 +33,65 @@ class TeleopState(StrEnum):
     ESTOPPED = "estopped"
 
 
+_ARM_TRANSITIONS = {
+    "engage": (ArmState.IDLE, ArmState.ENGAGED),
+    "release": ((ArmState.ENGAGED, ArmState.HOLDING), ArmState.IDLE),
+    "lose tracking": (ArmState.ENGAGED, ArmState.HOLDING),
+    "reacquire": (ArmState.HOLDING, ArmState.ENGAGED),
+    "force idle": (tuple(ArmState), ArmState.IDLE),
+}
+
+_TELEOP_TRANSITIONS = {
+    "e-stop": (TeleopState.RUNNING, TeleopState.ESTOPPED),
+    "reset": (TeleopState.ESTOPPED, TeleopState.RUNNING),
+}
+
+
 class ArmStateMachine:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.state = ArmState.IDLE
+        self._life = Lifecycle(f"arm {name}", ArmState.IDLE, _ARM_TRANSITIONS)
 
-    def _go(self, action: str, allowed: tuple[ArmState, ...], new: ArmState) -> None:
-        if self.state not in allowed:
-            raise IllegalTransition(f"arm {self.name}", action, self.state, allowed)
-        self.state = new
+    @property
+    def state(self) -> ArmState:
+        return self._life.state
 
     def engage(self) -> None:
-        self._go("engage", (ArmState.IDLE,), ArmState.ENGAGED)
+        self._life.move("engage")
 
     def release(self) -> None:
-        self._go("release", (ArmState.ENGAGED, ArmState.HOLDING), ArmState.IDLE)
+        self._life.move("release")
 
     def lose_tracking(self) -> None:
-        self._go("lose tracking", (ArmState.ENGAGED,), ArmState.HOLDING)
+        self._life.move("lose tracking")
 
     def reacquire(self) -> None:
-        self._go("reacquire", (ArmState.HOLDING,), ArmState.ENGAGED)
+        self._life.move("reacquire")
 
     def force_idle(self) -> None:
         """E-stop and reset put every arm in IDLE whatever it was doing."""
-        self.state = ArmState.IDLE
+        self._life.move("force idle")
 
 
 class TeleopStateMachine:
     def __init__(self) -> None:
-        self.state = TeleopState.RUNNING
+        self._life = Lifecycle("teleop", TeleopState.RUNNING, _TELEOP_TRANSITIONS)
         self.arms = {"left": ArmStateMachine("left"), "right": ArmStateMachine("right")}
 
     @property
+    def state(self) -> TeleopState:
+        return self._life.state
+
+    @property
     def estopped(self) -> bool:
-        return self.state is TeleopState.ESTOPPED
+        return self._life.state is TeleopState.ESTOPPED
 
     def estop(self) -> None:
-        if self.state is not TeleopState.RUNNING:
-            raise IllegalTransition("teleop", "e-stop", self.state, (TeleopState.RUNNING,))
-        self.state = TeleopState.ESTOPPED
+        self._life.move("e-stop")
         for arm in self.arms.values():
             arm.force_idle()
 
     def reset(self) -> None:
-        if self.state is not TeleopState.ESTOPPED:
-            raise IllegalTransition("teleop", "reset", self.state, (TeleopState.ESTOPPED,))
-        self.state = TeleopState.RUNNING
+        self._life.move("reset")
         for arm in self.arms.values():
             arm.force_idle()

@@ -5,12 +5,16 @@ way; `TeleopRunner` (app/gui/teleop_runner.py) is a `Pipeline` in the window's o
 window's tests and `--in-process`. The window, its panels and presenter type against
 `SessionBackend` only; `tests/test_gui_core.py` and `tests/test_gui_window.py` check that both
 implementations provide every member.
+
+The window's display reads a `SessionView`, never a status field another thread writes: the core
+client hands its receiver thread's statuses to the Qt thread by signal (`subscribe_status`, a
+`CoreView` each); the in-process runner is its own view (its pipeline is read on the Qt thread).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 
 from app.config import Config
@@ -30,35 +34,18 @@ if TYPE_CHECKING:
 
 
 @runtime_checkable
-class SessionBackend(Protocol):
-    # ----- configuration and the scene shown -----
+class SessionView(Protocol):
+    """What the window's display reads of the session, as of one status."""
+
     cfg: Config
     """The window's configuration (the start-up one; `live_cfg` is the one in force)."""
     live_cfg: Config
-    scene: Scene
-    mirror: SceneMirror
-    """The 3D view's copy of the session's joints."""
     buffers: PlotBuffers
     """The plots' history, filled from every tick's snapshot."""
-    remote: "ClientConfig | None"
-    """The remote simulation's configuration when the window drives a server, else None."""
-
-    # ----- the session -----
-    asynchronous: bool
-    """True: every request (`start`, `stop`, `start_recording`, ... the ones with an `on_done`)
-    returns at once and its answer (value, error) reaches `on_done`, from another thread
-    (`CoreClient`); False: requests return their answer or raise (`TeleopRunner`). The window
-    goes through `MainWindow.request`, which handles both."""
     source_kind: SourceKind | None
     replay_path: str | None
     note: str
-
-    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None) -> str: ...
-
-    def stop(self) -> None: ...
-
-    def close(self) -> None: ...
+    gui_lost: bool
 
     @property
     def running(self) -> bool: ...
@@ -69,51 +56,23 @@ class SessionBackend(Protocol):
     @property
     def fatal_error(self) -> str: ...
 
-    def send(self, command: Command) -> None: ...
-
     def latest(self) -> Snapshot | None: ...
 
-    def poll(self) -> None: ...
-
     # ----- liveness of the process that runs the loop -----
-    gui_lost: bool
-
-    def heartbeat(self) -> None: ...
-
     def core_problem(self) -> str: ...
 
     def core_description(self) -> str: ...
 
-    def disconnect(self) -> None: ...
-
-    # ----- recording -----
+    # ----- recording, humanoid stream, remote output, devices -----
     @property
     def recording(self) -> bool: ...
 
     def recorder_status(self) -> "RecorderStatus | None": ...
 
-    def start_recording(self, path: str | Path) -> Path:
-        """Answers the path written to."""
-
-    def stop_recording(self) -> "RecorderStatus":
-        """Answers the recording's final status."""
-
-    # ----- humanoid stream, Foxglove, remote output, devices -----
     @property
     def publisher(self) -> StreamControl | None: ...
 
-    def open_stream(self, stream_cfg) -> StreamControl: ...
-
-    def close_stream(self) -> None: ...
-
-    def stream_when_calibrated(self, stream_cfg) -> Any: ...
-
     def feedback_snapshot(self) -> "FeedbackSnapshot | None": ...
-
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
-        """Answers the live server's `host:port`."""
-
-    def close_foxglove(self) -> None: ...
 
     def remote_status(self) -> "RemoteStatus | None": ...
 
@@ -122,10 +81,73 @@ class SessionBackend(Protocol):
     def device_info(self) -> dict[str, dict[str, Any]] | None: ...
 
 
-def missing_members(backend: object) -> list[str]:
-    """Members of `SessionBackend` that ``backend`` lacks (empty when it provides them all)."""
-    names = [n for n in dir(SessionBackend) if not n.startswith("_")] + list(SessionBackend.__annotations__)
+@runtime_checkable
+class SessionBackend(SessionView, Protocol):
+    """The session's requests, on top of what the display reads (`SessionView`)."""
+
+    # ----- the scene shown -----
+    scene: Scene
+    mirror: SceneMirror
+    """The 3D view's copy of the session's joints."""
+    remote: "ClientConfig | None"
+    """The remote simulation's configuration when the window drives a server, else None."""
+
+    # ----- the session -----
+    asynchronous: bool
+    """True: every request (`start`, `stop`, `start_recording`, ... the ones with an `on_done`)
+    returns at once and its answer (value, error) reaches `on_done`, from another thread
+    (`CoreClient`); False: requests return their answer or raise (`TeleopRunner`). The window
+    goes through `MainWindow.request`, which handles both."""
+
+    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
+              record_path: str | Path | None = None) -> str: ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def send(self, command: Command) -> None: ...
+
+    def poll(self) -> None: ...
+
+    # ----- what the window shows -----
+    def view(self) -> SessionView:
+        """The session as of its newest status."""
+
+    def subscribe_status(self, fn: Callable[[SessionView], None]) -> None:
+        """`fn(view)` with each new status, on the thread that received it; the in-process runner
+        publishes none (its view is itself, read live)."""
+
+    # ----- liveness of the process that runs the loop -----
+    def heartbeat(self) -> None: ...
+
+    def disconnect(self) -> None: ...
+
+    # ----- recording, humanoid stream, Foxglove -----
+    def start_recording(self, path: str | Path) -> Path:
+        """Answers the path written to."""
+
+    def stop_recording(self) -> "RecorderStatus":
+        """Answers the recording's final status."""
+
+    def open_stream(self, stream_cfg) -> StreamControl: ...
+
+    def close_stream(self) -> None: ...
+
+    def stream_when_calibrated(self, stream_cfg) -> Any: ...
+
+    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
+        """Answers the live server's `host:port`."""
+
+    def close_foxglove(self) -> None: ...
+
+
+def missing_members(backend: object, protocol: type = SessionBackend) -> list[str]:
+    """Members of ``protocol`` (`SessionBackend`, or `SessionView`) that ``backend`` lacks (empty
+    when it provides them all)."""
+    annotated = [n for c in protocol.__mro__ for n in vars(c).get("__annotations__", {})]
+    names = [n for n in dir(protocol) if not n.startswith("_")] + annotated
     return sorted({n for n in names if not hasattr(backend, n)})
 
 
-__all__ = ["SessionBackend", "missing_members"]
+__all__ = ["SessionBackend", "SessionView", "missing_members"]

@@ -32,6 +32,7 @@ from app.control.engine import Command
 from app.control.snapshot import Snapshot
 from app.core import wire
 from app.core.launcher import CoreEndpoints, launch_core, pid_alive
+from app.gui.core_view import CoreView, StatusReads
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
 from app.sim.mirror import SceneMirror
@@ -39,10 +40,7 @@ from app.sim.scene import Scene, load_scene
 from app.tracking.source import SourceKind
 
 if TYPE_CHECKING:
-    from app.remote.client import RemoteStatus
     from app.remote.config import ClientConfig
-    from app.sessions.recorder import RecorderStatus
-    from app.streaming.feedback import FeedbackSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +53,10 @@ SILENT_AFTER_S = 0.35
 
 RECEIVER_SWITCH_INTERVAL_S = 0.001
 """`sys.setswitchinterval` in the window's process while it talks to a core."""
+
+STATUS_HANDOVER_TIMEOUT_S = 2.0
+"""How long a requested status waits for the receiver thread to apply it (it only waits that long
+when the receiver has stopped: a closing client)."""
 
 HEARTBEAT_PERIOD_S = 0.1
 """How often the window tells the core it is alive (the core holds the arms after 0.5 s without)."""
@@ -108,13 +110,19 @@ class _Outgoing:
 
 
 class StreamProxy:
-    """The humanoid stream publisher that lives in the core, as the stream panel uses it."""
+    """The humanoid stream publisher that lives in the core, as the stream panel uses it.
 
-    def __init__(self, client: "CoreClient") -> None:
+    Its requests go to the core; what it reads (`status()`, `cfg`, `last_threepoint`, ...) comes
+    from `status_of()`: the client's newest status (read whole: the stream panel's worker and
+    preview threads use it), or the one status a `CoreView` was handed (the panel's display)."""
+
+    def __init__(self, client: "CoreClient",
+                 status_of: "Callable[[], wire.CoreStatus | None] | None" = None) -> None:
         self._client = client
+        self._status_of = status_of if status_of is not None else (lambda: client.core_status)
 
     def _view(self) -> wire.StreamView | None:
-        st = self._client.core_status
+        st = self._status_of()
         return st.stream if st is not None else None
 
     @property
@@ -173,7 +181,7 @@ class StreamProxy:
         return view.smpl_joints_m if view is not None else None
 
 
-class CoreClient:
+class CoreClient(StatusReads):
     def __init__(self, cfg: Config, endpoints: CoreEndpoints, process: subprocess.Popen | None = None,
                  scene: Scene | None = None, buffers: PlotBuffers | None = None,
                  remote: "ClientConfig | None" = None) -> None:
@@ -181,13 +189,15 @@ class CoreClient:
 
         Threads: the window's Qt thread calls the request methods (each a queue put) and reads;
         the **receiver** thread owns what the updates bring (`buffers`, `_latest`, the mirror's
-        pose, `_last_update_s`); the **requests** thread owns the request socket and the answers;
-        a status (periodic, or asked for after a request) is applied by either, under
-        `_status_lock`, as one reference (`core_status`) from which `cfg`, `source_kind`,
-        `replay_path` and `note` are read, so a reader never sees two statuses mixed."""
+        pose, `_last_update_s`) and the status (`core_status`): it applies the periodic ones and
+        the ones asked for after a request (the requests thread hands those over and waits until
+        applied), and hands each to the `subscribe_status` listeners. The **requests** thread owns the request
+        socket and the answers. The window's Qt thread reads no shared status: it is handed each
+        one by signal (`status_relay.StatusRelay`) and reads that (`CoreView`)."""
         self._initial_cfg = cfg
         self._live_cfg = cfg
-        """The settings the next start uses: set by the Qt thread (`live_cfg`) or a newer status, under `_status_lock`."""
+        """The settings the next start uses: the operator's (the Qt thread's `live_cfg` setter),
+        then the core's echo in each status (the receiver thread); one reference, the last written wins."""
         self.remote = remote
         self.endpoints = endpoints
         self.process = process
@@ -196,8 +206,15 @@ class CoreClient:
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.mirror = SceneMirror(self.scene.model.nq)
         self.core_status: wire.CoreStatus | None = None
-        """The newest status (by its number): written under `_status_lock`, read whole by any thread."""
-        self._status_lock = threading.Lock()
+        """The newest status (by its number). Owner: the receiver thread, the only one that writes
+        it; other threads (the CLI tools, a request's `then`) read it whole."""
+        self._status_listeners: list[Callable[[CoreView], None]] = []
+        """`subscribe_status`: called in the receiver thread with each status it applied (not an older one)."""
+        self._handed_statuses: queue.SimpleQueue = queue.SimpleQueue()
+        """Requested statuses on their way to the receiver thread, each with the event it sets once applied."""
+        self._status_waker_r, self._status_waker_w = socket.socketpair()
+        self._status_waker_r.setblocking(False)
+        self._status_waker_w.setblocking(False)
         self.snapshot_listeners: list[Callable[[Snapshot, float], None]] = []
         """Called in the receiver thread with each snapshot and the `perf_counter` time it arrived."""
         self.bad_updates = 0
@@ -368,7 +385,7 @@ class CoreClient:
     def refresh_status(self) -> wire.CoreStatus:
         """Ask for the status now and wait for it (start-up, tools; the window uses the updates)."""
         st = self.call(wire.GetStatus())
-        self._apply_status(st)
+        self._hand_status(st)
         return st
 
     def _request(self, request: wire.Request, on_done: Done | None = None, then: Callable[[Any], None] | None = None,
@@ -383,7 +400,7 @@ class CoreClient:
             def on_status(st: Any, status_error: BaseException | None) -> None:
                 try:
                     if status_error is None:
-                        self._apply_status(st)
+                        self._hand_status(st)
                     if then is not None:
                         then(value)
                 except Exception as exc:
@@ -403,9 +420,19 @@ class CoreClient:
         sub.rcvhwm = 4000
         sub.setsockopt(zmq.SUBSCRIBE, b"")
         sub.connect(self.endpoints.updates)
+        poller = zmq.Poller()
+        poller.register(sub, zmq.POLLIN)
+        poller.register(self._status_waker_r, zmq.POLLIN)
         try:
             while not self._stop.is_set():
-                if not sub.poll(50):
+                events = dict(poller.poll(50))
+                if self._status_waker_r in events or self._status_waker_r.fileno() in events:
+                    try:
+                        self._status_waker_r.recv(4096)
+                    except (BlockingIOError, OSError):
+                        pass
+                self._apply_handed_statuses()
+                if sub not in events:
                     continue
                 try:
                     kind, value = wire.decode_update(sub.recv_multipart())
@@ -419,6 +446,7 @@ class CoreClient:
                     self._apply_snapshots(*value)
         finally:
             sub.close(0)
+            self._apply_handed_statuses()  # nobody waits in vain for a receiver that has stopped
 
     def _apply_snapshots(self, batch: list[Snapshot], qpos: np.ndarray) -> None:
         arrived = time.perf_counter()
@@ -435,35 +463,61 @@ class CoreClient:
             if qpos.shape[0] == mirror.nq:
                 mirror.publish(qpos, batch[-1])
 
+    def _hand_status(self, st: wire.CoreStatus) -> None:
+        """A status asked for (requests thread, or a tool's thread in `refresh_status`): handed to
+        the receiver thread, its owner; returns once applied, so what runs next reads it."""
+        if not self._receiver.is_alive():
+            return  # disconnected: no status is shown any more
+        done = threading.Event()
+        self._handed_statuses.put((st, done))
+        try:
+            self._status_waker_w.send(b"x")
+        except (BlockingIOError, OSError):
+            pass  # already woken (the buffer is full), or closing
+        if not done.wait(STATUS_HANDOVER_TIMEOUT_S):
+            log.warning("the core client's receiver did not take a requested status within %.1f s",
+                        STATUS_HANDOVER_TIMEOUT_S)
+
+    def _apply_handed_statuses(self) -> None:
+        """Receiver thread."""
+        while True:
+            try:
+                st, done = self._handed_statuses.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self._apply_status(st)
+            finally:
+                done.set()
+
     def _apply_status(self, st: wire.CoreStatus) -> None:
-        """The receiver thread (periodic statuses) or the requests thread (one asked for)."""
-        with self._status_lock:
-            prev = self.core_status
-            if prev is not None and st.seq < prev.seq and st.pid == prev.pid:
-                return  # an older status overtaken by a requested one
-            self.core_status = st
-            self._live_cfg = st.live_cfg
+        """Receiver thread only (the owner of `core_status`)."""
+        prev = self.core_status
+        if prev is not None and st.seq < prev.seq and st.pid == prev.pid:
+            return  # an older status overtaken by a requested one
+        self.core_status = st
+        self._live_cfg = st.live_cfg
+        view = CoreView(self, st)
+        for fn in self._status_listeners:
+            try:
+                fn(view)
+            except Exception:  # a listener's bug must not end the receiver
+                log.exception("a core status listener failed")
 
-    @property
-    def cfg(self) -> Config:
-        """The configuration in force in the core (the one this client was made with until its first status)."""
-        st = self.core_status
-        return st.cfg if st is not None else self._initial_cfg
+    def _shown_status(self) -> wire.CoreStatus | None:
+        return self.core_status
 
-    @property
-    def source_kind(self) -> SourceKind | None:
-        st = self.core_status
-        return st.source_kind if st is not None else None
+    def view(self) -> CoreView:
+        """The read side as of the newest status (the window's first, before any is handed to it)."""
+        return CoreView(self, self.core_status)
 
-    @property
-    def replay_path(self) -> str | None:
-        st = self.core_status
-        return st.replay_path if st is not None else None
+    def stream_of(self, status: wire.CoreStatus | None) -> StreamProxy:
+        """The core's stream as of `status` (a `CoreView`'s `publisher`)."""
+        return StreamProxy(self, lambda: status)
 
-    @property
-    def note(self) -> str:
-        st = self.core_status
-        return st.note if st is not None else ""
+    def subscribe_status(self, fn: Callable[[CoreView], None]) -> None:
+        """`fn(view)` with each new status, in the receiver thread (the window relays it to its Qt thread)."""
+        self._status_listeners.append(fn)
 
     # ----- health -----
 
@@ -480,18 +534,6 @@ class CoreClient:
             return f"the core process has not sent anything for {silent:.1f} s"
         return ""
 
-    def core_description(self) -> str:
-        """The core's pid, the priority the OS granted it and what it is busy with (a source start
-        in progress: "starting Demo operator, connecting to ..."), for the status panel."""
-        st = self.core_status
-        text = f"process {self.endpoints.pid}" + (f": {st.priority}" if st is not None and st.priority else "")
-        return text + (f"; {st.busy}…" if st is not None and st.busy else "")
-
-    @property
-    def gui_lost(self) -> bool:
-        st = self.core_status
-        return bool(st and st.gui_lost)
-
     # ----- the session interface (as `Pipeline`) -----
 
     @property
@@ -500,8 +542,7 @@ class CoreClient:
 
     @live_cfg.setter
     def live_cfg(self, cfg: Config) -> None:
-        with self._status_lock:
-            self._live_cfg = cfg
+        self._live_cfg = cfg
         self.submit(wire.SetLiveConfig(cfg))
 
     asynchronous = True
@@ -563,22 +604,9 @@ class CoreClient:
         self._dealer.close(0)
         self._waker_r.close()
         self._waker_w.close()
+        self._status_waker_r.close()
+        self._status_waker_w.close()
         self._ctx.term()
-
-    @property
-    def running(self) -> bool:
-        st = self.core_status
-        return bool(st and st.running) and not self.core_problem()
-
-    @property
-    def finished(self) -> bool:
-        st = self.core_status
-        return bool(st and st.finished)
-
-    @property
-    def fatal_error(self) -> str:
-        st = self.core_status
-        return st.fatal_error if st is not None else ""
 
     def send(self, command: Command) -> None:
         self.tell(wire.SendCommand(command))
@@ -587,11 +615,6 @@ class CoreClient:
         return self._latest
 
     # ----- humanoid stream -----
-
-    @property
-    def publisher(self) -> StreamProxy | None:
-        st = self.core_status
-        return self._stream_proxy if st is not None and st.stream is not None else None
 
     def open_stream(self, stream_cfg) -> StreamProxy:
         """Waits for the core (the stream panel calls it off the Qt thread)."""
@@ -608,35 +631,7 @@ class CoreClient:
     def stream_when_calibrated(self, stream_cfg, on_done: Done | None = None) -> None:
         self._request(wire.StreamWhenCalibrated(stream_cfg), on_done=on_done)
 
-    def feedback_snapshot(self) -> "FeedbackSnapshot | None":
-        """The core's robot feedback subscriber (`FeedbackSnapshot`, as of the last status), or None."""
-        st = self.core_status
-        return st.stream.feedback if st is not None and st.stream is not None else None
-
-    # ----- remote output and devices -----
-
-    def remote_status(self) -> "RemoteStatus | None":
-        st = self.core_status
-        return st.remote if st is not None else None
-
-    def remote_seq(self) -> int | None:
-        st = self.core_status
-        return st.remote_seq if st is not None else None
-
-    def device_info(self) -> dict[str, dict[str, Any]] | None:
-        st = self.core_status
-        return st.device_info if st is not None else None
-
-    # ----- recording -----
-
-    @property
-    def recording(self) -> bool:
-        st = self.core_status
-        return bool(st and st.recorder is not None)
-
-    def recorder_status(self) -> "RecorderStatus | None":
-        st = self.core_status
-        return st.recorder if st is not None else None
+    # ----- recording, Foxglove -----
 
     def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False, on_done: Done | None = None) -> None:
         """Serve the core's session live to Foxglove; `on_done` gets the `host:port` bound."""

@@ -31,7 +31,7 @@ from app.config import Config, ConfigError, load_config
 from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
 from app.control.engine import Command, CommandKind
 from app.gui import theme
-from app.gui.backend import SessionBackend
+from app.gui.backend import SessionBackend, SessionView
 from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
 from app.gui.estop_filter import EstopKeyFilter
 from app.gui.collision_view import collision_markers, review_collision
@@ -45,6 +45,7 @@ from app.gui.raw_input import RawInputPanel
 from app.gui.settings import SettingsDialog
 from app.gui.settings_store import SettingsStore, diff
 from app.gui.status import StatusPanel
+from app.gui.status_relay import StatusRelay
 from app.gui.stream_panel import StreamPanel
 from app.gui.stream_panel import status_text as stream_status_text
 from app.gui.timeline import SessionReview, TimelineBar
@@ -238,6 +239,9 @@ class MainWindow(QMainWindow):
             log.error("%s", settings_note)
         self.runner_factory = runner_factory or (lambda c: TeleopRunner(c, remote=remote))
         self.runner: SessionBackend = self.runner_factory(cfg)
+        self.session: SessionView = self.runner.view()
+        """What the display reads: the session as of the last status handed to the Qt thread (by
+        `_status_relay`, queued). Owner: the Qt thread; the backend's threads never write it."""
         self._opened_s = time.perf_counter()
 
         self._build_central(threaded_render)
@@ -246,6 +250,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_statusbar()
+        self._status_relay = StatusRelay(self._on_session_view, self)
+        self._status_relay.attach(self.runner)
+        self._on_session_view(self.runner.view())  # any status that came while the widgets were built
         # Space e-stops before any widget of any window or dialog sees it (app/gui/estop_filter.py).
         self._estop_filter = EstopKeyFilter(self._guard(self.estop), self)
         QApplication.instance().installEventFilter(self._estop_filter)
@@ -257,9 +264,9 @@ class MainWindow(QMainWindow):
         self.viewport.wait_ready()
         if self.viewport.error:
             self.show_error("3D view unavailable", self.viewport.error, modal=False)
-        if self.runner.running:  # attached to a core that was already running: show it as it is
+        if self.session.running:  # attached to a core that was already running: show it as it is
             self.presenter.attached = True
-            self._show_source(self.runner.note)
+            self._show_source(self.session.note)
         else:
             self._start_source(SourceKind.parse(source), replay_path, initial=True, record_path=record_path)
         if settings_note:
@@ -545,9 +552,9 @@ class MainWindow(QMainWindow):
     def set_engaged(self, arm: str, on: bool) -> None:
         """Keys 1 / 2: engage (latched where the hand and the arm are now: the arm then moves only by
         the hand's motion) or release; refused, with a message, when it cannot take effect."""
-        snap = self.runner.latest()
+        snap = self.session.latest()
         refusal = ""
-        if not self.runner.running:
+        if not self.session.running:
             refusal = "no control loop runs (choose a source)"
         elif on and snap is not None and snap.teleop_state == "estopped":
             refusal = "the arms are e-stopped: Reset (Ctrl+R) first"
@@ -586,7 +593,7 @@ class MainWindow(QMainWindow):
     # ----- recording -----
 
     def toggle_recording(self, on: bool) -> None:
-        if on == self.runner.recording:
+        if on == self.session.recording:
             return
         if on:
             self.start_recording(self.sessions_dir / generated_session_name())
@@ -607,7 +614,7 @@ class MainWindow(QMainWindow):
             self.request(self.runner.close_foxglove)
 
     def record_as(self) -> None:
-        if self.runner.recording:
+        if self.session.recording:
             raise PipelineError("already recording: stop the current recording first (F9)")
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
         path, _ = QFileDialog.getSaveFileName(self, "Record session to", str(self.sessions_dir / generated_session_name()),
@@ -642,8 +649,8 @@ class MainWindow(QMainWindow):
 
     def _sync_record_action(self) -> None:
         self.act["record"].blockSignals(True)
-        self.act["record"].setChecked(self.runner.recording)
-        self.act["record"].setText("Stop recording" if self.runner.recording else "Record")
+        self.act["record"].setChecked(self.session.recording)
+        self.act["record"].setText("Stop recording" if self.session.recording else "Record")
         self.act["record"].blockSignals(False)
 
     # ----- sources and settings -----
@@ -690,14 +697,14 @@ class MainWindow(QMainWindow):
         elif self.banner.level != "warn":
             self.banner.clear()
         remote = self.runner.remote
-        label = source_label(self.runner.source_kind, self.runner.replay_path,
+        label = source_label(self.session.source_kind, self.session.replay_path,
                              remote.endpoints.state if remote is not None else None)
         self.setWindowTitle(label)  # the application's display name is added by Qt: "label — pico-teleop"
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
     def _sync_source_actions(self) -> None:
         act = {SourceKind.OPENVR: self.act["src_openvr"], SourceKind.DEMO: self.act["src_demo"],
-               SourceKind.REPLAY: self.act["src_replay"]}.get(self.runner.source_kind)
+               SourceKind.REPLAY: self.act["src_replay"]}.get(self.session.source_kind)
         if act is not None:
             act.setChecked(True)
 
@@ -716,7 +723,7 @@ class MainWindow(QMainWindow):
             self._sync_source_actions()
 
     def open_review(self) -> None:
-        if self.runner.recording:  # before the file dialog: the operator must not pick a file for nothing
+        if self.session.recording:  # before the file dialog: the operator must not pick a file for nothing
             raise PipelineError("stop the recording (F9) before reviewing a session")
         path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
                                               options=FILE_DIALOG_OPTIONS)
@@ -729,7 +736,7 @@ class MainWindow(QMainWindow):
         of its own (a 20 MB session takes seconds) while the window and the live session go on;
         the review appears when it is read. The live loop is not stopped: it runs on behind the
         review (Space still e-stops it), and closing the review shows it as it is."""
-        if self.runner.recording:
+        if self.session.recording:
             raise PipelineError("stop the recording (F9) before reviewing a session")
         if self._review_loading is not None:
             raise PipelineError(f"already loading {Path(self._review_loading).name} for review")
@@ -739,7 +746,7 @@ class MainWindow(QMainWindow):
         self.review_progress.setValue(0)
         self.review_progress.show()
         self.statusBar().showMessage(f"Loading {path.name} ({size_mb:.1f} MB) for review…")
-        scene, window_rows = self.runner.scene, int(self.plots.window_s * self.runner.cfg.loop.rate_hz)
+        scene, window_rows = self.runner.scene, int(self.plots.window_s * self.session.cfg.loop.rate_hz)
 
         def loaded(review: SessionReview) -> None:
             self._review_loaded()
@@ -785,8 +792,8 @@ class MainWindow(QMainWindow):
         if self.mode is WindowMode.LIVE:
             return
         self._leave_review()
-        self._show_source(self.runner.note, announce=False)
-        self.banner.show_message(*live_again_banner(self.runner.latest(), self.runner.running), )
+        self._show_source(self.session.note, announce=False)
+        self.banner.show_message(*live_again_banner(self.session.latest(), self.session.running), )
 
     def _leave_review(self) -> None:
         if self.review is None:
@@ -812,11 +819,11 @@ class MainWindow(QMainWindow):
 
     def apply_config(self, cfg: Config) -> None:
         """Save what differs from the defaults + --config, and restart the loop with `cfg`."""
-        if self.runner.recording:
+        if self.session.recording:
             raise PipelineError("stop the recording before changing settings")
         overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
         self.store.save(overrides)
-        kind = self.runner.source_kind or SourceKind.AUTO
+        kind = self.session.source_kind or SourceKind.AUTO
 
         def applied() -> None:
             self.runner.live_cfg = cfg
@@ -824,7 +831,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
 
         # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.
-        self._start_source(kind, self.runner.replay_path, cfg=None if kind is SourceKind.REPLAY else cfg, then=applied)
+        self._start_source(kind, self.session.replay_path, cfg=None if kind is SourceKind.REPLAY else cfg, then=applied)
 
     def _on_button_learned(self, role: str, bit: int) -> None:
         from app.config import config_from_dict
@@ -849,7 +856,7 @@ class MainWindow(QMainWindow):
         self.viewport.set_extra_markers(collision_markers(arms, col.minimum_m, col.influence_m))
 
     def _show_boxes(self, on: bool) -> None:
-        self.viewport.set_workspace(self.runner.cfg if on else None)
+        self.viewport.set_workspace(self.session.cfg if on else None)
 
     def open_settings_folder(self) -> None:
         self.store.folder.mkdir(parents=True, exist_ok=True)
@@ -879,12 +886,16 @@ class MainWindow(QMainWindow):
         except Exception:  # a display bug must not kill the timer (nor show a traceback)
             log.exception("display refresh failed")
 
+    def _on_session_view(self, view: SessionView) -> None:
+        """A new status from the backend, on the Qt thread: the next refresh shows it."""
+        self.session = self.stream_panel.session = view
+
     def _refresh(self) -> None:
         self._ui_ticks += 1
-        runner = self.runner
-        runner.poll()
-        snap = runner.latest()
-        shown = self.presenter.present(runner, time.perf_counter(), self.review, self.banner.level, self.banner.text())
+        self.runner.poll()
+        session = self.session
+        snap = session.latest()
+        shown = self.presenter.present(session, time.perf_counter(), self.review, self.banner.level, self.banner.text())
         vars(self.viewport.hud).update(vars(shown.hud))  # in place: the view (and tests) hold this one
         if shown.repaint:
             self.viewport.update()
@@ -900,14 +911,14 @@ class MainWindow(QMainWindow):
             self.raw_panel.update_sample(snap.sample)
         if shown.banner is not None:
             self.banner.show_message(*shown.banner)
-        if shown.loop_ended and runner.recording:
+        if shown.loop_ended and session.recording:
             self.stop_recording()
 
     def _refresh_status(self, snap, shown: Presentation) -> None:
         """The status panel and the status bar (half the display rate)."""
-        runner = self.runner
+        session = self.session
         self.status_panel.update_streaming(*stream_status_text(self.stream_panel.status()))
-        self.status_panel.update_core(shown.core_problem or runner.core_description(), ok=not shown.core_problem)
+        self.status_panel.update_core(shown.core_problem or session.core_description(), ok=not shown.core_problem)
         self.status_panel.update_remote(shown.remote_status_text,
                                         ok=shown.remote_status_text is not None and not shown.hud.alert)
         review = self.review
@@ -915,9 +926,9 @@ class MainWindow(QMainWindow):
             self.status_panel.update_review(review)
         else:
             self.status_panel.update_status(
-                snap, source_label=shown.hud.source, device_info=runner.device_info(), recorder=runner.recorder_status(),
-                loop_rate_hz=shown.loop_rate_hz, running=runner.running, fatal=runner.fatal_error,
-                period_s=runner.live_cfg.loop.period_s)
+                snap, source_label=shown.hud.source, device_info=session.device_info(), recorder=session.recorder_status(),
+                loop_rate_hz=shown.loop_rate_hz, running=session.running, fatal=session.fatal_error,
+                period_s=session.live_cfg.loop.period_s)
         self.sb_loop.setText(shown.statusbar_loop)
         self.sb_record.setText(shown.statusbar_record)
         self.sb_record.setStyleSheet(f"color: {theme.ALERT};")
@@ -926,7 +937,7 @@ class MainWindow(QMainWindow):
     def restart_core(self) -> None:
         """Replace a dead (or any) core with a new one running the same source."""
         old = self.runner
-        kind, path = old.source_kind or SourceKind.DEMO, old.replay_path
+        kind, path = self.session.source_kind or SourceKind.DEMO, self.session.replay_path
         factory = self.runner_factory
 
         def replace() -> SessionBackend:
@@ -942,7 +953,11 @@ class MainWindow(QMainWindow):
 
         def replaced(runner: SessionBackend) -> None:
             self.runner = runner
-            self.stream_panel.runner = self.runner
+            self._status_relay.detach()  # the old core's last statuses are not shown
+            self._status_relay = StatusRelay(self._on_session_view, self)
+            self._status_relay.attach(runner)
+            self.session = runner.view()
+            self.stream_panel.runner, self.stream_panel.session = self.runner, self.session
             self.plots.buffers = self.runner.buffers
             self.presenter.core_replaced()
             self.banner.clear()

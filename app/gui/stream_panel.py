@@ -28,12 +28,14 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
 
 from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigError, StreamConfig
 from app.gui import theme
-from app.gui.backend import SessionBackend
+from app.gui.backend import SessionBackend, SessionView
 from app.gui.humanoid_preview import PreviewThread
 from app.gui.qt_post import QtPoster
+from app.lifecycle import IllegalTransition
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
-from app.streaming.publisher import ProcessState, StartRefused, StreamState, StreamStateError, StreamStatus
+from app.streaming.publisher import ProcessState, StartRefused, StreamState, StreamStatus
 from app.streaming.stream_control import StreamControl
+from app.streaming.stream_status import stream_lifecycle
 from app.streaming.threepoint import CalibrationError
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,9 @@ class StreamPanel(QWidget):
         """`runner`: the window's session backend (its `cfg.stream` gives the defaults; it owns the publisher)."""
         super().__init__(parent)
         self.runner = runner
+        self.session: SessionView = runner.view()
+        """What the display reads (the status the window was handed last; `MainWindow` sets it).
+        The actions go to `runner`."""
         self.confirm: Callable[[str], bool] = self._ask
         """Asks the operator to confirm a far start (replaced in tests)."""
         self.inform: Callable[[str], None] = self._tell
@@ -207,8 +212,9 @@ class StreamPanel(QWidget):
             self.mode_box.blockSignals(True)
             self.mode_box.setCurrentText(st.mode)
             self.mode_box.blockSignals(False)
-            raise StreamStateError(f"switch to {mode} while streaming {pub.cfg.mode} (only {MODE_PLANNER_VR3PT} and "
-                                   f"{pub.cfg.mode} switch in one session)", st.state, "stopped")
+            raise IllegalTransition("stream", f"switch to {mode} while streaming {pub.cfg.mode} (only "
+                                    f"{MODE_PLANNER_VR3PT} and {pub.cfg.mode} switch in one session)", st.state,
+                                    StreamState.STOPPED)
         pub.switch_mode(mode)
         self._say(f"Humanoid stream switched to {mode}")
 
@@ -239,7 +245,7 @@ class StreamPanel(QWidget):
     def stop(self) -> None:
         pub = self.publisher
         if pub is None:
-            raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
+            raise stream_lifecycle().illegal("stop streaming")  # a stream that is not open is idle
         pub.stop_streaming()
         self.refresh()
 
@@ -309,7 +315,7 @@ class StreamPanel(QWidget):
     def _stop_async(self) -> None:
         pub = self.publisher
         if pub is None:
-            raise StreamStateError("stop streaming", StreamState.IDLE, "streaming")
+            raise stream_lifecycle().illegal("stop streaming")  # a stream that is not open is idle
         self._submit(pub.stop_streaming)
 
     def _change_mode_async(self, mode: str) -> None:
@@ -343,7 +349,8 @@ class StreamPanel(QWidget):
     # ----- display -----
 
     def status(self) -> StreamStatus | None:
-        pub = self.publisher
+        """The stream's status as of the session status the window was handed last."""
+        pub = self.session.publisher
         return pub.status() if pub is not None else None
 
     def refresh(self) -> None:
@@ -353,7 +360,7 @@ class StreamPanel(QWidget):
         streaming = st is not None and st.state is StreamState.STREAMING
         self.endpoint_edit.setEnabled(not streaming)
         self.feedback_edit.setEnabled(not streaming)
-        text, colour = feedback_text(self.runner.feedback_snapshot() if st is not None else None)
+        text, colour = feedback_text(self.session.feedback_snapshot() if st is not None else None)
         self.feedback_label.setText(f'<span style="color:{colour}">{text}</span>')
         self.start_button.setEnabled(not streaming)
         self.stop_button.setEnabled(streaming)
@@ -398,7 +405,7 @@ class StreamPanel(QWidget):
     def _guarded(self, fn) -> None:
         try:
             fn()
-        except (StartRefused, StreamStateError, CalibrationError, ConfigError, OSError) as exc:
+        except (StartRefused, IllegalTransition, CalibrationError, ConfigError, OSError) as exc:
             self.inform(str(exc))
         except Exception as exc:
             log.exception("humanoid stream action failed")

@@ -15,7 +15,7 @@ the loop sharing the GUI's interpreter lock already makes this mode unfit for re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from app.config import Config
 from app.control.loop import ControlLoop
@@ -53,6 +53,13 @@ class TeleopRunner(Pipeline):
     def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:  # type: ignore[override]
         """The live server's `host:port`, the answer `SessionBackend` declares (and the core's)."""
         return super().open_foxglove(endpoint, allow_remote).endpoint
+
+    def view(self) -> "TeleopRunner":
+        """Its own view: the pipeline is read on the Qt thread, live."""
+        return self
+
+    def subscribe_status(self, fn: Callable[["TeleopRunner"], None]) -> None:
+        """Nothing to subscribe to: no status crosses a thread here (see `view`)."""
 
     def disconnect(self) -> None:
         """Same as `close` in-process (there is no core to leave running)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from app.lifecycle import IllegalTransition
+from app.lifecycle import Lifecycle
 
 
 class LinkState(Enum):
@@ -40,55 +40,62 @@ class LinkState(Enum):
     CLOSED = "closed"
 
 
-class IllegalConnectionTransition(IllegalTransition):
-    def __init__(self, action: str, current: LinkState, allowed: tuple[LinkState, ...]) -> None:
-        super().__init__("connection", action, current, allowed)
-
-
 _OPEN = (LinkState.CONNECTING, LinkState.RESYNCING, LinkState.CONNECTED, LinkState.STALE,
          LinkState.DISCONNECTED, LinkState.REFUSED)
+
+_TRANSITIONS = {
+    "become ready": ((LinkState.CONNECTING, LinkState.STALE, LinkState.DISCONNECTED), LinkState.RESYNCING),
+    "finish resync": (LinkState.RESYNCING, LinkState.CONNECTED),
+    "require a resync": (LinkState.CONNECTED, LinkState.RESYNCING),
+    "go stale": ((LinkState.RESYNCING, LinkState.CONNECTED), LinkState.STALE),
+    "disconnect": ((LinkState.CONNECTING, LinkState.STALE), LinkState.DISCONNECTED),
+    "restart": (_OPEN, LinkState.CONNECTING),
+    "refuse": (_OPEN, LinkState.REFUSED),
+    "close": (tuple(LinkState), LinkState.CLOSED),
+}
+"""The diagram of the module docstring, as the table `ConnectionMachine` moves by."""
 
 
 class ConnectionMachine:
     def __init__(self) -> None:
-        self.state = LinkState.CONNECTING
+        self._life = Lifecycle("connection", LinkState.CONNECTING, _TRANSITIONS)
         self.error = ""
         """Why the connection is not CONNECTED ('' when it is)."""
 
-    def _go(self, action: str, allowed: tuple[LinkState, ...], new: LinkState, error: str) -> None:
-        if self.state not in allowed:
-            raise IllegalConnectionTransition(action, self.state, allowed)
-        self.state = new
+    @property
+    def state(self) -> LinkState:
+        return self._life.state
+
+    def _go(self, action: str, error: str) -> None:
+        self._life.move(action)
         self.error = error
 
     def ready(self) -> None:
         """Handshake done and state fresh."""
-        self._go("become ready", (LinkState.CONNECTING, LinkState.STALE, LinkState.DISCONNECTED),
-                 LinkState.RESYNCING, "re-synchronising joint commands to the server's state")
+        self._go("become ready", "re-synchronising joint commands to the server's state")
 
     def resynced(self) -> None:
-        self._go("finish resync", (LinkState.RESYNCING,), LinkState.CONNECTED, "")
+        self._go("finish resync", "")
 
     def require_resync(self, why: str) -> None:
         """A new engine took over the output: it re-reads the joints before commanding."""
-        self._go("require a resync", (LinkState.CONNECTED,), LinkState.RESYNCING, why)
+        self._go("require a resync", why)
 
     def stale(self, why: str) -> None:
-        self._go("go stale", (LinkState.RESYNCING, LinkState.CONNECTED), LinkState.STALE, why)
+        self._go("go stale", why)
 
     def lost(self, why: str) -> None:
-        self._go("disconnect", (LinkState.CONNECTING, LinkState.STALE), LinkState.DISCONNECTED, why)
+        self._go("disconnect", why)
 
     def restart(self, why: str) -> None:
         """A new server instance: handshake again."""
-        self._go("restart", _OPEN, LinkState.CONNECTING, why)
+        self._go("restart", why)
 
     def refuse(self, why: str) -> None:
-        self._go("refuse", _OPEN, LinkState.REFUSED, why)
+        self._go("refuse", why)
 
     def close(self) -> None:
-        self.state = LinkState.CLOSED
-        self.error = "closed"
+        self._go("close", "closed")
 
     def note(self, error: str) -> None:
         """Update the reason shown while not CONNECTED (no state change)."""

@@ -6,7 +6,7 @@ import importlib
 _EXPORTS = {
     "Session": "app.sessions.reader", "SessionFormatError": "app.sessions.reader", "read_session": "app.sessions.reader",
     "Recorder": "app.sessions.recorder", "RecorderState": "app.sessions.recorder",
-    "RecorderStateError": "app.sessions.recorder", "RecorderStatus": "app.sessions.recorder",
+    "RecorderStatus": "app.sessions.recorder",
     "ReplaySource": "app.sessions.replay", "RunSummary": "app.sessions.run_summary",
     "analyze_session": "app.sessions.analysis", "SessionAnalysis": "app.sessions.analysis",
     "compare_sessions": "app.sessions.compare", "write_report": "app.sessions.report",

@@ -29,7 +29,7 @@ from enum import Enum
 
 from app.config import is_loopback_host
 from app.control.snapshot import Snapshot
-from app.lifecycle import IllegalTransition
+from app.lifecycle import Lifecycle, start_once
 from app.sessions.foxglove_channels import FoxgloveChannels, import_foxglove
 from app.sim.scene import Scene
 
@@ -59,9 +59,7 @@ class FoxgloveLiveState(Enum):
     CLOSED = "closed"
 
 
-class FoxgloveLiveStateError(IllegalTransition):
-    def __init__(self, action: str, current: FoxgloveLiveState, required: FoxgloveLiveState) -> None:
-        super().__init__("live Foxglove server", action, current, required)
+_TRANSITIONS = start_once(FoxgloveLiveState.IDLE, FoxgloveLiveState.SERVING, FoxgloveLiveState.CLOSED, start="open")
 
 
 @dataclass(frozen=True)
@@ -121,7 +119,7 @@ class FoxgloveLive:
         self.name = name
         self._queue: collections.deque[Snapshot] = collections.deque()
         self._queue_max = int(queue_snapshots)
-        self._state = FoxgloveLiveState.IDLE
+        self._life = Lifecycle("live Foxglove server", FoxgloveLiveState.IDLE, _TRANSITIONS)
         self._server = None
         self._context = None
         self._endpoint = ""
@@ -137,7 +135,7 @@ class FoxgloveLive:
 
     @property
     def state(self) -> FoxgloveLiveState:
-        return self._state
+        return self._life.state
 
     @property
     def endpoint(self) -> str:
@@ -146,8 +144,7 @@ class FoxgloveLive:
 
     def open(self) -> FoxgloveLive:
         """Bind the server and start the publishing thread. OSError when the endpoint cannot be bound."""
-        if self._state is not FoxgloveLiveState.IDLE:
-            raise FoxgloveLiveStateError("open", self._state, FoxgloveLiveState.IDLE)
+        self._life.check("open")
         fg = self._fg
         context = fg.Context()
         try:
@@ -159,7 +156,7 @@ class FoxgloveLive:
         self._endpoint = f"[{self.host}]:{server.port}" if ":" in self.host else f"{self.host}:{server.port}"
         self._channels = FoxgloveChannels(self.scene, context, scene_period_s=self.scene_period_s)
         self._thread = threading.Thread(target=self._run, name="foxglove-live", daemon=True)
-        self._state = FoxgloveLiveState.SERVING
+        self._life.move("open")
         self._thread.start()
         log.info("Foxglove live server on ws://%s", self.endpoint)
         if not is_loopback_host(self.host):
@@ -168,10 +165,8 @@ class FoxgloveLive:
 
     def close(self) -> None:
         """Stop the thread (what is queued is left unpublished) and the server; idempotent."""
-        if self._state is not FoxgloveLiveState.SERVING:
-            self._state = FoxgloveLiveState.CLOSED
+        if self._life.move("close") is not FoxgloveLiveState.SERVING:
             return
-        self._state = FoxgloveLiveState.CLOSED
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
@@ -183,7 +178,7 @@ class FoxgloveLive:
                  self._published, self._dropped)
 
     def __enter__(self) -> FoxgloveLive:
-        return self.open() if self._state is FoxgloveLiveState.IDLE else self
+        return self.open() if self._life.state is FoxgloveLiveState.IDLE else self
 
     def __exit__(self, *exc) -> None:
         self.close()
@@ -194,14 +189,14 @@ class FoxgloveLive:
         """Queue one snapshot (the loop thread; never blocks). False when dropped (queue full or not serving)."""
         self._received += 1
         # Only this thread appends and only the publisher removes, so the length can only be smaller than read.
-        if self._state is not FoxgloveLiveState.SERVING or len(self._queue) >= self._queue_max:
+        if self._life.state is not FoxgloveLiveState.SERVING or len(self._queue) >= self._queue_max:
             self._dropped += 1
             return False
         self._queue.append(snap)
         return True
 
     def status(self) -> FoxgloveLiveStatus:
-        return FoxgloveLiveStatus(self._state, self.endpoint, self._received, self._dropped, self._thinned,
+        return FoxgloveLiveStatus(self._life.state, self.endpoint, self._received, self._dropped, self._thinned,
                                   self._published, self._errors, self._last_error)
 
     # ----- the publishing thread -----
@@ -251,5 +246,5 @@ class FoxgloveLive:
         self._published += len(snaps)
 
 
-__all__ = ["DEFAULT_ENDPOINT", "FoxgloveEndpointError", "FoxgloveLive", "FoxgloveLiveState", "FoxgloveLiveStateError",
-           "FoxgloveLiveStatus", "parse_endpoint"]
+__all__ = ["DEFAULT_ENDPOINT", "FoxgloveEndpointError", "FoxgloveLive", "FoxgloveLiveState", "FoxgloveLiveStatus",
+           "parse_endpoint"]

@@ -17,7 +17,7 @@ existing sidecar in place, compactly (see `_write_sidecar`).
 Lifecycle: IDLE --start()--> RECORDING --stop()--> STOPPED, with FAILED reachable from
 `start()` and from the writer. `stop()` is also legal once from FAILED (it releases the
 thread and the file and writes what it can into the sidecar). Other calls from the wrong
-state raise `RecorderStateError`.
+state raise `IllegalTransition` (the recorder's `Lifecycle`, `_TRANSITIONS`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.lifecycle import IllegalTransition
+from app.lifecycle import Lifecycle
 from app.sessions.schema import COLUMNS, FORMAT_VERSION, sidecar_path, snapshot_to_row
 
 if TYPE_CHECKING:
@@ -59,10 +59,12 @@ class RecorderState(Enum):
     FAILED = "failed"
 
 
-class RecorderStateError(IllegalTransition):
-    def __init__(self, action: str, current: RecorderState, allowed: tuple[RecorderState, ...],
-                 note: str = "") -> None:
-        super().__init__("recorder", action, current, allowed, note)
+_TRANSITIONS = {
+    "start": (RecorderState.IDLE, RecorderState.RECORDING),
+    "stop": ((RecorderState.RECORDING, RecorderState.FAILED), RecorderState.STOPPED),
+    "fail": ((RecorderState.IDLE, RecorderState.RECORDING, RecorderState.FAILED), RecorderState.FAILED),
+}
+"""The recorder's lifecycle. `stop` from FAILED leaves it FAILED (the table's check still applies)."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._no_submits = threading.Condition(self._lock)
         self._submitting = 0
-        self._state = RecorderState.IDLE
+        self._life = Lifecycle("recorder", RecorderState.IDLE, _TRANSITIONS)
         self._starting = False
         self._stopping = False
         self._stopped = False
@@ -175,11 +177,11 @@ class Recorder:
 
     @property
     def state(self) -> RecorderState:
-        return self._state
+        return self._life.state
 
     def status(self) -> RecorderStatus:
         return RecorderStatus(
-            state=self._state,
+            state=self._life.state,
             rows_written=self._rows_written,
             dropped_rows=self._dropped_submit + self._dropped_writer,
             error=self._error,
@@ -196,8 +198,9 @@ class Recorder:
         that feeds it.
         """
         with self._lock:
-            if self._state is not RecorderState.IDLE or self._starting:
-                raise RecorderStateError("start", self._state, (RecorderState.IDLE,))
+            if self._starting:
+                raise self._life.illegal("start", " (already starting)")
+            self._life.check("start")
             self._starting = True
         # File I/O happens outside the lock so that a concurrent submit() never waits on it.
         error = self._open_files()
@@ -208,7 +211,7 @@ class Recorder:
                 # Not logged: the caller has the message from status() and reports it once.
                 self._fail(error, log_it=False)
                 return
-            self._state = RecorderState.RECORDING
+            self._life.move("start")
             self._thread = threading.Thread(target=self._run, name="session-recorder", daemon=True)
             self._thread.start()
 
@@ -245,16 +248,17 @@ class Recorder:
         Before `start()` and from `stop()` on it is outside the recording: ignored (False).
         """
         with self._lock:
-            recording = self._state is RecorderState.RECORDING and not self._stopping
+            state = self._life.state
+            recording = state is RecorderState.RECORDING and not self._stopping
             if recording:
                 self._submitting += 1
-            elif self._state is RecorderState.FAILED and not self._stopping:
+            elif state is RecorderState.FAILED and not self._stopping:
                 self._dropped_submit += 1
                 return False
         if not recording:
             if not self._ignored_warned:
                 self._ignored_warned = True
-                log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, self._state.value)
+                log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, state.value)
             return False
         try:
             if self.block_when_full:
@@ -279,10 +283,9 @@ class Recorder:
         `dropped_rows`, `ended_at`, `error` and `summary` (the given dict, or {}).
         """
         with self._lock:
-            allowed = (RecorderState.RECORDING, RecorderState.FAILED)
-            if self._state not in allowed or self._stopping or self._stopped:
-                note = " (already stopped)" if self._stopping or self._stopped else ""
-                raise RecorderStateError("stop", self._state, allowed, note)
+            if self._stopping or self._stopped:
+                raise self._life.illegal("stop", " (already stopped)")
+            self._life.check("stop")
             self._stopping = True
             # A submit() that passed the check above is putting its row: it goes before the marker.
             # The writer keeps draining meanwhile, so this waits at most one put's timeout.
@@ -318,7 +321,7 @@ class Recorder:
         with self._lock:
             self._stopped = True
             if self._error is None:
-                self._state = RecorderState.STOPPED
+                self._life.move("stop")
         return self.status()
 
     # --- internals ---------------------------------------------------------------------
@@ -329,7 +332,7 @@ class Recorder:
             self._error = message
             if log_it:
                 log.error("recorder: %s", message)
-        self._state = RecorderState.FAILED
+        self._life.move("fail")
 
     def _count_rows_on_disk(self) -> None:
         """After a write error, rows handed to the file may not have reached it: count those that

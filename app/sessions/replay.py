@@ -22,7 +22,7 @@ from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
 from app.sessions.schema import INPUT_COLUMNS, row_to_sample
 from app.tracking.sample import TrackingSample
-from app.tracking.source import ConnectionState, IllegalSourceState, SourceBase
+from app.tracking.source import SourceBase
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +81,7 @@ class ReplaySource(SourceBase):
         return self.session.sidecar
 
     def read(self, loop_time_s: float) -> TrackingSample:
-        if self._state is not ConnectionState.CONNECTED:
-            raise IllegalSourceState("read", self._state, "connected")
+        self._life.check("read")
         k = int(np.searchsorted(self._t_rel, loop_time_s + _TIME_TOL_S, side="right")) - 1
         if k < 0:
             k = 0

@@ -29,7 +29,7 @@ import msgpack
 import numpy as np
 import zmq
 
-from app.lifecycle import IllegalTransition
+from app.lifecycle import Lifecycle, start_once
 from app.reopening_sub import ReopeningSub
 
 from app.streaming.g1_joints import NUM_G1_JOINTS, mujoco_to_isaaclab
@@ -141,9 +141,7 @@ class SubscriberLifecycle(Enum):
     CLOSED = "closed"
 
 
-class IllegalSubscriberState(IllegalTransition):
-    def __init__(self, action: str, current: SubscriberLifecycle, required: SubscriberLifecycle) -> None:
-        super().__init__("feedback subscriber", action, current, required)
+_TRANSITIONS = start_once(SubscriberLifecycle.CREATED, SubscriberLifecycle.RUNNING, SubscriberLifecycle.CLOSED)
 
 
 @dataclass(frozen=True)
@@ -207,7 +205,7 @@ class FeedbackSubscriber:
         self.poll_interval_s = float(poll_interval_s)
         self._clock = clock
         self._lock = threading.Lock()
-        self._lifecycle = SubscriberLifecycle.CREATED
+        self._life = Lifecycle("feedback subscriber", SubscriberLifecycle.CREATED, _TRANSITIONS)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ctx: zmq.Context | None = None
@@ -224,11 +222,10 @@ class FeedbackSubscriber:
     # -- lifecycle --------------------------------------------------------------------------
     @property
     def lifecycle(self) -> SubscriberLifecycle:
-        return self._lifecycle
+        return self._life.state
 
     def start(self) -> None:
-        if self._lifecycle is not SubscriberLifecycle.CREATED:
-            raise IllegalSubscriberState("start", self._lifecycle, SubscriberLifecycle.CREATED)
+        self._life.check("start")
         self._ctx = zmq.Context()
         ctx, topic = self._ctx, self.topic.encode("ascii")
 
@@ -246,14 +243,14 @@ class FeedbackSubscriber:
             self._ctx.term()
             self._ctx = None
             raise ValueError(f"cannot connect the feedback subscriber to {self.endpoint!r}: {exc}") from None
-        self._lifecycle = SubscriberLifecycle.RUNNING
+        self._life.move("start")
         # The socket is handed to the thread and used only there from now on.
         self._thread = threading.Thread(target=self._run, args=(sub,), name="g1-feedback", daemon=True)
         self._thread.start()
 
     def close(self, timeout_s: float = 2.0) -> None:
         """Stop the thread and release the socket; idempotent."""
-        if self._lifecycle is SubscriberLifecycle.CLOSED:
+        if self._life.state is SubscriberLifecycle.CLOSED:
             return
         self._stop.set()
         if self._thread is not None:
@@ -262,7 +259,7 @@ class FeedbackSubscriber:
                 logger.warning("feedback thread did not stop within %.1f s", timeout_s)
         if self._ctx is not None and (self._thread is None or not self._thread.is_alive()):
             self._ctx.term()
-        self._lifecycle = SubscriberLifecycle.CLOSED
+        self._life.move("close")
 
     def __enter__(self) -> "FeedbackSubscriber":
         self.start()
@@ -375,6 +372,6 @@ class FeedbackSubscriber:
 
 __all__ = [
     "DEFAULT_FEEDBACK_ENDPOINT", "FeedbackDecodeError", "FeedbackSnapshot", "FeedbackState", "FeedbackSubscriber",
-    "G1DebugSample", "G1_DEBUG_TOPIC", "IllegalSubscriberState", "STALE_AFTER_S", "SubscriberLifecycle",
+    "G1DebugSample", "G1_DEBUG_TOPIC", "STALE_AFTER_S", "SubscriberLifecycle",
     "decode_g1_debug",
 ]

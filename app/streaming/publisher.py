@@ -14,7 +14,7 @@ core's control loop therefore never waits for the interpreter lock behind the st
   blocked loop.
 - **Requests** (`calibrate`, `start_streaming`, `stop_streaming`, `switch_mode`, ...) go down a
   pipe with the robot's newest measured joints (`robot_q_source`, the deploy's feedback) and wait
-  for the answer; refusals come back as the same exceptions (`StartRefused`, `StreamStateError`,
+  for the answer; refusals come back as the same exceptions (`StartRefused`, `IllegalTransition`,
   `CalibrationError`). `estop` only sends: it never waits.
 - **Status**: the stream process reports ten times a second and with every answer
   (`StreamReport`); `status()`, `last_threepoint`, `last_q_mujoco_rad`, ... read the newest report
@@ -51,7 +51,7 @@ from app.events import EventKind
 from app.streaming import operator_frame, stream_process
 from app.streaming.smpl_stream import SmplAccuracy
 from app.streaming.stream_status import (PoseDistance, ProcessState, StartRefused, StreamReport, StreamState,
-                                         StreamStateError, StreamStatus)
+                                         StreamStatus)
 from app.streaming.stream_worker import CALL, CLOSE, ESTOP, FAILED, LOG, READY, REPLY, REPORT, ROBOT_Q
 from app.streaming.threepoint import ThreePoint
 
@@ -239,7 +239,7 @@ class StreamPublisher:
     def start_streaming(self, confirm_large: bool = False) -> None:
         """Start sending (an explicit operator action). Raises `StartRefused` (not calibrated, no
         snapshot, tracking lost, pose far from the robot's without ``confirm_large``, the stream
-        process not running) or `StreamStateError` (already streaming)."""
+        process not running) or `IllegalTransition` (already streaming)."""
         if self._process is not ProcessState.RUNNING:
             raise StartRefused(f"the stream process is {self._process.value}"
                                + (f": {self._fault}" if self._fault else ""))
@@ -247,7 +247,7 @@ class StreamPublisher:
         log.info("humanoid stream started (%s, %s)", self.mode, self._endpoint)
 
     def stop_streaming(self) -> None:
-        """Stop sending data; the stop command is sent when this returns. Raises `StreamStateError`
+        """Stop sending data; the stop command is sent when this returns. Raises `IllegalTransition`
         unless streaming."""
         self._call("stop_streaming")
 
@@ -532,4 +532,4 @@ def _log_from_process(record: tuple, pid: int | None) -> None:
 
 
 __all__ = ["CALL_TIMEOUT_S", "MAX_RESTARTS", "PoseDistance", "ProcessState", "RobotQSource", "StartRefused",
-           "StreamProcessError", "StreamPublisher", "StreamState", "StreamStateError", "StreamStatus"]
+           "StreamProcessError", "StreamPublisher", "StreamState", "StreamStatus"]

@@ -60,8 +60,8 @@ from app.streaming.protocol import LocomotionMode, StreamMode
 from app.streaming.reach import arm_reach_spheres, bound_to_reach
 from app.streaming.retarget import G1Retargeter
 from app.streaming.smpl_stream import SmplAccuracy, SmplStream
-from app.streaming.stream_status import (PoseDistance, StartRefused, StreamReport, StreamState, StreamStateError,
-                                         StreamStatus)
+from app.streaming.stream_status import (PoseDistance, StartRefused, StreamReport, StreamState, StreamStatus,
+                                         stream_lifecycle)
 from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointMapper
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class StreamSession:
         self._smpl = (SmplStream(SMPL_MODE_VERSIONS[self.cfg.mode], self.cfg.period_s, self.cfg.smpl)
                       if self.cfg.mode in SMPL_MODE_VERSIONS else None)
         self._reach = arm_reach_spheres(self.g1)
-        self.state = StreamState.IDLE
+        self._life = stream_lifecycle()
         self.mode = self.cfg.mode
         self._locomotion = locomotion_mode(self.cfg.locomotion)
         self._frame: OperatorFrame | None = None
@@ -114,6 +114,10 @@ class StreamSession:
             self._engine_calibrated = True
         self._calibrations_seen = max(self._calibrations_seen, frame.calibrations)
         self._frame = frame
+
+    @property
+    def state(self) -> StreamState:
+        return self._life.state
 
     @property
     def frame(self) -> OperatorFrame | None:
@@ -163,9 +167,8 @@ class StreamSession:
     def start(self, now_s: float, confirm_large: bool = False) -> list[bytes]:
         """Start sending (an explicit operator action); returns the command to send now. Raises
         `StartRefused` (not calibrated, no frame, tracking lost, pose far from the robot's without
-        ``confirm_large``) or `StreamStateError` (already streaming)."""
-        if self.state is StreamState.STREAMING:
-            raise StreamStateError("start streaming", self.state, "idle or stopped")
+        ``confirm_large``) or `IllegalTransition` (already streaming)."""
+        self._life.check("start streaming")
         frame = self._frame
         if frame is None:
             raise StartRefused("no snapshot yet: the control loop has not published any")
@@ -188,14 +191,13 @@ class StreamSession:
         self._planner_credit_s = 1.0 / self.cfg.planner_rate_hz
         self._input_lost_since, self.input_lost = None, False
         self._pose_entry_due = None if is_planner_mode(self.mode) else now_s + self.cfg.pose_entry_delay_s
-        self.state = StreamState.STREAMING
+        self._life.move("start streaming")
         log.info("humanoid stream started (%s)", self.mode)
         return [protocol.build_command(*INTO_PLANNER)]  # the deploy starts in planner mode
 
     def stop(self, why: str = "operator") -> list[bytes]:
-        """Stop sending data; returns the stop command. `StreamStateError` unless streaming."""
-        if self.state is not StreamState.STREAMING:
-            raise StreamStateError("stop streaming", self.state, "streaming")
+        """Stop sending data; returns the stop command. `IllegalTransition` unless streaming."""
+        self._life.check("stop streaming")
         return self.halt(why)
 
     def estop(self) -> list[bytes]:
@@ -204,7 +206,7 @@ class StreamSession:
 
     def halt(self, why: str) -> list[bytes]:
         """STOPPED, whatever the state; returns the stop command."""
-        self.state = StreamState.STOPPED
+        self._life.move("halt")
         self._pose_entry_due = None
         log.info("humanoid stream stopped (%s)", why)
         return [protocol.build_command(*STOP)]

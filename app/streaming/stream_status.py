@@ -11,7 +11,7 @@ from enum import Enum
 
 import numpy as np
 
-from app.lifecycle import IllegalTransition
+from app.lifecycle import Lifecycle
 from app.streaming.threepoint import ThreePoint
 
 
@@ -34,15 +34,20 @@ class StreamState(Enum):
     STOPPED = "stopped"
 
 
-class StreamStateError(IllegalTransition):
-    """A transition was asked for in a state that does not allow it."""
+STREAM_TRANSITIONS = {
+    "start streaming": ((StreamState.IDLE, StreamState.STOPPED), StreamState.STREAMING),
+    "stop streaming": (StreamState.STREAMING, StreamState.STOPPED),
+    "halt": (tuple(StreamState), StreamState.STOPPED),
+}
+"""The stream's lifecycle: started by the operator, stopped by the operator or halted (e-stop,
+a fault) from any state."""
 
-    def __init__(self, action: str, current: StreamState, required: str) -> None:
-        super().__init__("stream", action, current, required)
-        self._args = (action, current, required)
 
-    def __reduce__(self):  # crosses from the stream process to the core (and to the window) as itself
-        return type(self), self._args
+def stream_lifecycle(state: StreamState = StreamState.IDLE) -> Lifecycle[StreamState]:
+    """The stream's lifecycle in `state`: the one `StreamSession` owns, or one to check an action
+    against elsewhere (the window, for a stream not open yet: IDLE). Its `IllegalTransition`
+    crosses from the stream process to the core and the window as itself."""
+    return Lifecycle("stream", state, STREAM_TRANSITIONS)
 
 
 class StartRefused(RuntimeError):
@@ -135,5 +140,5 @@ class StreamReport:
     """The next pose frame index: a restarted process continues above it."""
 
 
-__all__ = ["PoseDistance", "ProcessState", "StartRefused", "StreamReport", "StreamState", "StreamStateError",
-           "StreamStatus"]
+__all__ = ["PoseDistance", "ProcessState", "STREAM_TRANSITIONS", "StartRefused", "StreamReport", "StreamState",
+           "StreamStatus", "stream_lifecycle"]

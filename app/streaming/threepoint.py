@@ -40,6 +40,7 @@ import numpy as np
 from app.config import DeviceOffset, ThreePointConfig
 from app.control.pose_input import PoseInput
 from app.control.snapshot import Snapshot
+from app.events import CountKey
 from app.frozen import frozen_array
 from app.streaming.g1_model import KeyPoses
 from app.tracking.sample import TrackingSample
@@ -166,9 +167,10 @@ class ThreePointMapper:
     def last(self) -> ThreePoint:
         return self._last
 
-    def rejections(self) -> dict[str, int]:
-        """Cumulative held samples by 'device:reason'."""
-        return {f"{n}:{k}": v for n, d in self._devices.items() for k, v in d.input.rejections.items()}
+    def rejections(self) -> dict[CountKey, int]:
+        """Cumulative held samples by device and reason (`CountKey('left', 'jump')`, text
+        'left:jump', as the engine's `Snapshot.rejected` keys them)."""
+        return {CountKey(n, k): v for n, d in self._devices.items() for k, v in d.input.rejections.items()}
 
     # ---- calibration ----
 

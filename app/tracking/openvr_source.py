@@ -33,7 +33,7 @@ import numpy as np
 
 from app.config import ButtonMapConfig, OpenVRConfig
 from app.tracking.sample import CONTROLLERS, ControllerButtons, DevicePose, TrackingSample
-from app.tracking.source import ConnectionState, IllegalSourceState, SourceBase, TrackingSourceError
+from app.tracking.source import SourceBase, TrackingSourceError
 from calibration import quat
 
 try:
@@ -314,7 +314,7 @@ class OpenVRSource(SourceBase):
         self._stop.clear()
         self._adopt(vr, self._clock())
         # Set here rather than by SourceBase.start: the thread may already change it.
-        self._state = ConnectionState.CONNECTED
+        self._life.move("connect")
         self._thread = threading.Thread(target=self._run, name="openvr-poll", daemon=True)
         try:
             self._thread.start()
@@ -549,7 +549,7 @@ class OpenVRSource(SourceBase):
         if self._stop.is_set():
             return  # _run's finally shuts it down
         self.reconnect_count += 1
-        self._transition(ConnectionState.DISCONNECTED, ConnectionState.CONNECTED, "reconnect")
+        self._move("reconnect")
         logger.info("OpenVR connection restored (reconnect #%d)", self.reconnect_count)
 
     def _lose_connection(self, reason: str, now: float, *, acknowledge_quit: bool) -> None:
@@ -558,7 +558,7 @@ class OpenVRSource(SourceBase):
         self._release(acknowledge_quit=acknowledge_quit)
         self._haptics.clear()
         self._next_connect_s = now + self._settings.reconnect_interval_s
-        self._transition(ConnectionState.CONNECTED, ConnectionState.DISCONNECTED, "mark disconnected")
+        self._move("mark disconnected")
         self._publish(TrackingSample(sample_time_s=now))
 
     def _release(self, *, acknowledge_quit: bool) -> None:
@@ -576,13 +576,11 @@ class OpenVRSource(SourceBase):
         except Exception as exc:
             logger.warning("OpenVR shutdown failed: %s", describe_openvr_error(exc))
 
-    def _transition(self, required: ConnectionState, new: ConnectionState, action: str) -> None:
+    def _move(self, action: str) -> None:
         with self._lock:
             if self._stop.is_set():
                 return  # close() owns the state from now on
-            if self._state is not required:
-                raise IllegalSourceState(action, self._state, required.value)
-            self._state = new
+            self._life.move(action)
 
     def _publish(self, sample: TrackingSample) -> None:
         with self._lock:

@@ -12,7 +12,7 @@ from enum import Enum, StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from app.events import Event
-from app.lifecycle import IllegalTransition
+from app.lifecycle import Lifecycle
 from app.tracking.sample import TrackingSample
 
 
@@ -48,9 +48,16 @@ class SourceKind(StrEnum):
             raise TrackingSourceError(f"unknown source {text!r}; expected one of {', '.join(cls)}") from None
 
 
-class IllegalSourceState(IllegalTransition):
-    def __init__(self, action: str, current: ConnectionState, required: str) -> None:
-        super().__init__("source", action, current, required)
+SOURCE_TRANSITIONS = {
+    "start": (ConnectionState.CLOSED, ConnectionState.CONNECTING),
+    "connect": (ConnectionState.CONNECTING, ConnectionState.CONNECTED),
+    "mark disconnected": (ConnectionState.CONNECTED, ConnectionState.DISCONNECTED),
+    "reconnect": (ConnectionState.DISCONNECTED, ConnectionState.CONNECTED),
+    "read": (ConnectionState.CONNECTED, ConnectionState.CONNECTED),
+    "close": (tuple(ConnectionState), ConnectionState.CLOSED),
+}
+"""A source's lifecycle (`SourceBase._life`). `read` changes nothing: it declares that reading
+needs a connected source, for the sources that check it."""
 
 
 @runtime_checkable
@@ -106,34 +113,32 @@ class SourceBase:
     follows_recording = False
 
     def __init__(self) -> None:
-        self._state = ConnectionState.CLOSED
+        self._life = Lifecycle("source", ConnectionState.CLOSED, SOURCE_TRANSITIONS)
 
     @property
     def state(self) -> ConnectionState:
-        return self._state
+        return self._life.state
 
     def is_connected(self) -> bool:
-        return self._state is ConnectionState.CONNECTED
+        return self._life.state is ConnectionState.CONNECTED
 
     def start(self) -> None:
-        if self._state is not ConnectionState.CLOSED:
-            raise IllegalSourceState("start", self._state, "closed")
-        self._state = ConnectionState.CONNECTING
+        self._life.move("start")
         try:
             self._open()
         except Exception:
-            self._state = ConnectionState.CLOSED
+            self._life.move("close")
             raise
-        if self._state is ConnectionState.CONNECTING:
-            self._state = ConnectionState.CONNECTED
+        if self._life.state is ConnectionState.CONNECTING:
+            self._life.move("connect")
 
     def close(self) -> None:
-        if self._state is ConnectionState.CLOSED:
+        if self._life.state is ConnectionState.CLOSED:
             return
         try:
             self._close()
         finally:
-            self._state = ConnectionState.CLOSED
+            self._life.move("close")
 
     def finished(self) -> bool:
         return False
@@ -148,7 +153,8 @@ class SourceBase:
         return ()
 
     def _open(self) -> None:
-        """Acquire resources; set `self._state` yourself if the result is not CONNECTED."""
+        """Acquire resources. Left CONNECTING, the source is then CONNECTED; a source whose own
+        thread may change the state first moves it itself (`self._life.move("connect")`)."""
 
     def _close(self) -> None:
         """Release resources."""
