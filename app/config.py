@@ -9,7 +9,6 @@ file is `assets/config/default.toml` (a test keeps it equal to these defaults).
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import math
 import tomllib
 import typing
@@ -17,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
+from app.config_checks import (ConfigError, is_finite_number, is_finite_vector, is_loopback_endpoint, is_number_in,
+                                is_unit_quaternion, require)
 from app.streaming.locomotion_mode import LocomotionMode
 
 ARMS: tuple[str, ...] = ("left", "right")
@@ -50,28 +51,6 @@ SAFETY_KEYS: tuple[str, ...] = (
 network; `safety_differences` reports a replay's recorded values of these."""
 
 
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown, of the wrong type, or out of range."""
-
-
-def _require(cond: bool, key: str, expected: str, found: Any) -> None:
-    if not cond:
-        raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
-
-
-require = _require
-"""`require(cond, key, expected, found)`: ConfigError naming the key, the expected and the found value
-unless `cond`; the one check that every module's settings (`__post_init__`) use."""
-
-
-def _quat_is_unit(q, tol: float) -> bool:
-    return abs(math.sqrt(sum(float(v) * float(v) for v in q)) - 1.0) <= tol
-
-
-def _finite(x: float) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
 @dataclass(frozen=True)
 class LoopConfig:
     rate_hz: float = 200.0
@@ -82,9 +61,9 @@ class LoopConfig:
     """`sys.setswitchinterval` while the loop runs, so other threads cannot hold the GIL for 5 ms."""
 
     def __post_init__(self) -> None:
-        _require(_finite(self.rate_hz) and 10.0 <= self.rate_hz <= 2000.0, "loop.rate_hz", "a number in 10..2000", self.rate_hz)
-        _require(_finite(self.spin_before_deadline_s) and 0.0 <= self.spin_before_deadline_s <= 0.01, "loop.spin_before_deadline_s", "a number in 0..0.01", self.spin_before_deadline_s)
-        _require(_finite(self.gil_switch_interval_s) and 1e-5 <= self.gil_switch_interval_s <= 0.01, "loop.gil_switch_interval_s", "a number in 1e-5..0.01", self.gil_switch_interval_s)
+        require(is_finite_number(self.rate_hz) and 10.0 <= self.rate_hz <= 2000.0, "loop.rate_hz", "a number in 10..2000", self.rate_hz)
+        require(is_finite_number(self.spin_before_deadline_s) and 0.0 <= self.spin_before_deadline_s <= 0.01, "loop.spin_before_deadline_s", "a number in 0..0.01", self.spin_before_deadline_s)
+        require(is_finite_number(self.gil_switch_interval_s) and 1e-5 <= self.gil_switch_interval_s <= 0.01, "loop.gil_switch_interval_s", "a number in 1e-5..0.01", self.gil_switch_interval_s)
 
     @property
     def period_s(self) -> float:
@@ -110,10 +89,10 @@ class SceneConfig:
     ~270k triangles (both arms; ~36k at 10 mm). Coarser draws faster on a software renderer and looks rougher."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)
-        _require(self.geometry in SCENE_GEOMETRIES, "scene.geometry", f"one of {SCENE_GEOMETRIES}", self.geometry)
-        _require(_finite(self.mesh_cell_m) and 0.0 <= self.mesh_cell_m <= 0.05, "scene.mesh_cell_m", "a number in 0..0.05", self.mesh_cell_m)
-        _require(len(self.home_qpos_rad) == 7 and all(_finite(v) for v in self.home_qpos_rad), "scene.home_qpos_rad", "7 finite numbers", self.home_qpos_rad)
+        require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)
+        require(self.geometry in SCENE_GEOMETRIES, "scene.geometry", f"one of {SCENE_GEOMETRIES}", self.geometry)
+        require(is_finite_number(self.mesh_cell_m) and 0.0 <= self.mesh_cell_m <= 0.05, "scene.mesh_cell_m", "a number in 0..0.05", self.mesh_cell_m)
+        require(len(self.home_qpos_rad) == 7 and all(is_finite_number(v) for v in self.home_qpos_rad), "scene.home_qpos_rad", "7 finite numbers", self.home_qpos_rad)
 
 
 @dataclass(frozen=True)
@@ -124,8 +103,8 @@ class MappingConfig:
     """Scale multiplier while the thumbstick is held down (precision mode)."""
 
     def __post_init__(self) -> None:
-        _require(_finite(self.scale) and 0.05 <= self.scale <= 5.0, "mapping.scale", "a number in 0.05..5", self.scale)
-        _require(_finite(self.precision_factor) and 0.01 <= self.precision_factor <= 1.0, "mapping.precision_factor", "a number in 0.01..1", self.precision_factor)
+        require(is_finite_number(self.scale) and 0.05 <= self.scale <= 5.0, "mapping.scale", "a number in 0.05..5", self.scale)
+        require(is_finite_number(self.precision_factor) and 0.01 <= self.precision_factor <= 1.0, "mapping.precision_factor", "a number in 0.01..1", self.precision_factor)
 
 
 @dataclass(frozen=True)
@@ -147,10 +126,10 @@ class FilterConfig:
     def __post_init__(self) -> None:
         for name in ("pos_min_cutoff_hz", "rot_min_cutoff_hz", "d_cutoff_hz"):
             v = getattr(self, name)
-            _require(_finite(v) and 0.0 < v <= 1000.0, f"filter.{name}", "a number in (0, 1000]", v)
+            require(is_finite_number(v) and 0.0 < v <= 1000.0, f"filter.{name}", "a number in (0, 1000]", v)
         for name in ("pos_beta", "rot_beta"):
             v = getattr(self, name)
-            _require(_finite(v) and 0.0 <= v <= 1000.0, f"filter.{name}", "a number in 0..1000", v)
+            require(is_finite_number(v) and 0.0 <= v <= 1000.0, f"filter.{name}", "a number in 0..1000", v)
 
 
 @dataclass(frozen=True)
@@ -167,12 +146,12 @@ class SafetyConfig:
     """At most one warning pulse per controller per this interval."""
 
     def __post_init__(self) -> None:
-        _require(_finite(self.max_jump_m) and 0.001 <= self.max_jump_m <= HARD_MAX_JUMP_M, "safety.max_jump_m",
+        require(is_finite_number(self.max_jump_m) and 0.001 <= self.max_jump_m <= HARD_MAX_JUMP_M, "safety.max_jump_m",
                  f"a number in 0.001..{HARD_MAX_JUMP_M} (hard bound: a larger gate lets a teleport through)", self.max_jump_m)
-        _require(_finite(self.reacquire_after_s) and 0.0 <= self.reacquire_after_s <= 10.0, "safety.reacquire_after_s", "a number in 0..10", self.reacquire_after_s)
-        _require(_finite(self.rotation_orthonormal_tol) and 0.0 < self.rotation_orthonormal_tol <= 0.1, "safety.rotation_orthonormal_tol", "a number in (0, 0.1]", self.rotation_orthonormal_tol)
-        _require(isinstance(self.haptic_pulse_us, int) and 0 <= self.haptic_pulse_us <= 3999, "safety.haptic_pulse_us", "an integer in 0..3999", self.haptic_pulse_us)
-        _require(_finite(self.haptic_min_interval_s) and 0.0 <= self.haptic_min_interval_s <= 10.0, "safety.haptic_min_interval_s", "a number in 0..10", self.haptic_min_interval_s)
+        require(is_finite_number(self.reacquire_after_s) and 0.0 <= self.reacquire_after_s <= 10.0, "safety.reacquire_after_s", "a number in 0..10", self.reacquire_after_s)
+        require(is_finite_number(self.rotation_orthonormal_tol) and 0.0 < self.rotation_orthonormal_tol <= 0.1, "safety.rotation_orthonormal_tol", "a number in (0, 0.1]", self.rotation_orthonormal_tol)
+        require(isinstance(self.haptic_pulse_us, int) and 0 <= self.haptic_pulse_us <= 3999, "safety.haptic_pulse_us", "an integer in 0..3999", self.haptic_pulse_us)
+        require(is_finite_number(self.haptic_min_interval_s) and 0.0 <= self.haptic_min_interval_s <= 10.0, "safety.haptic_min_interval_s", "a number in 0..10", self.haptic_min_interval_s)
 
 
 @dataclass(frozen=True)
@@ -205,14 +184,14 @@ class SolverConfig:
 
     def __post_init__(self) -> None:
         key = self._KEY
-        _require(isinstance(self.max_iterations, int) and not isinstance(self.max_iterations, bool)
+        require(isinstance(self.max_iterations, int) and not isinstance(self.max_iterations, bool)
                  and 1 <= self.max_iterations <= self._MAX_ITERATIONS,
                  f"{key}.max_iterations", f"an integer in 1..{self._MAX_ITERATIONS}", self.max_iterations)
         for name, lo, hi in (("pos_tol_m", 1e-9, self._MAX_POS_TOL_M), ("rot_tol_rad", 1e-9, self._MAX_ROT_TOL_RAD),
                              ("damping_min", 1e-12, 1.0), ("damping_error_gain", 0.0, 100.0),
                              ("posture_gain", 0.0, 1.0), ("joint_limit_margin_rad", 0.0, 0.5)):
             v = getattr(self, name)
-            _require(_finite(v) and lo <= v <= hi, f"{key}.{name}", f"a number in {lo}..{hi}", v)
+            require(is_finite_number(v) and lo <= v <= hi, f"{key}.{name}", f"a number in {lo}..{hi}", v)
 
 
 @dataclass(frozen=True)
@@ -230,7 +209,7 @@ class IKConfig(SolverConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _require(_finite(self.rot_weight_m_per_rad) and 0.0 <= self.rot_weight_m_per_rad <= 10.0,
+        require(is_finite_number(self.rot_weight_m_per_rad) and 0.0 <= self.rot_weight_m_per_rad <= 10.0,
                  "ik.rot_weight_m_per_rad", "a number in 0.0..10.0", self.rot_weight_m_per_rad)
 
 
@@ -240,7 +219,7 @@ class LimitsConfig:
     """Per-joint command speed limit (7 values); IK steps are scaled down to respect it."""
 
     def __post_init__(self) -> None:
-        _require(len(self.max_joint_vel_rad_s) == 7 and all(_finite(v) and 0 < v <= hard for v, hard in zip(self.max_joint_vel_rad_s, PANDA_MAX_JOINT_VEL_RAD_S)),
+        require(len(self.max_joint_vel_rad_s) == 7 and all(is_finite_number(v) and 0 < v <= hard for v, hard in zip(self.max_joint_vel_rad_s, PANDA_MAX_JOINT_VEL_RAD_S)),
                  "limits.max_joint_vel_rad_s", f"7 numbers in (0, Franka's published maxima {list(PANDA_MAX_JOINT_VEL_RAD_S)}] (hard bound)",
                  self.max_joint_vel_rad_s)
 
@@ -262,15 +241,15 @@ class ArmConfig:
     """Upper corner of that box."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.prefix, str), "arms.*.prefix", "a string", self.prefix)
-        _require(len(self.workspace_min_m) == 3 and all(_finite(v) for v in self.workspace_min_m), "arms.*.workspace_min_m", "3 finite numbers", self.workspace_min_m)
-        _require(len(self.workspace_max_m) == 3 and all(_finite(v) for v in self.workspace_max_m), "arms.*.workspace_max_m", "3 finite numbers", self.workspace_max_m)
+        require(isinstance(self.prefix, str), "arms.*.prefix", "a string", self.prefix)
+        require(len(self.workspace_min_m) == 3 and all(is_finite_number(v) for v in self.workspace_min_m), "arms.*.workspace_min_m", "3 finite numbers", self.workspace_min_m)
+        require(len(self.workspace_max_m) == 3 and all(is_finite_number(v) for v in self.workspace_max_m), "arms.*.workspace_max_m", "3 finite numbers", self.workspace_max_m)
         arm = self.prefix.rstrip('/')
-        _require(all(h <= v for h, v in zip(HARD_WORKSPACE_MIN_M, self.workspace_min_m)), f"arms.{arm}.workspace_min_m",
+        require(all(h <= v for h, v in zip(HARD_WORKSPACE_MIN_M, self.workspace_min_m)), f"arms.{arm}.workspace_min_m",
                  f"each value at or above {HARD_WORKSPACE_MIN_M} (hard bound: the arms' reach above the table)", self.workspace_min_m)
-        _require(all(v <= h for h, v in zip(HARD_WORKSPACE_MAX_M, self.workspace_max_m)), f"arms.{arm}.workspace_max_m",
+        require(all(v <= h for h, v in zip(HARD_WORKSPACE_MAX_M, self.workspace_max_m)), f"arms.{arm}.workspace_max_m",
                  f"each value at or below {HARD_WORKSPACE_MAX_M} (hard bound: the arms' reach)", self.workspace_max_m)
-        _require(all(a < b for a, b in zip(self.workspace_min_m, self.workspace_max_m)), f"arms.{arm}.workspace_min_m", "each value below workspace_max_m", self.workspace_min_m)
+        require(all(a < b for a, b in zip(self.workspace_min_m, self.workspace_max_m)), f"arms.{arm}.workspace_min_m", "each value below workspace_max_m", self.workspace_min_m)
 
 
 @dataclass(frozen=True)
@@ -306,11 +285,11 @@ class ButtonMapConfig:
     def __post_init__(self) -> None:
         for name in ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit"):
             v = getattr(self, name)
-            _require(isinstance(v, int) and -1 <= v <= 63, f"buttons.{name}", "an integer in -1..63", v)
+            require(isinstance(v, int) and -1 <= v <= 63, f"buttons.{name}", "an integer in -1..63", v)
         for name in ("trigger_axis", "stick_axis"):
             v = getattr(self, name)
-            _require(isinstance(v, int) and 0 <= v <= 4, f"buttons.{name}", "an integer in 0..4", v)
-        _require(_finite(self.grip_engage_threshold) and 0 < self.grip_engage_threshold <= 1, "buttons.grip_engage_threshold", "a number in (0, 1]", self.grip_engage_threshold)
+            require(isinstance(v, int) and 0 <= v <= 4, f"buttons.{name}", "an integer in 0..4", v)
+        require(is_finite_number(self.grip_engage_threshold) and 0 < self.grip_engage_threshold <= 1, "buttons.grip_engage_threshold", "a number in (0, 1]", self.grip_engage_threshold)
 
 
 @dataclass(frozen=True)
@@ -321,21 +300,12 @@ class OpenVRConfig:
     """How often to retry connecting while SteamVR is away."""
 
     def __post_init__(self) -> None:
-        _require(_finite(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openvr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
-        _require(_finite(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
+        require(is_finite_number(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openvr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
+        require(is_finite_number(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
 
 
 
 # ---- humanoid stream (GR00T-WholeBodyControl over ZMQ) ------------------------------------------
-
-
-def is_finite_vector(v, n: int) -> bool:
-    """`v` holds exactly `n` finite numbers (ints or floats, numpy's float64 included): the one
-    finite-vector check of configuration values and device poses."""
-    try:
-        return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
-    except TypeError:  # not a sequence
-        return False
 
 
 @dataclass(frozen=True)
@@ -348,8 +318,8 @@ class DeviceOffset:
     """Orientation of the body frame relative to the device frame (unit)."""
 
     def __post_init__(self) -> None:
-        _require(is_finite_vector(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
-        _require(is_finite_vector(self.quat_wxyz, 4) and _quat_is_unit(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
+        require(is_finite_vector(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
+        require(is_finite_vector(self.quat_wxyz, 4) and is_unit_quaternion(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
                  "a unit quaternion w, x, y, z", self.quat_wxyz)
 
 
@@ -387,7 +357,7 @@ class ThreePointConfig:
                              ("rotation_tol", 1e-9, 0.1)):
             v = getattr(self, name)
             hard = " (hard bound: a 50 cm teleport is always held)" if name == "max_jump_m" else ""
-            _require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
+            require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
                      f"threepoint.{name}", f"a number in {lo}..{hi}{hard}", v)
 
 
@@ -432,16 +402,16 @@ class SmplBodyConfig:
 
     def __post_init__(self) -> None:
         for name in ("hmd_to_head_m", "controller_to_wrist_m", "elbow_pole_body"):
-            _require(is_finite_vector(getattr(self, name), 3), f"stream.smpl.{name}", "3 finite numbers", getattr(self, name))
-        _require(math.hypot(*self.elbow_pole_body) >= 1e-6, "stream.smpl.elbow_pole_body", "a non-zero direction",
+            require(is_finite_vector(getattr(self, name), 3), f"stream.smpl.{name}", "3 finite numbers", getattr(self, name))
+        require(math.hypot(*self.elbow_pole_body) >= 1e-6, "stream.smpl.elbow_pole_body", "a non-zero direction",
                  self.elbow_pole_body)
-        _require(isinstance(self.reach_iterations, int) and not isinstance(self.reach_iterations, bool)
+        require(isinstance(self.reach_iterations, int) and not isinstance(self.reach_iterations, bool)
                  and 0 <= self.reach_iterations <= 20, "stream.smpl.reach_iterations", "an integer in 0..20",
                  self.reach_iterations)
         for name, lo, hi in (("pelvis_yaw_deadband_rad", 0.0, math.pi), ("spine_twist_fraction", 0.0, 1.0),
                              ("lean_radius_m", 0.0, 2.0), ("max_lean_rad", 0.0, 2.0), ("collar_fraction", 0.0, 1.0),
                              ("max_collar_rad", 0.0, 1.0), ("max_swivel_rate_rad_s", 0.1, 1000.0)):
-            _require(_num(getattr(self, name), lo, hi), f"stream.smpl.{name}", f"a number in {lo}..{hi}", getattr(self, name))
+            require(is_number_in(getattr(self, name), lo, hi), f"stream.smpl.{name}", f"a number in {lo}..{hi}", getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -470,7 +440,7 @@ class RetargetConfig(SolverConfig):
         for name, lo, hi in (("wrist_rot_weight_m_per_rad", 0.0, 10.0), ("torso_rot_weight_m_per_rad", 0.0, 10.0),
                              ("max_joint_vel_rad_s", 0.01, 50.0)):
             v = getattr(self, name)
-            _require(_finite(v) and lo <= v <= hi, f"stream.retarget.{name}", f"a number in {lo}..{hi}", v)
+            require(is_finite_number(v) and lo <= v <= hi, f"stream.retarget.{name}", f"a number in {lo}..{hi}", v)
 
 
 MODE_PLANNER_VR3PT = "planner-vr3pt"
@@ -492,33 +462,6 @@ LOCOMOTION_CHOICES: tuple[str, ...] = (LOCOMOTION_AUTO, *(m.name.lower() for m i
 
 
 
-
-
-def _num(v, lo: float, hi: float) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
-
-
-is_number_in = _num
-"""`is_number_in(v, lo, hi)`: a finite int or float (not a bool) in lo..hi."""
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 (without brackets) and localhost: the one loopback check."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # '*', an interface name or a hostname: not provably local
-        return False
-
-
-def is_loopback_endpoint(endpoint: str) -> bool:
-    """True for `tcp://` on a loopback host (`is_loopback_host`), and for host-local `ipc://` / `inproc://`."""
-    if endpoint.startswith(("ipc://", "inproc://")):
-        return True
-    if not endpoint.startswith("tcp://"):
-        return False
-    return is_loopback_host(endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]"))
 
 
 @dataclass(frozen=True)
@@ -587,40 +530,40 @@ class StreamConfig:
     smpl: SmplBodyConfig = field(default_factory=SmplBodyConfig)
 
     def __post_init__(self) -> None:
-        _require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
-        _require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
+        require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
+        require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
                  "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
-        _require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
+        require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
                  "a loopback endpoint (127.0.0.1, ::1, localhost) unless stream.allow_remote is true", self.endpoint)
-        _require(_num(self.rate_hz, 1.0, 200.0), "stream.rate_hz", "a number in 1..200", self.rate_hz)
-        _require(isinstance(self.frames_per_message, int) and 1 <= self.frames_per_message <= 50,
+        require(is_number_in(self.rate_hz, 1.0, 200.0), "stream.rate_hz", "a number in 1..200", self.rate_hz)
+        require(isinstance(self.frames_per_message, int) and 1 <= self.frames_per_message <= 50,
                  "stream.frames_per_message", "an integer in 1..50", self.frames_per_message)
-        _require(isinstance(self.sndhwm, int) and 1 <= self.sndhwm <= 10000, "stream.sndhwm", "an integer in 1..10000", self.sndhwm)
-        _require(_num(self.stick_deadzone, 0.0, 0.9), "stream.stick_deadzone", "a number in 0..0.9", self.stick_deadzone)
-        _require(_num(self.walk_above, 0.0, 1.0), "stream.walk_above", "a number in 0..1", self.walk_above)
-        _require(_num(self.run_above, self.walk_above, 1.0), "stream.run_above",
+        require(isinstance(self.sndhwm, int) and 1 <= self.sndhwm <= 10000, "stream.sndhwm", "an integer in 1..10000", self.sndhwm)
+        require(is_number_in(self.stick_deadzone, 0.0, 0.9), "stream.stick_deadzone", "a number in 0..0.9", self.stick_deadzone)
+        require(is_number_in(self.walk_above, 0.0, 1.0), "stream.walk_above", "a number in 0..1", self.walk_above)
+        require(is_number_in(self.run_above, self.walk_above, 1.0), "stream.run_above",
                  f"a number in walk_above ({self.walk_above})..1", self.run_above)
-        _require(_num(self.turn_rate_rad_s, 0.0, 10.0), "stream.turn_rate_rad_s", "a number in 0..10", self.turn_rate_rad_s)
-        _require(self.height_m == -1.0 or _num(self.height_m, 0.0, 2.0), "stream.height_m", "-1 or a number in 0..2", self.height_m)
-        _require(_num(self.max_start_keypoint_m, 0.0, 10.0), "stream.max_start_keypoint_m", "a number in 0..10", self.max_start_keypoint_m)
-        _require(_num(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
-        _require(_num(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
+        require(is_number_in(self.turn_rate_rad_s, 0.0, 10.0), "stream.turn_rate_rad_s", "a number in 0..10", self.turn_rate_rad_s)
+        require(self.height_m == -1.0 or is_number_in(self.height_m, 0.0, 2.0), "stream.height_m", "-1 or a number in 0..2", self.height_m)
+        require(is_number_in(self.max_start_keypoint_m, 0.0, 10.0), "stream.max_start_keypoint_m", "a number in 0..10", self.max_start_keypoint_m)
+        require(is_number_in(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
+        require(is_number_in(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
                  f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
-        _require(_num(self.stale_input_s, self.stale_after_s, 10.0), "stream.stale_input_s",
+        require(is_number_in(self.stale_input_s, self.stale_after_s, 10.0), "stream.stale_input_s",
                  f"a number of seconds in stale_after_s ({self.stale_after_s})..10", self.stale_input_s)
-        _require(self.locomotion in LOCOMOTION_CHOICES, "stream.locomotion", f"one of {LOCOMOTION_CHOICES}",
+        require(self.locomotion in LOCOMOTION_CHOICES, "stream.locomotion", f"one of {LOCOMOTION_CHOICES}",
                  self.locomotion)
-        _require(_num(self.planner_rate_hz, 1.0, self.rate_hz), "stream.planner_rate_hz",
+        require(is_number_in(self.planner_rate_hz, 1.0, self.rate_hz), "stream.planner_rate_hz",
                  f"a number in 1..rate_hz ({self.rate_hz})", self.planner_rate_hz)
-        _require(_num(self.pose_entry_delay_s, 0.0, 5.0), "stream.pose_entry_delay_s", "a number of seconds in 0..5",
+        require(is_number_in(self.pose_entry_delay_s, 0.0, 5.0), "stream.pose_entry_delay_s", "a number of seconds in 0..5",
                  self.pose_entry_delay_s)
-        _require(isinstance(self.max_catchup_frames, int) and self.frames_per_message <= self.max_catchup_frames <= 500,
+        require(isinstance(self.max_catchup_frames, int) and self.frames_per_message <= self.max_catchup_frames <= 500,
                  "stream.max_catchup_frames", f"an integer in frames_per_message ({self.frames_per_message})..500",
                  self.max_catchup_frames)
-        _require(isinstance(self.feedback_endpoint, str) and (self.feedback_endpoint == "" or "://" in self.feedback_endpoint),
+        require(isinstance(self.feedback_endpoint, str) and (self.feedback_endpoint == "" or "://" in self.feedback_endpoint),
                  "stream.feedback_endpoint", "'' (off) or a ZMQ endpoint such as 'tcp://127.0.0.1:5557'",
                  self.feedback_endpoint)
-        _require(isinstance(self.clamp_to_reach, bool), "stream.clamp_to_reach", "true or false", self.clamp_to_reach)
+        require(isinstance(self.clamp_to_reach, bool), "stream.clamp_to_reach", "true or false", self.clamp_to_reach)
 
     @property
     def period_s(self) -> float:
@@ -645,10 +588,10 @@ class CollisionPairGroup:
     """Same as `a` for 'arm_arm' and 'self'; for 'arm_scene' the scene's body or geom names (e.g. 'table')."""
 
     def __post_init__(self) -> None:
-        _require(self.kind in COLLISION_PAIR_KINDS, "collision.pairs[].kind", f"one of {COLLISION_PAIR_KINDS}", self.kind)
+        require(self.kind in COLLISION_PAIR_KINDS, "collision.pairs[].kind", f"one of {COLLISION_PAIR_KINDS}", self.kind)
         for side in ("a", "b"):
             v = getattr(self, side)
-            _require(isinstance(v, tuple) and len(v) > 0 and all(isinstance(x, str) and x != "" for x in v),
+            require(isinstance(v, tuple) and len(v) > 0 and all(isinstance(x, str) and x != "" for x in v),
                      f"collision.pairs[].{side}", "a non-empty array of non-empty name patterns", v)
 
 
@@ -688,15 +631,15 @@ class CollisionConfig:
         return self.minimum_m + self.tracking_margin_m
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.enabled, bool), "collision.enabled", "true or false", self.enabled)
-        _require(_finite(self.minimum_m) and 0.0 <= self.minimum_m <= 0.1, "collision.minimum_m", "a number in 0..0.1 (m)", self.minimum_m)
-        _require(_finite(self.influence_m) and 0.0 < self.influence_m <= 0.5, "collision.influence_m", "a number in (0, 0.5] (m)", self.influence_m)
-        _require(self.minimum_m < self.influence_m, "collision.minimum_m", f"a distance below collision.influence_m ({self.influence_m!r} m)", self.minimum_m)
-        _require(_finite(self.tracking_margin_m) and 0.0 <= self.tracking_margin_m <= 0.02, "collision.tracking_margin_m", "a number in 0..0.02 (m)", self.tracking_margin_m)
-        _require(self.kept_m < self.influence_m, "collision.tracking_margin_m",
+        require(isinstance(self.enabled, bool), "collision.enabled", "true or false", self.enabled)
+        require(is_finite_number(self.minimum_m) and 0.0 <= self.minimum_m <= 0.1, "collision.minimum_m", "a number in 0..0.1 (m)", self.minimum_m)
+        require(is_finite_number(self.influence_m) and 0.0 < self.influence_m <= 0.5, "collision.influence_m", "a number in (0, 0.5] (m)", self.influence_m)
+        require(self.minimum_m < self.influence_m, "collision.minimum_m", f"a distance below collision.influence_m ({self.influence_m!r} m)", self.minimum_m)
+        require(is_finite_number(self.tracking_margin_m) and 0.0 <= self.tracking_margin_m <= 0.02, "collision.tracking_margin_m", "a number in 0..0.02 (m)", self.tracking_margin_m)
+        require(self.kept_m < self.influence_m, "collision.tracking_margin_m",
                  f"minimum_m + tracking_margin_m below collision.influence_m ({self.influence_m!r} m)", self.tracking_margin_m)
-        _require(_finite(self.approach_speed_m_s) and 0.0 < self.approach_speed_m_s <= 2.0, "collision.approach_speed_m_s", "a number in (0, 2] (m/s)", self.approach_speed_m_s)
-        _require(isinstance(self.pairs, tuple) and all(isinstance(g, CollisionPairGroup) for g in self.pairs),
+        require(is_finite_number(self.approach_speed_m_s) and 0.0 < self.approach_speed_m_s <= 2.0, "collision.approach_speed_m_s", "a number in (0, 2] (m/s)", self.approach_speed_m_s)
+        require(isinstance(self.pairs, tuple) and all(isinstance(g, CollisionPairGroup) for g in self.pairs),
                  "collision.pairs", "an array of pair groups", self.pairs)
 
 
@@ -720,14 +663,14 @@ class SimConfig:
     `TeleopEngine.sim_time_dropped_s`): sim time is level with loop time at most this long after a stall."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
-        _require(_finite(self.max_catchup_per_tick_s) and 0.01 <= self.max_catchup_per_tick_s <= 1.0,
+        require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
+        require(is_finite_number(self.max_catchup_per_tick_s) and 0.01 <= self.max_catchup_per_tick_s <= 1.0,
                  "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
-        _require(_finite(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
+        require(is_finite_number(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
                  "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
-        _require(_finite(self.catchup_tick_fraction) and 0.05 <= self.catchup_tick_fraction <= 1.0,
+        require(is_finite_number(self.catchup_tick_fraction) and 0.05 <= self.catchup_tick_fraction <= 1.0,
                  "sim.catchup_tick_fraction", "a number in 0.05..1 (fraction of a period)", self.catchup_tick_fraction)
-        _require(_finite(self.catchup_within_s) and 0.05 <= self.catchup_within_s <= 10.0,
+        require(is_finite_number(self.catchup_within_s) and 0.05 <= self.catchup_within_s <= 10.0,
                  "sim.catchup_within_s", "a number in 0.05..10 (s)", self.catchup_within_s)
 
 
@@ -748,12 +691,12 @@ class CoreConfig:
     attach; then it closes the recording and exits."""
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.nice, int) and -20 <= self.nice <= 19, "core.nice", "an integer in -20..19", self.nice)
-        _require(isinstance(self.sched_fifo_priority, int) and 0 <= self.sched_fifo_priority <= 99,
+        require(isinstance(self.nice, int) and -20 <= self.nice <= 19, "core.nice", "an integer in -20..19", self.nice)
+        require(isinstance(self.sched_fifo_priority, int) and 0 <= self.sched_fifo_priority <= 99,
                  "core.sched_fifo_priority", "an integer in 0..99", self.sched_fifo_priority)
-        _require(_finite(self.heartbeat_timeout_s) and 0.1 <= self.heartbeat_timeout_s <= 10.0,
+        require(is_finite_number(self.heartbeat_timeout_s) and 0.1 <= self.heartbeat_timeout_s <= 10.0,
                  "core.heartbeat_timeout_s", "a number of seconds in 0.1..10", self.heartbeat_timeout_s)
-        _require(_finite(self.orphan_timeout_s) and 1.0 <= self.orphan_timeout_s <= 86400.0,
+        require(is_finite_number(self.orphan_timeout_s) and 1.0 <= self.orphan_timeout_s <= 86400.0,
                  "core.orphan_timeout_s", "a number of seconds in 1..86400", self.orphan_timeout_s)
 
 
@@ -840,28 +783,28 @@ def coerce_value(key: str, tp: Any, value: Any) -> Any:
     origin = typing.get_origin(tp)
     found = _Brief(value)
     if dataclasses.is_dataclass(tp):
-        _require(isinstance(value, dict), key, "a table", found)
+        require(isinstance(value, dict), key, "a table", found)
         return _build(tp, value, key, base=None)
     if origin is tuple:
-        _require(isinstance(value, list), key, "an array", found)
+        require(isinstance(value, list), key, "an array", found)
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(coerce_value(f"{key}[{i}]", args[0], v) for i, v in enumerate(value))
-        _require(len(value) == len(args), key, f"an array of {len(args)} values", found)
+        require(len(value) == len(args), key, f"an array of {len(args)} values", found)
         return tuple(coerce_value(f"{key}[{i}]", a, v) for i, (a, v) in enumerate(zip(args, value)))
     if tp is float:
-        _require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", found)
-        _require(not isinstance(value, int) or value.bit_length() <= 1023, key, "a number", found)
+        require(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", found)
+        require(not isinstance(value, int) or value.bit_length() <= 1023, key, "a number", found)
         return float(value)
     if tp is int:
-        _require(isinstance(value, int) and not isinstance(value, bool), key, "an integer", found)
-        _require(value.bit_length() <= _MAX_INT_BITS, key, "an integer in the int64 range", found)
+        require(isinstance(value, int) and not isinstance(value, bool), key, "an integer", found)
+        require(value.bit_length() <= _MAX_INT_BITS, key, "an integer in the int64 range", found)
         return value
     if tp is bool:
-        _require(isinstance(value, bool), key, "true or false", found)
+        require(isinstance(value, bool), key, "true or false", found)
         return value
     if tp is str:
-        _require(isinstance(value, str), key, "a string", found)
+        require(isinstance(value, str), key, "a string", found)
         return value
     raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}")
 
@@ -880,7 +823,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str, base: Any) -> Any:
         if name in data:
             tp = hints[name]
             if dataclasses.is_dataclass(tp):
-                _require(isinstance(data[name], dict), key, "a table", data[name])
+                require(isinstance(data[name], dict), key, "a table", data[name])
                 if current is None:
                     current = tp(**{}) if _all_defaults(tp) else None
                 kwargs[name] = _build(tp, data[name], key, current)

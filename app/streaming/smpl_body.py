@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import SmplBodyConfig, is_finite_vector
+from app.config import SmplBodyConfig
+from app.config_checks import is_finite_vector
 from app.frozen import frozen_array
 from app.streaming.smpl_skeleton import (
     NUM_SMPL_JOINTS,
