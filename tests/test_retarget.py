@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from app.config import ConfigError, FilterConfig
+from app.config import ConfigError
+from app.control.config import FilterConfig
 from app.streaming.g1_joints import (
     G1_JOINT_NAMES_ISAACLAB, MUJOCO_TO_ISAACLAB, isaaclab_to_mujoco, mujoco_to_isaaclab,
 )

@@ -18,7 +18,8 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from app.config import CollisionConfig, ConfigError
+from app.config import ConfigError
+from app.control.config import CollisionConfig
 from app.sim.scene import ArmHandles
 
 

@@ -28,7 +28,7 @@ from typing import Protocol, Sequence
 import mujoco
 import numpy as np
 
-from app.config import SolverConfig
+from app.control.config import SolverConfig
 from app.control import pose_kernels
 from app.control.pose_kernels import orientation_error_row, position_error_row
 

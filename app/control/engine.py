@@ -27,7 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from app.config import ARMS, ArmConfig, Config
+from app.config import Config
+from app.control.config import ARMS, ArmConfig
 from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.ik import IKResult, MultiArmIK
 from app.control.physics_pacer import PhysicsPacer

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.config import PANDA_MAX_JOINT_VEL_RAD_S, ConfigError, overlay, settings_from_file
+from app.config import ConfigError, overlay, settings_from_file
+from app.control.config import PANDA_MAX_JOINT_VEL_RAD_S
 from app.config_checks import is_loopback_endpoint, is_number_in, require
 
 DEFAULT_HOST = "127.0.0.1"
