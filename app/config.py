@@ -20,10 +20,9 @@ from app.config_checks import (ConfigError, is_finite_number, is_finite_vector, 
                                 is_unit_quaternion, require)
 from app.control.config import (ArmsConfig, CollisionConfig, FilterConfig, IKConfig, LimitsConfig, LoopConfig,
                                 MappingConfig, SafetyConfig, SolverConfig)
+from app.sim.config import SceneConfig, SimConfig
 from app.streaming.locomotion_mode import LocomotionMode
 
-# Franka's "ready" pose: elbow up, hand pointing down, a good start for table-top teleop.
-PANDA_READY_QPOS_RAD: tuple[float, ...] = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398)
 
 HARD_THREEPOINT_MAX_JUMP_M = 0.3
 """Largest `stream.threepoint.max_jump_m` (m): 15 m/s at the 50 Hz stream, beyond any human motion,
@@ -37,31 +36,6 @@ SAFETY_KEYS: tuple[str, ...] = (
 )
 """Configuration keys (a table names all its keys) that decide what may reach an actuator or the
 network; `safety_differences` reports a replay's recorded values of these."""
-
-
-SCENE_GEOMETRIES: tuple[str, ...] = ("auto", "meshes", "primitives")
-"""`scene.geometry`: 'auto' draws the arms with Franka's meshes when the `dm-robotics-panda` package is
-installed and with our primitive shapes otherwise; 'meshes' requires the package; 'primitives' never uses it."""
-
-
-@dataclass(frozen=True)
-class SceneConfig:
-    file: str = "scenes/dual_panda.xml"
-    """MJCF scene, absolute or relative to the assets folder."""
-    home_qpos_rad: tuple[float, ...] = PANDA_READY_QPOS_RAD
-    """Arm joint positions (7) at start and for the IK's null-space posture bias, both arms."""
-    geometry: str = "auto"
-    """What the arms look like (one of `SCENE_GEOMETRIES`); visual only: collision shapes, masses and
-    kinematics are the same either way."""
-    mesh_cell_m: float = 0.01
-    """Grid edge (m) the meshes are decimated on when loaded (vertex clustering); 0 keeps all of their
-    ~270k triangles (both arms; ~36k at 10 mm). Coarser draws faster on a software renderer and looks rougher."""
-
-    def __post_init__(self) -> None:
-        require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)
-        require(self.geometry in SCENE_GEOMETRIES, "scene.geometry", f"one of {SCENE_GEOMETRIES}", self.geometry)
-        require(is_finite_number(self.mesh_cell_m) and 0.0 <= self.mesh_cell_m <= 0.05, "scene.mesh_cell_m", "a number in 0..0.05", self.mesh_cell_m)
-        require(len(self.home_qpos_rad) == 7 and all(is_finite_number(v) for v in self.home_qpos_rad), "scene.home_qpos_rad", "7 finite numbers", self.home_qpos_rad)
 
 
 @dataclass(frozen=True)
@@ -364,37 +338,6 @@ class StreamConfig:
     @property
     def period_s(self) -> float:
         return 1.0 / self.rate_hz
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    velocity_feedforward: bool = True
-    """Feed the commanded joint velocity through the position servos (they then track moving
-    commands instead of lagging them by kv/kp = 0.1 s)."""
-    max_catchup_per_tick_s: float = 0.125
-    """Most simulated time (s) one tick steps: after a stall the physics catches up with loop time
-    over a few ticks, so no single tick's compute grows with the length of the stall."""
-    max_catchup_s: float = 0.5
-    """Most simulated time (s) the physics may lag loop time; beyond it the excess is dropped
-    (counted in `TeleopEngine.sim_time_dropped_s`) rather than simulated late."""
-    catchup_tick_fraction: float = 0.5
-    """Catch-up steps after a stall are taken only while the tick's compute stays within this
-    fraction of a period (0.5: 2.5 ms at 200 Hz), at the per-step cost measured online; a tick's
-    own period of physics is always taken."""
-    catchup_within_s: float = 0.5
-    """Physics debt still unpaid this long (s of loop time) after it arose is dropped (counted in
-    `TeleopEngine.sim_time_dropped_s`): sim time is level with loop time at most this long after a stall."""
-
-    def __post_init__(self) -> None:
-        require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
-        require(is_finite_number(self.max_catchup_per_tick_s) and 0.01 <= self.max_catchup_per_tick_s <= 1.0,
-                 "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
-        require(is_finite_number(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
-                 "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
-        require(is_finite_number(self.catchup_tick_fraction) and 0.05 <= self.catchup_tick_fraction <= 1.0,
-                 "sim.catchup_tick_fraction", "a number in 0.05..1 (fraction of a period)", self.catchup_tick_fraction)
-        require(is_finite_number(self.catchup_within_s) and 0.05 <= self.catchup_within_s <= 10.0,
-                 "sim.catchup_within_s", "a number in 0.05..10 (s)", self.catchup_within_s)
 
 
 @dataclass(frozen=True)
