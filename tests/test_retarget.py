@@ -14,7 +14,7 @@ from app.streaming.g1_joints import (
     G1_JOINT_NAMES_ISAACLAB, MUJOCO_TO_ISAACLAB, isaaclab_to_mujoco, mujoco_to_isaaclab,
 )
 from app.streaming.g1_model import KeyPoses, load_g1
-from app.config import RetargetConfig, ThreePointConfig
+from app.streaming.config import RetargetConfig, ThreePointConfig
 from app.streaming.retarget import G1Retargeter, heading_quat
 from app.streaming.threepoint import ThreePointMapper
 from calibration import quat as Q
