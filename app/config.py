@@ -1,4 +1,10 @@
-"""Configuration: frozen dataclasses, defaults in one place, loaded from TOML.
+"""Configuration: `Config` gathers every component's settings, and is loaded from TOML.
+
+Each component's settings are frozen dataclasses beside the component, with their defaults and
+checks (`app/control/config.py`, `app/sim/config.py`, `app/tracking/config.py`,
+`app/streaming/config.py`, `app/core/config.py`; all validate with `app.config_checks`, which
+defines `ConfigError`). This module holds the top `Config`, the TOML reading, the overlay of a
+file's values on the defaults and their coercion to the annotated types.
 
 `load_config(path)` reads a TOML file that may set any subset of the keys below; everything
 else keeps its default. An unknown key, a wrong type or an out-of-range value raises
@@ -16,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from app.config_checks import ConfigError, is_finite_number, require
+from app.config_checks import ConfigError, require
 from app.control.config import (ArmsConfig, CollisionConfig, FilterConfig, IKConfig, LimitsConfig, LoopConfig,
                                 MappingConfig, SafetyConfig)
+from app.core.config import CoreConfig
 from app.sim.config import SceneConfig, SimConfig
 from app.streaming.config import StreamConfig
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
@@ -31,35 +38,6 @@ SAFETY_KEYS: tuple[str, ...] = (
 )
 """Configuration keys (a table names all its keys) that decide what may reach an actuator or the
 network; `safety_differences` reports a replay's recorded values of these."""
-
-
-# ---- humanoid stream (GR00T-WholeBodyControl over ZMQ) ------------------------------------------
-
-
-@dataclass(frozen=True)
-class CoreConfig:
-    """The core process of the desktop application (the loop's own process; see docs/architecture.md)."""
-
-    nice: int = -10
-    """Niceness the core process asks for on POSIX (-20 most favoured .. 19); a negative value needs
-    privilege, and a refusal is reported, not fatal. Windows asks for HIGH_PRIORITY_CLASS instead."""
-    sched_fifo_priority: int = 10
-    """Linux SCHED_FIFO priority (1..99) for the control-loop thread where permitted (root or
-    CAP_SYS_NICE); 0 keeps the normal policy."""
-    heartbeat_timeout_s: float = 0.5
-    """The core holds both arms (e-stop, 'GUI lost') when the GUI's heartbeat stops for this long."""
-    orphan_timeout_s: float = 600.0
-    """How long a core whose GUI is gone keeps running (arms held, recording on) for a GUI to
-    attach; then it closes the recording and exits."""
-
-    def __post_init__(self) -> None:
-        require(isinstance(self.nice, int) and -20 <= self.nice <= 19, "core.nice", "an integer in -20..19", self.nice)
-        require(isinstance(self.sched_fifo_priority, int) and 0 <= self.sched_fifo_priority <= 99,
-                 "core.sched_fifo_priority", "an integer in 0..99", self.sched_fifo_priority)
-        require(is_finite_number(self.heartbeat_timeout_s) and 0.1 <= self.heartbeat_timeout_s <= 10.0,
-                 "core.heartbeat_timeout_s", "a number of seconds in 0.1..10", self.heartbeat_timeout_s)
-        require(is_finite_number(self.orphan_timeout_s) and 1.0 <= self.orphan_timeout_s <= 86400.0,
-                 "core.orphan_timeout_s", "a number of seconds in 1..86400", self.orphan_timeout_s)
 
 
 @dataclass(frozen=True)
