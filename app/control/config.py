@@ -101,7 +101,7 @@ class SafetyConfig:
 
     def __post_init__(self) -> None:
         require(is_finite_number(self.max_jump_m) and 0.001 <= self.max_jump_m <= HARD_MAX_JUMP_M, "safety.max_jump_m",
-                 f"a number in 0.001..{HARD_MAX_JUMP_M} (hard bound: a larger gate lets a teleport through)", self.max_jump_m)
+                f"a number in 0.001..{HARD_MAX_JUMP_M} (hard bound: a larger gate lets a teleport through)", self.max_jump_m)
         require(is_finite_number(self.reacquire_after_s) and 0.0 <= self.reacquire_after_s <= 10.0, "safety.reacquire_after_s", "a number in 0..10", self.reacquire_after_s)
         require(is_finite_number(self.rotation_orthonormal_tol) and 0.0 < self.rotation_orthonormal_tol <= 0.1, "safety.rotation_orthonormal_tol", "a number in (0, 0.1]", self.rotation_orthonormal_tol)
         require(isinstance(self.haptic_pulse_us, int) and 0 <= self.haptic_pulse_us <= 3999, "safety.haptic_pulse_us", "an integer in 0..3999", self.haptic_pulse_us)
@@ -139,8 +139,8 @@ class SolverConfig:
     def __post_init__(self) -> None:
         key = self._KEY
         require(isinstance(self.max_iterations, int) and not isinstance(self.max_iterations, bool)
-                 and 1 <= self.max_iterations <= self._MAX_ITERATIONS,
-                 f"{key}.max_iterations", f"an integer in 1..{self._MAX_ITERATIONS}", self.max_iterations)
+                and 1 <= self.max_iterations <= self._MAX_ITERATIONS,
+                f"{key}.max_iterations", f"an integer in 1..{self._MAX_ITERATIONS}", self.max_iterations)
         for name, lo, hi in (("pos_tol_m", 1e-9, self._MAX_POS_TOL_M), ("rot_tol_rad", 1e-9, self._MAX_ROT_TOL_RAD),
                              ("damping_min", 1e-12, 1.0), ("damping_error_gain", 0.0, 100.0),
                              ("posture_gain", 0.0, 1.0), ("joint_limit_margin_rad", 0.0, 0.5)):
@@ -164,7 +164,7 @@ class IKConfig(SolverConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         require(is_finite_number(self.rot_weight_m_per_rad) and 0.0 <= self.rot_weight_m_per_rad <= 10.0,
-                 "ik.rot_weight_m_per_rad", "a number in 0.0..10.0", self.rot_weight_m_per_rad)
+                "ik.rot_weight_m_per_rad", "a number in 0.0..10.0", self.rot_weight_m_per_rad)
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,8 @@ class LimitsConfig:
 
     def __post_init__(self) -> None:
         require(len(self.max_joint_vel_rad_s) == 7 and all(is_finite_number(v) and 0 < v <= hard for v, hard in zip(self.max_joint_vel_rad_s, PANDA_MAX_JOINT_VEL_RAD_S)),
-                 "limits.max_joint_vel_rad_s", f"7 numbers in (0, Franka's published maxima {list(PANDA_MAX_JOINT_VEL_RAD_S)}] (hard bound)",
-                 self.max_joint_vel_rad_s)
+                "limits.max_joint_vel_rad_s", f"7 numbers in (0, Franka's published maxima {list(PANDA_MAX_JOINT_VEL_RAD_S)}] (hard bound)",
+                self.max_joint_vel_rad_s)
 
 
 def _default_box(side: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
@@ -200,9 +200,9 @@ class ArmConfig:
         require(len(self.workspace_max_m) == 3 and all(is_finite_number(v) for v in self.workspace_max_m), "arms.*.workspace_max_m", "3 finite numbers", self.workspace_max_m)
         arm = self.prefix.rstrip('/')
         require(all(h <= v for h, v in zip(HARD_WORKSPACE_MIN_M, self.workspace_min_m)), f"arms.{arm}.workspace_min_m",
-                 f"each value at or above {HARD_WORKSPACE_MIN_M} (hard bound: the arms' reach above the table)", self.workspace_min_m)
+                f"each value at or above {HARD_WORKSPACE_MIN_M} (hard bound: the arms' reach above the table)", self.workspace_min_m)
         require(all(v <= h for h, v in zip(HARD_WORKSPACE_MAX_M, self.workspace_max_m)), f"arms.{arm}.workspace_max_m",
-                 f"each value at or below {HARD_WORKSPACE_MAX_M} (hard bound: the arms' reach)", self.workspace_max_m)
+                f"each value at or below {HARD_WORKSPACE_MAX_M} (hard bound: the arms' reach)", self.workspace_max_m)
         require(all(a < b for a, b in zip(self.workspace_min_m, self.workspace_max_m)), f"arms.{arm}.workspace_min_m", "each value below workspace_max_m", self.workspace_min_m)
 
 
@@ -239,7 +239,7 @@ class CollisionPairGroup:
         for side in ("a", "b"):
             v = getattr(self, side)
             require(isinstance(v, tuple) and len(v) > 0 and all(isinstance(x, str) and x != "" for x in v),
-                     f"collision.pairs[].{side}", "a non-empty array of non-empty name patterns", v)
+                    f"collision.pairs[].{side}", "a non-empty array of non-empty name patterns", v)
 
 
 def _default_collision_pairs() -> tuple[CollisionPairGroup, ...]:
@@ -284,7 +284,7 @@ class CollisionConfig:
         require(self.minimum_m < self.influence_m, "collision.minimum_m", f"a distance below collision.influence_m ({self.influence_m!r} m)", self.minimum_m)
         require(is_finite_number(self.tracking_margin_m) and 0.0 <= self.tracking_margin_m <= 0.02, "collision.tracking_margin_m", "a number in 0..0.02 (m)", self.tracking_margin_m)
         require(self.kept_m < self.influence_m, "collision.tracking_margin_m",
-                 f"minimum_m + tracking_margin_m below collision.influence_m ({self.influence_m!r} m)", self.tracking_margin_m)
+                f"minimum_m + tracking_margin_m below collision.influence_m ({self.influence_m!r} m)", self.tracking_margin_m)
         require(is_finite_number(self.approach_speed_m_s) and 0.0 < self.approach_speed_m_s <= 2.0, "collision.approach_speed_m_s", "a number in (0, 2] (m/s)", self.approach_speed_m_s)
         require(isinstance(self.pairs, tuple) and all(isinstance(g, CollisionPairGroup) for g in self.pairs),
-                 "collision.pairs", "an array of pair groups", self.pairs)
+                "collision.pairs", "an array of pair groups", self.pairs)

@@ -28,8 +28,8 @@ class CoreConfig:
     def __post_init__(self) -> None:
         require(isinstance(self.nice, int) and -20 <= self.nice <= 19, "core.nice", "an integer in -20..19", self.nice)
         require(isinstance(self.sched_fifo_priority, int) and 0 <= self.sched_fifo_priority <= 99,
-                 "core.sched_fifo_priority", "an integer in 0..99", self.sched_fifo_priority)
+                "core.sched_fifo_priority", "an integer in 0..99", self.sched_fifo_priority)
         require(is_finite_number(self.heartbeat_timeout_s) and 0.1 <= self.heartbeat_timeout_s <= 10.0,
-                 "core.heartbeat_timeout_s", "a number of seconds in 0.1..10", self.heartbeat_timeout_s)
+                "core.heartbeat_timeout_s", "a number of seconds in 0.1..10", self.heartbeat_timeout_s)
         require(is_finite_number(self.orphan_timeout_s) and 1.0 <= self.orphan_timeout_s <= 86400.0,
-                 "core.orphan_timeout_s", "a number of seconds in 1..86400", self.orphan_timeout_s)
+                "core.orphan_timeout_s", "a number of seconds in 1..86400", self.orphan_timeout_s)

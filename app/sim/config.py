@@ -60,10 +60,10 @@ class SimConfig:
     def __post_init__(self) -> None:
         require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
         require(is_finite_number(self.max_catchup_per_tick_s) and 0.01 <= self.max_catchup_per_tick_s <= 1.0,
-                 "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
+                "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
         require(is_finite_number(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
-                 "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
+                "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
         require(is_finite_number(self.catchup_tick_fraction) and 0.05 <= self.catchup_tick_fraction <= 1.0,
-                 "sim.catchup_tick_fraction", "a number in 0.05..1 (fraction of a period)", self.catchup_tick_fraction)
+                "sim.catchup_tick_fraction", "a number in 0.05..1 (fraction of a period)", self.catchup_tick_fraction)
         require(is_finite_number(self.catchup_within_s) and 0.05 <= self.catchup_within_s <= 10.0,
-                 "sim.catchup_within_s", "a number in 0.05..10 (s)", self.catchup_within_s)
+                "sim.catchup_within_s", "a number in 0.05..10 (s)", self.catchup_within_s)

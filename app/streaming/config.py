@@ -32,7 +32,7 @@ class DeviceOffset:
     def __post_init__(self) -> None:
         require(is_finite_vector(self.pos_m, 3), "offset.pos_m", "3 finite numbers", self.pos_m)
         require(is_finite_vector(self.quat_wxyz, 4) and is_unit_quaternion(self.quat_wxyz, 1e-6), "offset.quat_wxyz",
-                 "a unit quaternion w, x, y, z", self.quat_wxyz)
+                "a unit quaternion w, x, y, z", self.quat_wxyz)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class ThreePointConfig:
             v = getattr(self, name)
             hard = " (hard bound: a 50 cm teleport is always held)" if name == "max_jump_m" else ""
             require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
-                     f"threepoint.{name}", f"a number in {lo}..{hi}{hard}", v)
+                    f"threepoint.{name}", f"a number in {lo}..{hi}{hard}", v)
 
 
 @dataclass(frozen=True)
@@ -115,10 +115,10 @@ class SmplBodyConfig:
         for name in ("hmd_to_head_m", "controller_to_wrist_m", "elbow_pole_body"):
             require(is_finite_vector(getattr(self, name), 3), f"stream.smpl.{name}", "3 finite numbers", getattr(self, name))
         require(math.hypot(*self.elbow_pole_body) >= 1e-6, "stream.smpl.elbow_pole_body", "a non-zero direction",
-                 self.elbow_pole_body)
+                self.elbow_pole_body)
         require(isinstance(self.reach_iterations, int) and not isinstance(self.reach_iterations, bool)
-                 and 0 <= self.reach_iterations <= 20, "stream.smpl.reach_iterations", "an integer in 0..20",
-                 self.reach_iterations)
+                and 0 <= self.reach_iterations <= 20, "stream.smpl.reach_iterations", "an integer in 0..20",
+                self.reach_iterations)
         for name, lo, hi in (("pelvis_yaw_deadband_rad", 0.0, math.pi), ("spine_twist_fraction", 0.0, 1.0),
                              ("lean_radius_m", 0.0, 2.0), ("max_lean_rad", 0.0, 2.0), ("collar_fraction", 0.0, 1.0),
                              ("max_collar_rad", 0.0, 1.0), ("max_swivel_rate_rad_s", 0.1, 1000.0)):
@@ -240,37 +240,37 @@ class StreamConfig:
     def __post_init__(self) -> None:
         require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
         require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
-                 "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
+                "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
         require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
-                 "a loopback endpoint (127.0.0.1, ::1, localhost) unless stream.allow_remote is true", self.endpoint)
+                "a loopback endpoint (127.0.0.1, ::1, localhost) unless stream.allow_remote is true", self.endpoint)
         require(is_number_in(self.rate_hz, 1.0, 200.0), "stream.rate_hz", "a number in 1..200", self.rate_hz)
         require(isinstance(self.frames_per_message, int) and 1 <= self.frames_per_message <= 50,
-                 "stream.frames_per_message", "an integer in 1..50", self.frames_per_message)
+                "stream.frames_per_message", "an integer in 1..50", self.frames_per_message)
         require(isinstance(self.sndhwm, int) and 1 <= self.sndhwm <= 10000, "stream.sndhwm", "an integer in 1..10000", self.sndhwm)
         require(is_number_in(self.stick_deadzone, 0.0, 0.9), "stream.stick_deadzone", "a number in 0..0.9", self.stick_deadzone)
         require(is_number_in(self.walk_above, 0.0, 1.0), "stream.walk_above", "a number in 0..1", self.walk_above)
         require(is_number_in(self.run_above, self.walk_above, 1.0), "stream.run_above",
-                 f"a number in walk_above ({self.walk_above})..1", self.run_above)
+                f"a number in walk_above ({self.walk_above})..1", self.run_above)
         require(is_number_in(self.turn_rate_rad_s, 0.0, 10.0), "stream.turn_rate_rad_s", "a number in 0..10", self.turn_rate_rad_s)
         require(self.height_m == -1.0 or is_number_in(self.height_m, 0.0, 2.0), "stream.height_m", "-1 or a number in 0..2", self.height_m)
         require(is_number_in(self.max_start_keypoint_m, 0.0, 10.0), "stream.max_start_keypoint_m", "a number in 0..10", self.max_start_keypoint_m)
         require(is_number_in(self.max_start_joint_rad, 0.0, 10.0), "stream.max_start_joint_rad", "a number in 0..10", self.max_start_joint_rad)
         require(is_number_in(self.stale_after_s, 0.01, PLANNER_TIMEOUT_S), "stream.stale_after_s",
-                 f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
+                f"a number in 0.01..{PLANNER_TIMEOUT_S}", self.stale_after_s)
         require(is_number_in(self.stale_input_s, self.stale_after_s, 10.0), "stream.stale_input_s",
-                 f"a number of seconds in stale_after_s ({self.stale_after_s})..10", self.stale_input_s)
+                f"a number of seconds in stale_after_s ({self.stale_after_s})..10", self.stale_input_s)
         require(self.locomotion in LOCOMOTION_CHOICES, "stream.locomotion", f"one of {LOCOMOTION_CHOICES}",
-                 self.locomotion)
+                self.locomotion)
         require(is_number_in(self.planner_rate_hz, 1.0, self.rate_hz), "stream.planner_rate_hz",
-                 f"a number in 1..rate_hz ({self.rate_hz})", self.planner_rate_hz)
+                f"a number in 1..rate_hz ({self.rate_hz})", self.planner_rate_hz)
         require(is_number_in(self.pose_entry_delay_s, 0.0, 5.0), "stream.pose_entry_delay_s", "a number of seconds in 0..5",
-                 self.pose_entry_delay_s)
+                self.pose_entry_delay_s)
         require(isinstance(self.max_catchup_frames, int) and self.frames_per_message <= self.max_catchup_frames <= 500,
-                 "stream.max_catchup_frames", f"an integer in frames_per_message ({self.frames_per_message})..500",
-                 self.max_catchup_frames)
+                "stream.max_catchup_frames", f"an integer in frames_per_message ({self.frames_per_message})..500",
+                self.max_catchup_frames)
         require(isinstance(self.feedback_endpoint, str) and (self.feedback_endpoint == "" or "://" in self.feedback_endpoint),
-                 "stream.feedback_endpoint", "'' (off) or a ZMQ endpoint such as 'tcp://127.0.0.1:5557'",
-                 self.feedback_endpoint)
+                "stream.feedback_endpoint", "'' (off) or a ZMQ endpoint such as 'tcp://127.0.0.1:5557'",
+                self.feedback_endpoint)
         require(isinstance(self.clamp_to_reach, bool), "stream.clamp_to_reach", "true or false", self.clamp_to_reach)
 
     @property
