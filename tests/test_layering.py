@@ -120,3 +120,23 @@ def test_loading_the_configuration_loads_no_heavy_package():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'mujoco', 'PySide6', 'zmq', 'scipy'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_settings_are_imported_from_their_component():
+    """`app.config` imports each component's settings for `Config`'s fields; users import them from
+    their own module (one home each), and from `app.config` only what it defines, and `ConfigError`."""
+    tree = ast.parse((ROOT / "app" / "config.py").read_text(encoding="utf-8"))
+    defined = {"ConfigError"}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+    bad = []
+    for folder in ("app", "bench", "tests"):
+        for path in _modules(folder):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module == "app.config" and node.level == 0:
+                    bad += [f"{path.relative_to(ROOT)} imports {a.name}" for a in node.names if a.name not in defined]
+    assert not bad, "; ".join(sorted(bad))

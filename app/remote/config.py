@@ -1,6 +1,6 @@
 """Settings of the remote simulation: the server, its command policy, the client; and endpoints.
 
-Frozen dataclasses, validated at construction with `app.config`'s checks (`ConfigError` names the
+Frozen dataclasses, validated at construction with `app.config_checks` (`ConfigError` names the
 key, what was expected and what was found). Defaults live here and only here; `load_remote_config`
 overlays a TOML file with the optional tables `[server]`, `[policy]` and `[client]` (see
 docs/remote.md), through `app.config`'s loader and overlay.
