@@ -3,7 +3,7 @@
 (`app.config_checks`); `app.config` gathers them into `Config` and loads them from TOML.
 
 Also the hard bounds no configuration can lift (the Panda's published joint speeds, the largest jump
-gate, the workspace every box must stay inside) and the arms' names.
+gate, the workspace every box must stay inside). The arms' names are the scene's (`app.sim.config.ARMS`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from app.config_checks import is_finite_number, require
-
-ARMS: tuple[str, ...] = ("left", "right")
+from app.sim.config import ARMS
 
 # Franka Panda published maximum joint velocities (FCI "Robot and interface specifications").
 PANDA_MAX_JOINT_VEL_RAD_S: tuple[float, ...] = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout
                                QLabel, QLineEdit, QVBoxLayout, QWidget)
 
 from app.config import Config, ConfigError, config_from_dict
-from app.control.config import ARMS
+from app.sim.config import ARMS
 from app.gui import theme
 
 # (path, label, kind, tooltip); kind is float, int, bool or "vec3".

@@ -1,6 +1,9 @@
 """Settings of the simulated robots: `[scene]` (the MJCF scene, the arms' home pose, how they are drawn)
 and `[sim]` (how the physics follows the loop), frozen dataclasses checked at construction
 (`app.config_checks`); `app.config` gathers them into `Config` and loads them from TOML.
+
+Also the arms' names (`ARMS`), which every per-arm value follows: the simulation sits below the
+control loop and everything that lists arms, so they are read from here.
 """
 
 from __future__ import annotations
@@ -8,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.config_checks import is_finite_number, require
+
+ARMS: tuple[str, ...] = ("left", "right")
+"""The two arms of the scene, in the order every per-arm value is listed; their joints, actuators and
+sites carry the prefix '<arm>/'."""
 
 # Franka's "ready" pose: elbow up, hand pointing down, a good start for table-top teleop.
 PANDA_READY_QPOS_RAD: tuple[float, ...] = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398)

@@ -26,8 +26,7 @@ import mujoco
 import numpy as np
 
 from app.config import Config
-from app.sim.config import SceneConfig
-from app.control.config import ARMS
+from app.sim.config import ARMS, SceneConfig
 from app.frozen import frozen_array
 from app.paths import resolve_asset
 from app.sim import franka_meshes
