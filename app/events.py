@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from app.config import ARMS
+from app.sim.config import ARMS
 
 EVENT_SEPARATOR = ";"
 """Joins the events of one tick in the CSV `events` cell."""

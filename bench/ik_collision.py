@@ -26,7 +26,8 @@ import time
 import mujoco
 import numpy as np
 
-from app.config import CollisionConfig, Config
+from app.config import Config
+from app.control.config import CollisionConfig
 from app.control.collision_pairs import PairClass, resolve_pairs
 from app.control.ik import MultiArmIK
 from app.sim.scene import resolve_arm

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.config import ARMS  # noqa: E402
+from app.sim.config import ARMS  # noqa: E402
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers  # noqa: E402
 from app.gui.plots import PlotsPanel  # noqa: E402
 

@@ -18,7 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.config import MODES, Config, StreamConfig  # noqa: E402
+from app.config import Config  # noqa: E402
+from app.streaming.config import MODES, StreamConfig  # noqa: E402
 from app.pipeline import Pipeline  # noqa: E402
 from app.streaming.publisher import StreamPublisher  # noqa: E402
 

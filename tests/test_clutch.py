@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from app.config import FilterConfig
+from app.control.config import FilterConfig
 from app.control.clutch import Clutch, ClutchStep
 from app.control.pose_input import PoseInput
 from app.control.teleop_state import ArmState, ArmStateMachine

@@ -6,7 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from app.config import CollisionConfig, CollisionPairGroup, Config, ConfigError, config_from_dict
+from app.config import Config, ConfigError, config_from_dict
+from app.control.config import CollisionConfig, CollisionPairGroup
 from app.control.collision_pairs import PairClass, resolve_pairs
 from app.control.ik import MultiArmIK
 from app.sim.scene import load_scene

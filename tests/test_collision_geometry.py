@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from app.config import CollisionConfig, CollisionPairGroup, IKConfig
+from app.control.config import CollisionConfig, CollisionPairGroup, IKConfig
 from app.control.collision_ik import CollisionAwareDLS
 from app.control.dls import DampedLeastSquares, Group, position_error
 

@@ -64,7 +64,7 @@ def test_config_is_frozen():
                                             ("localhost", True), ("0.0.0.0", False), ("*", False),
                                             ("10.0.0.1", False), ("example.com", False)])
 def test_one_loopback_check_for_the_zmq_endpoints_and_the_foxglove_server(host, loopback):
-    from app.config import is_loopback_endpoint, is_loopback_host
+    from app.config_checks import is_loopback_endpoint, is_loopback_host
     from app.sessions.foxglove_live import FoxgloveEndpointError, parse_endpoint
     assert is_loopback_host(host) is loopback
     assert is_loopback_endpoint(f"tcp://[{host}]:5556" if ":" in host else f"tcp://{host}:5556") is loopback
@@ -80,5 +80,5 @@ def test_one_loopback_check_for_the_zmq_endpoints_and_the_foxglove_server(host, 
                                    ((1.0, float("inf"), 0.0), False), ((1.0, 2.0), False), (3.0, False),
                                    (("1", 2.0, 3.0), False), (tuple(np.float64([1, 2, 3])), True)])
 def test_one_finite_vector_check(v, ok):
-    from app.config import is_finite_vector
+    from app.config_checks import is_finite_vector
     assert is_finite_vector(v, 3) is ok

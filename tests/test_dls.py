@@ -4,7 +4,7 @@ closed form: e(q) = b - A q, so J = A."""
 import numpy as np
 import pytest
 
-from app.config import SolverConfig
+from app.control.config import SolverConfig
 from app.control.dls import DampedLeastSquares, Group
 
 M, N = 3, 5

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from app.config import Config, SafetyConfig
+from app.config import Config
+from app.control.config import SafetyConfig
 from app.control.engine import Command, CommandKind
 from app.control.physics_pacer import PhysicsPacer
 from app.events import CountKey, Event, EventKind
@@ -525,7 +526,7 @@ def test_estop_reset_calibrate_engage_in_any_order_never_drifts(order):
 
 
 def test_engaging_outside_the_workspace_box_brings_the_target_in_gently():
-    from app.config import ArmConfig, ArmsConfig
+    from app.control.config import ArmConfig, ArmsConfig
     from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S
     home_tcp_z = 0.486  # the ready pose's TCP height: 6 cm above this box's top
     box_min, box_max = (0.15, -0.15, 0.02), (0.80, 0.75, home_tcp_z - 0.06)

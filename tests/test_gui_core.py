@@ -240,7 +240,7 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
     feedback line, the preview's ghost pose, then STALE when the deploy goes quiet."""
     import zmq
 
-    from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1
+    from app.streaming.config import MODE_PLANNER_VR3PT, MODE_POSE_V1
     from app.remote.tools import free_port_pair
     from app.streaming import protocol
     from app.streaming.feedback import FeedbackState

@@ -129,7 +129,7 @@ def test_cancelled_far_start_and_estop(window, qtbot):
 
 
 def test_locomotion_box_offers_every_gait_and_sets_it_on_the_open_stream(window):
-    from app.config import LOCOMOTION_CHOICES
+    from app.streaming.config import LOCOMOTION_CHOICES
     from app.streaming.protocol import LocomotionMode
     panel = window.stream_panel
     box = panel.locomotion_box
@@ -151,7 +151,7 @@ def test_locomotion_box_offers_every_gait_and_sets_it_on_the_open_stream(window)
 
 
 def test_mode_change_while_streaming_switches_in_place_or_is_refused(window, qtbot):
-    from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, MODE_SMPL_V3
+    from app.streaming.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, MODE_SMPL_V3
     panel = window.stream_panel
     messages: list[str] = []
     panel.confirm = lambda text: True

@@ -7,7 +7,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from app.config import Config, IKConfig
+from app.config import Config
+from app.control.config import IKConfig
 from app.control.dls import orientation_error
 from app.control.ik import MultiArmIK
 from app.sim.scene import load_scene

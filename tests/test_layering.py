@@ -4,6 +4,8 @@ function-level ones included, read from the source with `ast`."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,62 @@ def test_only_the_cli_parses_the_command_line():
     bad = [f"{path.relative_to(ROOT)} imports argparse" for path in _modules("app")
            if "argparse" in _imports(path) and path.parent.name != "cli"]
     assert not bad, "; ".join(bad)
+
+
+# The settings: one checks module, each component's settings beside it, `app/config.py` gathering them.
+CONFIG_MODULES = sorted([ROOT / "app" / "config.py", ROOT / "app" / "config_checks.py",
+                         *(ROOT / "app").glob("*/config.py")])
+SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode"}
+"""Not settings, but as light: the planner's mode enum (its own rule above: it imports nothing of app)."""
+
+
+def _is_settings_module(name: str) -> bool:
+    return name in ("app.config", "app.config_checks") or (name.startswith("app.") and name.endswith(".config"))
+
+
+@pytest.mark.parametrize("path", CONFIG_MODULES, ids=[str(p.relative_to(ROOT)) for p in CONFIG_MODULES])
+def test_settings_import_only_settings_and_the_standard_library(path):
+    """Any package may import any component's settings, so the settings import nothing that could
+    import that package back (a cycle) or load numpy, MuJoCo, Qt or ZMQ."""
+    bad = []
+    for name in _imports(path):
+        top = name.split(".")[0]
+        if top == "app":
+            ok = _is_settings_module(name) or name in SETTINGS_MAY_ALSO_IMPORT
+        else:
+            ok = top in sys.stdlib_module_names or top == "__future__"
+        if not ok:
+            bad.append(name)
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_checks_are_below_every_setting():
+    assert not {n for n in _imports(ROOT / "app" / "config_checks.py") if n.split(".")[0] == "app"}
+
+
+def test_loading_the_configuration_loads_no_heavy_package():
+    """A package's `__init__` imports lazily, so importing its settings does not drag the package in."""
+    code = ("import sys, app.config, app.remote.config\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'mujoco', 'PySide6', 'zmq', 'scipy'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_settings_are_imported_from_their_component():
+    """`app.config` imports each component's settings for `Config`'s fields; users import them from
+    their own module (one home each), and from `app.config` only what it defines, and `ConfigError`."""
+    tree = ast.parse((ROOT / "app" / "config.py").read_text(encoding="utf-8"))
+    defined = {"ConfigError"}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+    bad = []
+    for folder in ("app", "bench", "tests"):
+        for path in _modules(folder):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module == "app.config" and node.level == 0:
+                    bad += [f"{path.relative_to(ROOT)} imports {a.name}" for a in node.names if a.name not in defined]
+    assert not bad, "; ".join(sorted(bad))

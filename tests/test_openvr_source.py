@@ -13,7 +13,7 @@ import numpy as np
 import openvr
 import pytest
 
-from app.config import ButtonMapConfig, OpenVRConfig
+from app.tracking.config import ButtonMapConfig, OpenVRConfig
 from app.tracking.openvr_source import OpenVRSource, map_buttons, pose_from_matrix34, steamvr_available
 from app.tracking.sample import ControllerButtons, TrackingResult
 from app.tracking.source import ConnectionState, TrackingSource, TrackingSourceError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import SimConfig
+from app.sim.config import SimConfig
 from app.control.physics_pacer import PhysicsPacer
 
 PERIOD_S = 0.005

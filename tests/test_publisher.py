@@ -19,7 +19,8 @@ from app.streaming import protocol
 from app.streaming.g1_joints import isaaclab_to_mujoco
 from app.streaming.g1_model import dex3_hand_q, load_g1
 from app.streaming.protocol import LocomotionMode
-from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StreamConfig, is_loopback_endpoint
+from app.streaming.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, PLANNER_TIMEOUT_S, StreamConfig
+from app.config_checks import is_loopback_endpoint
 from app.streaming.locomotion import locomotion_from_stick, turn
 from app.streaming.publisher import StartRefused, StreamPublisher, StreamState
 from app.streaming.validation import PoseStreamValidator, ResetReason, Severity, validate_message

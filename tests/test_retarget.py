@@ -8,12 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from app.config import ConfigError, FilterConfig
+from app.config import ConfigError
+from app.control.config import FilterConfig
 from app.streaming.g1_joints import (
     G1_JOINT_NAMES_ISAACLAB, MUJOCO_TO_ISAACLAB, isaaclab_to_mujoco, mujoco_to_isaaclab,
 )
 from app.streaming.g1_model import KeyPoses, load_g1
-from app.config import RetargetConfig, ThreePointConfig
+from app.streaming.config import RetargetConfig, ThreePointConfig
 from app.streaming.retarget import G1Retargeter, heading_quat
 from app.streaming.threepoint import ThreePointMapper
 from calibration import quat as Q

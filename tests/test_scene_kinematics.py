@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from app.config import SceneConfig
+from app.sim.config import SceneConfig
 from app.paths import ASSETS_ENV_VAR, assets_dir, resolve_asset
 from app.sim.franka_meshes import find_mesh_source
 from app.sim.scene import ArmHandles, SceneError, home_qpos, load_model, load_scene_model, resolve_arm

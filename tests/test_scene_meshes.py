@@ -13,7 +13,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from app.config import Config, ConfigError, SceneConfig
+from app.config import Config, ConfigError
+from app.sim.config import SceneConfig
 from app.paths import resolve_asset
 from app.sim import franka_meshes
 from app.sim.franka_meshes import (HIDDEN_PRIMITIVE_GROUP, LINK_MESHES, VISUAL_GROUP, MeshError, MeshSource, decimate,

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.config import FilterConfig, SmplBodyConfig
+from app.streaming.config import SmplBodyConfig
+from app.control.config import FilterConfig
 from app.streaming import protocol as P
 from app.streaming.smpl_body import (
     SmplBodyError,

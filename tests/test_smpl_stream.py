@@ -18,7 +18,7 @@ import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from app.config import MODES, SMPL_MODE_VERSIONS, StreamConfig  # noqa: E402
+from app.streaming.config import MODES, SMPL_MODE_VERSIONS, StreamConfig  # noqa: E402
 from app.streaming import protocol as P  # noqa: E402
 from app.streaming.smpl_stream import SmplStream, SmplStreamError  # noqa: E402
 from app.streaming.validation import PoseStreamValidator, check_bytes  # noqa: E402

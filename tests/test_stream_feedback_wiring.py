@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import zmq
 
-from app.config import MODE_POSE_V1, Config, StreamConfig
+from app.config import Config
+from app.streaming.config import MODE_POSE_V1, StreamConfig
 from app.pipeline import Pipeline
 from app.streaming.feedback import FeedbackState, SubscriberLifecycle
 from app.streaming.g1_model import load_g1

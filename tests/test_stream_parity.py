@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, ConfigError, LOCOMOTION_CHOICES, StreamConfig
+from app.config import ConfigError
+from app.streaming.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig
 from app.streaming import protocol
 from app.streaming.g1_model import load_g1
 from app.streaming.protocol import LocomotionMode, StreamMode

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from app.config import MODE_POSE_V1, StreamConfig
+from app.streaming.config import MODE_POSE_V1, StreamConfig
 from app.streaming import publisher as publisher_module
 from app.streaming.publisher import ProcessState, StartRefused, StreamPublisher, StreamState
 from tests.test_publisher import ANY_PORT, BOUND_S, Subscriber, _command, _connect, _wait
@@ -43,7 +43,7 @@ def test_the_stream_process_ends_when_its_parent_is_killed(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent("""
         import sys, time
-        from app.config import StreamConfig
+        from app.streaming.config import StreamConfig
         from app.streaming.publisher import StreamPublisher
         if __name__ == "__main__":
             pub = StreamPublisher(StreamConfig(endpoint="tcp://127.0.0.1:*")).open()

@@ -10,8 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
-from app.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig
 from app.lifecycle import IllegalTransition
+from app.streaming.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig
 from app.streaming import operator_frame, protocol
 from app.streaming.g1_model import load_g1
 from app.streaming.operator_frame import FrameError

@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from app.config import ConfigError, FilterConfig
+from app.config import ConfigError
+from app.control.config import FilterConfig
 from app.streaming.g1_model import load_g1
-from app.config import DeviceOffset, ThreePointConfig
 from app.events import CountKey, counts_by_text
+from app.streaming.config import DeviceOffset, ThreePointConfig
 from app.streaming.threepoint import NECK_LINK_LENGTH_M, CalibrationError, ThreePointMapper
 from app.tracking.sample import DevicePose, TrackingResult, TrackingSample
 from calibration import frames

@@ -7,7 +7,7 @@ import os
 import sys
 
 from app.cli.common import session_path, stream_option_error, stream_settings
-from app.config import MODES
+from app.streaming.config import MODES
 
 
 def add_gui_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +31,8 @@ def gui_options(args: argparse.Namespace) -> dict:
     """The GUI's --record / --stream options, checked as `run` checks them."""
     stream = stream_settings(args.gui_stream, args.gui_stream_endpoint, args.gui_stream_allow_remote)
     if stream is not None:
-        from app.config import ConfigError, StreamConfig
+        from app.config import ConfigError
+        from app.streaming.config import StreamConfig
         try:
             StreamConfig(**stream)
         except ConfigError as exc:

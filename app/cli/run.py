@@ -20,7 +20,7 @@ from app.cli.common import (
     EXIT_FAILURE, EXIT_OK, UsageError, counts_text, load_config, plural, positive_seconds, session_path, stream_option_error,
     stream_settings,
 )
-from app.config import MODES
+from app.streaming.config import MODES
 from app.tracking.source import SourceKind
 
 

@@ -25,7 +25,7 @@ from typing import Protocol, Sequence
 import mujoco
 import numpy as np
 
-from app.config import CollisionConfig
+from app.control.config import CollisionConfig
 from app.control.collision import CollisionDistances, CollisionStatus
 from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
 from app.control.dls import DampedLeastSquares, Tasks

@@ -1,6 +1,6 @@
 """The collision pairs of the arms' IK, resolved once from `[collision]` and the model.
 
-`resolve_pairs(cfg, model, arms)` turns the configured pair groups (`app.config.CollisionPairGroup`:
+`resolve_pairs(cfg, model, arms)` turns the configured pair groups (`app.control.config.CollisionPairGroup`:
 name patterns, relative to each arm's prefix) into arrays of geom-id pairs, each with its class
 (`PairClass`), a readable name (``left/link5~right/hand``: the two geoms' bodies) and the arms it
 involves. Only collision geoms take part (contype or conaffinity not 0); a geom never pairs with one
@@ -18,7 +18,8 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from app.config import CollisionConfig, ConfigError
+from app.config import ConfigError
+from app.control.config import CollisionConfig
 from app.sim.scene import ArmHandles
 
 

@@ -27,8 +27,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from app.config import SolverConfig
 from app.control import dls_kernels, pose_kernels
+from app.control.config import SolverConfig
 from app.control.dls_kernels import at_limit, dls_step, speed_ratio
 from app.control.pose_kernels import orientation_error_row, position_error_row
 

@@ -27,8 +27,9 @@ from typing import Callable
 
 import numpy as np
 
-from app.config import ARMS, ArmConfig, Config
+from app.config import Config
 from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
+from app.control.config import ArmConfig
 from app.control.ik import IKResult, MultiArmIK
 from app.control.physics_pacer import PhysicsPacer
 from app.control.pose_input import PoseInput
@@ -36,6 +37,7 @@ from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopStateMachine
 from app.events import Command, CommandKind, CountKey, Event, EventKind
+from app.sim.config import ARMS
 from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.scene import ArmHandles
 from app.tracking.sample import ControllerButtons, TrackingSample

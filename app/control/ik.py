@@ -26,7 +26,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from app.config import CollisionConfig, IKConfig
+from app.control.config import CollisionConfig, IKConfig
 from app.control.collision import COLLISION_OFF, CollisionStatus
 from app.control.collision_ik import CollisionAwareDLS
 from app.control.dls import DampedLeastSquares, Group

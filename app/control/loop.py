@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable
 
-from app.config import LoopConfig
+from app.control.config import LoopConfig
 from app.control.engine import Command, TeleopEngine
 from app.control.lock_wait import LockWaitFigures, ThreadWaitProbe
 from app.control.snapshot import Snapshot

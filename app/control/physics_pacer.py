@@ -27,7 +27,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from app.config import SimConfig
+from app.sim.config import SimConfig
 
 STEP_COST_SMOOTHING = 0.05
 """Weight of the newest per-step cost in the running estimate (an exponential average over ~20 ticks)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import FilterConfig
+from app.control.config import FilterConfig
 from app.control.safety import PoseGate
 from app.tracking.sample import DevicePose
 from calibration import frames

@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from app.config import Config, StreamConfig
+from app.config import Config
+from app.streaming.config import StreamConfig
 from app.events import Command
 from app.tracking.source import SourceKind
 

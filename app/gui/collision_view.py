@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from app.config import ARMS
+from app.sim.config import ARMS
 from app.control.snapshot import ArmSnapshot, Snapshot
 from app.events import CountKey
 from app.render.scene import SegmentMarker

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from app.config import ARMS
+from app.sim.config import ARMS
 from app.control.snapshot import ArmSnapshot, Snapshot
 from app.sessions.metrics import tracking_error
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QGraphicsItem, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QTabWidget,
                                QVBoxLayout, QWidget)
 
-from app.config import ARMS
+from app.sim.config import ARMS
 from app.control.snapshot import Snapshot
 from app.gui import theme
 from app.gui.plot_buffers import COL, PlotBuffers

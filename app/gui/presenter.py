@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from app.config import ARMS
+from app.sim.config import ARMS
 from app.control.snapshot import Snapshot
 from app.gui import remote_view
 from app.gui.collision_view import HoldWatch, held_text, review_collision

@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout,
                                QWidget)
 
-from app.config import ButtonMapConfig
+from app.tracking.config import ButtonMapConfig
 from app.gui import theme
 from app.tracking.sample import CONTROLLERS, TrackingResult, TrackingSample
 

@@ -13,7 +13,8 @@ from typing import Any
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
                                QLabel, QLineEdit, QVBoxLayout, QWidget)
 
-from app.config import ARMS, Config, ConfigError, config_from_dict
+from app.config import Config, ConfigError, config_from_dict
+from app.sim.config import ARMS
 from app.gui import theme
 
 # (path, label, kind, tooltip); kind is float, int, bool or "vec3".

@@ -26,7 +26,8 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton,
                                QVBoxLayout, QWidget)
 
-from app.config import LOCOMOTION_CHOICES, MODE_PLANNER_VR3PT, MODES, ConfigError, StreamConfig
+from app.config import ConfigError
+from app.streaming.config import LOCOMOTION_CHOICES, MODES, MODE_PLANNER_VR3PT, StreamConfig
 from app.gui import theme
 from app.gui.backend import SessionBackend, SessionView
 from app.gui.humanoid_preview import PreviewThread

@@ -22,7 +22,7 @@ import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
-from app.config import ARMS
+from app.sim.config import ARMS
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.sim.mirror import SceneMirror
 from app.sessions.metrics import tracking_errors

@@ -29,7 +29,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from app.config import ARMS, CollisionConfig, Config
+from app.config import Config
+from app.control.config import CollisionConfig
+from app.sim.config import ARMS
 from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
 from app.gui.collision_view import collision_markers, snapshot_collisions

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import mujoco
 import numpy as np
 
-from app.config import CollisionConfig
+from app.control.config import CollisionConfig
 from app.control.collision import CollisionDistances
 from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
 from app.remote.messages import RejectCode, Rejection

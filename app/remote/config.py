@@ -1,6 +1,6 @@
 """Settings of the remote simulation: the server, its command policy, the client; and endpoints.
 
-Frozen dataclasses, validated at construction with `app.config`'s checks (`ConfigError` names the
+Frozen dataclasses, validated at construction with `app.config_checks` (`ConfigError` names the
 key, what was expected and what was found). Defaults live here and only here; `load_remote_config`
 overlays a TOML file with the optional tables `[server]`, `[policy]` and `[client]` (see
 docs/remote.md), through `app.config`'s loader and overlay.
@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.config import (PANDA_MAX_JOINT_VEL_RAD_S, ConfigError, is_loopback_endpoint, is_number_in, overlay, require,
-                        settings_from_file)
+from app.config import ConfigError, overlay, settings_from_file
+from app.control.config import PANDA_MAX_JOINT_VEL_RAD_S
+from app.config_checks import is_loopback_endpoint, is_number_in, require
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STATE_PORT = 5560

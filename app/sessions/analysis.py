@@ -35,7 +35,7 @@ from app.sessions.health import LATE_TICK_WARN_MS, Verdict, assess
 from app.sessions.metrics import achieved_rate_hz, count_late, count_overruns, skipped_in_window
 from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
-from app.config import CollisionConfig
+from app.control.config import CollisionConfig
 from app.sessions.schema import ARMS
 from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from app.config import is_finite_vector
+from app.config_checks import is_finite_vector
 from app.events import EventKind, parse_events
 from app.sessions.analysis import tracking_errors
 from app.sessions.schema import ARMS

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from app.config import is_loopback_host
+from app.config_checks import is_loopback_host
 from app.control.snapshot import Snapshot
 from app.lifecycle import Lifecycle, start_once
 from app.sessions.foxglove_channels import FoxgloveChannels, import_foxglove

@@ -19,7 +19,7 @@ from app.sessions.sidecar import recorded_config
 def joint_ranges(cfg) -> dict[str, np.ndarray]:
     """Joint ranges per arm, (7, 2) rad, of the scene `cfg` names. Raises `SceneError` or `OSError`
     when the scene does not load, `ValueError` when an arm is missing from it."""
-    from app.config import ARMS
+    from app.sim.config import ARMS
     from app.paths import resolve_asset
     from app.sim.scene import load_model, resolve_arm
 

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from app.config import ButtonMapConfig
+from app.tracking.config import ButtonMapConfig
 from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
 from app.sessions.schema import INPUT_COLUMNS, row_to_sample

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import ARMS
+from app.sim.config import ARMS
 from app.control.snapshot import Snapshot
 from app.events import CountKey, EventKind, counts_by_text
 from app.sessions.metrics import tracking_error

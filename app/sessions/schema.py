@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.config import ButtonMapConfig
+from app.tracking.config import ButtonMapConfig
 from app.events import CountKey, format_events
 from app.tracking.sample import (
     CONTROLLERS,

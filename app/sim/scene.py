@@ -25,7 +25,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from app.config import ARMS, Config, SceneConfig
+from app.config import Config
+from app.sim.config import ARMS, SceneConfig
 from app.frozen import frozen_array
 from app.paths import resolve_asset
 from app.sim import franka_meshes

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import LOCOMOTION_AUTO, StreamConfig
+from app.streaming.config import LOCOMOTION_AUTO, StreamConfig
 from app.streaming.g1_model import dex3_hand_q
 from app.streaming.protocol import STATIC_LOCOMOTION_MODES, LocomotionMode
 from app.tracking.sample import ControllerButtons

@@ -1,7 +1,7 @@
 """The GR00T planner's locomotion modes: the one list of them.
 
 `stream.locomotion` in the configuration is 'auto' or one of these names in lower case
-(`app.config.LOCOMOTION_CHOICES` is built from this enum); the protocol's planner messages carry
+(`app.streaming.config.LOCOMOTION_CHOICES` is built from this enum); the protocol's planner messages carry
 the value (`app.streaming.protocol` re-exports the enum; `app.streaming.locomotion` maps the sticks to them). No imports: the configuration loads it.
 """
 

@@ -15,7 +15,7 @@ Each command is sent once, on the transition. The plain `zmq` deploy ignores the
 
 from __future__ import annotations
 
-from app.config import MODE_PLANNER_VR3PT
+from app.streaming.config import MODE_PLANNER_VR3PT
 from app.streaming.protocol import StreamMode
 
 Command = tuple[bool, bool, bool]

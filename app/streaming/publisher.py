@@ -45,7 +45,8 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.config import StreamConfig, is_loopback_endpoint
+from app.streaming.config import StreamConfig
+from app.config_checks import is_loopback_endpoint
 from app.control.snapshot import Snapshot
 from app.events import EventKind
 from app.streaming import operator_frame, stream_process

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from app.config import RetargetConfig
+from app.streaming.config import RetargetConfig
 from app.frozen import frozen_array
 from app.control.dls import DampedLeastSquares, Group, orientation_error, position_error
 from app.streaming.g1_joints import mujoco_to_isaaclab

@@ -10,7 +10,7 @@ describe the human, at human scale, and the deployment retargets them itself.
 
 Per frame (`SmplBodyEstimator.step`):
 
-1. One-Euro filters (`calibration.filters`, `app.config.FilterConfig`) smooth each device pose.
+1. One-Euro filters (`calibration.filters`, `app.control.config.FilterConfig`) smooth each device pose.
 2. Targets: the head joint sits at ``headset ⊕ hmd_to_head_m`` and takes the headset's orientation;
    each wrist joint sits at ``controller ⊕ controller_to_wrist_m``, its hand pointing along the
    controller's forward with the palm facing inward.
@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import SmplBodyConfig, is_finite_vector
+from app.streaming.config import SmplBodyConfig
+from app.config_checks import is_finite_vector
 from app.frozen import frozen_array
 from app.streaming.smpl_skeleton import (
     NUM_SMPL_JOINTS,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import SmplBodyConfig
+from app.streaming.config import SmplBodyConfig
 from app.streaming import protocol
 from app.streaming.retarget import JointFrame
 from app.streaming.smpl_body import (

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from app.config import StreamConfig
+from app.streaming.config import StreamConfig
 from app.streaming.stream_status import PoseDistance, StreamStatus
 from app.streaming.threepoint import ThreePoint
 

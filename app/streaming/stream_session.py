@@ -49,7 +49,7 @@ from collections import deque
 
 import numpy as np
 
-from app.config import MODES, POSE_MODES, SMPL_MODE_VERSIONS, StreamConfig
+from app.streaming.config import MODES, POSE_MODES, SMPL_MODE_VERSIONS, StreamConfig
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, load_g1
 from app.streaming.locomotion import Locomotion, hand_targets, locomotion_from_stick, locomotion_mode, turn

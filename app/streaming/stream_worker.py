@@ -36,7 +36,7 @@ from typing import Any, Callable
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.config import StreamConfig
+from app.streaming.config import StreamConfig
 from app.control.timing import LoopTimer
 from app.streaming import operator_frame, protocol
 from app.streaming.manager_commands import STOP

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.config import DeviceOffset, ThreePointConfig
+from app.streaming.config import DeviceOffset, ThreePointConfig
 from app.control.pose_input import PoseInput
 from app.control.snapshot import Snapshot
 from app.events import CountKey

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from app.config import ButtonMapConfig, OpenVRConfig
+from app.tracking.config import ButtonMapConfig, OpenVRConfig
 from app.tracking.sample import CONTROLLERS, ControllerButtons, DevicePose, TrackingSample
 from app.tracking.source import SourceBase, TrackingSourceError
 from calibration import quat

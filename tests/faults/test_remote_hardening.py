@@ -9,7 +9,8 @@ import threading
 import numpy as np
 import pytest
 
-from app.config import PANDA_MAX_JOINT_VEL_RAD_S, Config
+from app.config import Config
+from app.control.config import PANDA_MAX_JOINT_VEL_RAD_S
 from app.remote.config import ClientConfig, Endpoints, ServerConfig
 from app.remote.fingerprint import fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, Hello, Refused, ServerCommand, Welcome, decode_state,

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from app.cli import EXIT_USAGE, main
-from app.config import (HARD_MAX_JUMP_M, HARD_WORKSPACE_MAX_M, HARD_WORKSPACE_MIN_M, PANDA_MAX_JOINT_VEL_RAD_S,
-                        Config, ConfigError, config_from_dict, safety_differences)
+from app.config import Config, ConfigError, config_from_dict, safety_differences
+from app.control.config import HARD_MAX_JUMP_M, HARD_WORKSPACE_MAX_M, HARD_WORKSPACE_MIN_M, PANDA_MAX_JOINT_VEL_RAD_S
 from app.sim.scene import SceneError, load_scene
 
 

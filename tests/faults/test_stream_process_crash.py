@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from app.config import MODE_POSE_V1, Config, StreamConfig
+from app.config import Config
+from app.streaming.config import MODE_POSE_V1, StreamConfig
 from app.pipeline import Pipeline
 from app.streaming.publisher import ProcessState, StreamState
 

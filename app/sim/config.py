@@ -1,0 +1,76 @@
+"""Settings of the simulated robots: `[scene]` (the MJCF scene, the arms' home pose, how they are drawn)
+and `[sim]` (how the physics follows the loop), frozen dataclasses checked at construction
+(`app.config_checks`); `app.config` gathers them into `Config` and loads them from TOML.
+
+Also the arms' names (`ARMS`), which every per-arm value follows: the simulation sits below the
+control loop and everything that lists arms, so they are read from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.config_checks import is_finite_number, require
+
+ARMS: tuple[str, ...] = ("left", "right")
+"""The two arms of the scene, in the order every per-arm value is listed; their joints, actuators and
+sites carry the prefix '<arm>/'."""
+
+# Franka's "ready" pose: elbow up, hand pointing down, a good start for table-top teleop.
+PANDA_READY_QPOS_RAD: tuple[float, ...] = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398)
+
+
+SCENE_GEOMETRIES: tuple[str, ...] = ("auto", "meshes", "primitives")
+"""`scene.geometry`: 'auto' draws the arms with Franka's meshes when the `dm-robotics-panda` package is
+installed and with our primitive shapes otherwise; 'meshes' requires the package; 'primitives' never uses it."""
+
+
+@dataclass(frozen=True)
+class SceneConfig:
+    file: str = "scenes/dual_panda.xml"
+    """MJCF scene, absolute or relative to the assets folder."""
+    home_qpos_rad: tuple[float, ...] = PANDA_READY_QPOS_RAD
+    """Arm joint positions (7) at start and for the IK's null-space posture bias, both arms."""
+    geometry: str = "auto"
+    """What the arms look like (one of `SCENE_GEOMETRIES`); visual only: collision shapes, masses and
+    kinematics are the same either way."""
+    mesh_cell_m: float = 0.01
+    """Grid edge (m) the meshes are decimated on when loaded (vertex clustering); 0 keeps all of their
+    ~270k triangles (both arms; ~36k at 10 mm). Coarser draws faster on a software renderer and looks rougher."""
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.file, str) and self.file != "", "scene.file", "a non-empty path", self.file)
+        require(self.geometry in SCENE_GEOMETRIES, "scene.geometry", f"one of {SCENE_GEOMETRIES}", self.geometry)
+        require(is_finite_number(self.mesh_cell_m) and 0.0 <= self.mesh_cell_m <= 0.05, "scene.mesh_cell_m", "a number in 0..0.05", self.mesh_cell_m)
+        require(len(self.home_qpos_rad) == 7 and all(is_finite_number(v) for v in self.home_qpos_rad), "scene.home_qpos_rad", "7 finite numbers", self.home_qpos_rad)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    velocity_feedforward: bool = True
+    """Feed the commanded joint velocity through the position servos (they then track moving
+    commands instead of lagging them by kv/kp = 0.1 s)."""
+    max_catchup_per_tick_s: float = 0.125
+    """Most simulated time (s) one tick steps: after a stall the physics catches up with loop time
+    over a few ticks, so no single tick's compute grows with the length of the stall."""
+    max_catchup_s: float = 0.5
+    """Most simulated time (s) the physics may lag loop time; beyond it the excess is dropped
+    (counted in `TeleopEngine.sim_time_dropped_s`) rather than simulated late."""
+    catchup_tick_fraction: float = 0.5
+    """Catch-up steps after a stall are taken only while the tick's compute stays within this
+    fraction of a period (0.5: 2.5 ms at 200 Hz), at the per-step cost measured online; a tick's
+    own period of physics is always taken."""
+    catchup_within_s: float = 0.5
+    """Physics debt still unpaid this long (s of loop time) after it arose is dropped (counted in
+    `TeleopEngine.sim_time_dropped_s`): sim time is level with loop time at most this long after a stall."""
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.velocity_feedforward, bool), "sim.velocity_feedforward", "true or false", self.velocity_feedforward)
+        require(is_finite_number(self.max_catchup_per_tick_s) and 0.01 <= self.max_catchup_per_tick_s <= 1.0,
+                "sim.max_catchup_per_tick_s", "a number in 0.01..1 (s)", self.max_catchup_per_tick_s)
+        require(is_finite_number(self.max_catchup_s) and self.max_catchup_per_tick_s <= self.max_catchup_s <= 10.0,
+                "sim.max_catchup_s", "a number from sim.max_catchup_per_tick_s to 10 (s)", self.max_catchup_s)
+        require(is_finite_number(self.catchup_tick_fraction) and 0.05 <= self.catchup_tick_fraction <= 1.0,
+                "sim.catchup_tick_fraction", "a number in 0.05..1 (fraction of a period)", self.catchup_tick_fraction)
+        require(is_finite_number(self.catchup_within_s) and 0.05 <= self.catchup_within_s <= 10.0,
+                "sim.catchup_within_s", "a number in 0.05..10 (s)", self.catchup_within_s)

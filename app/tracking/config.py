@@ -1,0 +1,51 @@
+"""Settings of the tracking devices: `[buttons]` (which OpenVR button bit and axis means what) and
+`[openvr]` (polling and reconnecting), frozen dataclasses checked at construction
+(`app.config_checks`); `app.config` gathers them into `Config` and loads them from TOML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.config_checks import is_finite_number, require
+
+
+@dataclass(frozen=True)
+class ButtonMapConfig:
+    """Which OpenVR legacy button bit (`1 << id` in `ulButtonPressed`) means what; -1 = unmapped.
+
+    Pico controllers through SteamVR could not be verified here: check the raw-input view.
+    """
+
+    grip_bit: int = 2
+    a_bit: int = 7
+    b_bit: int = 1
+    stick_click_bit: int = 32
+    menu_bit: int = -1
+    trigger_axis: int = 1
+    """Index into `rAxis` whose `.x` is the analog trigger."""
+    stick_axis: int = 0
+    """Index into `rAxis` that is the thumbstick (x, y)."""
+    grip_engage_threshold: float = 0.5
+    """Trigger-style analog grip values (replay files) at or above this count as pressed."""
+
+    def __post_init__(self) -> None:
+        for name in ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit"):
+            v = getattr(self, name)
+            require(isinstance(v, int) and -1 <= v <= 63, f"buttons.{name}", "an integer in -1..63", v)
+        for name in ("trigger_axis", "stick_axis"):
+            v = getattr(self, name)
+            require(isinstance(v, int) and 0 <= v <= 4, f"buttons.{name}", "an integer in 0..4", v)
+        require(is_finite_number(self.grip_engage_threshold) and 0 < self.grip_engage_threshold <= 1, "buttons.grip_engage_threshold", "a number in (0, 1]", self.grip_engage_threshold)
+
+
+@dataclass(frozen=True)
+class OpenVRConfig:
+    poll_rate_hz: float = 300.0
+    """Rate of the OpenVR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose)."""
+    reconnect_interval_s: float = 2.0
+    """How often to retry connecting while SteamVR is away."""
+
+    def __post_init__(self) -> None:
+        require(is_finite_number(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openvr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
+        require(is_finite_number(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
