@@ -113,6 +113,7 @@ def test_an_unchanged_scene_is_not_rendered_again_and_a_change_is(qtbot):
     from app.sim.scene import load_scene
     scene = load_scene(Config())
     view = SceneViewport(scene.model, threaded=False, max_fps=1.0)
+    view.pause()  # only this test's requests (the timer's would render too)
     qtbot.addWidget(view)
     view.resize(400, 300)
     view.show()
@@ -150,6 +151,7 @@ def test_a_request_made_while_a_frame_renders_is_served_right_after_it(qtbot):
     from app.sim.scene import load_scene
     scene = load_scene(Config())
     view = SceneViewport(scene.model, threaded=True, max_fps=1.0)
+    view.pause()  # only this test's requests (on a loaded machine the timer's would come in between)
     qtbot.addWidget(view)
     view.resize(320, 240)
     view.show()
