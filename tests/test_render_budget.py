@@ -185,3 +185,31 @@ def test_a_request_made_while_a_frame_renders_is_served_right_after_it(qtbot):
         assert not view._job.busy and not view._job.pending
     finally:
         view.close_renderer()
+
+
+def test_a_first_published_pose_is_rendered_even_when_it_equals_the_empty_mirrors(qtbot):
+    """Before the first tick the mirror holds zeros and the renderer keeps its own pose; a tick that
+    then publishes those same numbers is a new picture (the pose is applied), not an unchanged one."""
+    import numpy as np
+    from app.config import Config
+    from app.gui.viewport import SceneViewport
+    from app.sim.mirror import SceneMirror
+    from app.sim.scene import load_scene
+    scene = load_scene(Config())
+    view = SceneViewport(scene.model, threaded=False, max_fps=1.0)
+    view.pause()
+    qtbot.addWidget(view)
+    view.resize(320, 240)
+    view.show()
+    qtbot.waitExposed(view)
+    try:
+        mirror = SceneMirror(scene.model.nq)
+        view.set_mirror(mirror)
+        view.request_frame()
+        assert view.rendered == 1
+        mirror.show(np.zeros(scene.model.nq))
+        view.request_frame()
+        assert view.rendered == 2
+        np.testing.assert_array_equal(view._job.renderer.data.qpos, np.zeros(scene.model.nq))
+    finally:
+        view.close_renderer()

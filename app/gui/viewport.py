@@ -6,7 +6,8 @@ the control loop waits for it); elsewhere (GLFW/WGL contexts belong to the GUI t
 timer renders inline. A request that arrives while a frame renders is kept (one for any number)
 and served as soon as that frame is done: dropping it made the rate fall in steps (a render of
 34 ms gave 15 fps at a 30 fps timer). A frame whose pose, overlays, camera and size equal the last
-rendered one's is not rendered again: it shows the last image (`_Frame.rendered` False). Each frame poses the renderer's own MjData from the `SceneMirror` (never
+rendered one's is not rendered again: it shows the last image (`_Frame.rendered` False).
+Each frame poses the renderer's own MjData from the `SceneMirror` (never
 the loop's data) and draws each arm's target frame, coloured by its teleop state, and for each arm
 with a pair within the collision constraint's influence the closest pair's segment (its witness
 points; `app.gui.collision_view`). Text overlays
@@ -157,7 +158,7 @@ class _RenderJob:
         self.collision: CollisionConfig | None = None
         self.qpos = np.zeros(model.nq)
         self._last: tuple | None = None
-        """(qpos, markers, size, image) of the last rendered frame."""
+        """(qpos, markers, (width, height, posed), image) of the last rendered frame."""
 
     def open(self) -> None:
         try:
@@ -193,7 +194,8 @@ class _RenderJob:
             snap, published = mirror.read(self.qpos)
         markers = markers_for(snap, boxes + self.labels, collision)
         last = self._last
-        if (last is not None and not camera_moved and last[2] == (width, height)
+        key = (width, height, bool(published))  # a pose never published was never applied: not the same picture
+        if (last is not None and not camera_moved and last[2] == key
                 and np.array_equal(last[0], self.qpos) and _same(last[1], markers)):
             image = last[3]
             return _Frame(image, snap, published, 0.0, image.width() * image.height(), rendered=False)
@@ -203,7 +205,7 @@ class _RenderJob:
         rgb = r.render(width, height, markers)
         h, w = rgb.shape[:2]
         image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
-        self._last = (self.qpos.copy(), markers, (width, height), image)
+        self._last = (self.qpos.copy(), markers, key, image)
         return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3, w * h)
 
     def close(self) -> None:
