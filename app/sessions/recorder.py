@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.lifecycle import IllegalTransition
-from app.sessions.schema import COLUMNS, FORMAT_VERSION, row_to_line, sidecar_path, snapshot_to_row
+from app.sessions.schema import COLUMNS, FORMAT_VERSION, sidecar_path, snapshot_to_row
+from app.sessions.schema import row_to_line
 
 if TYPE_CHECKING:
     from app.control.snapshot import Snapshot
