@@ -26,6 +26,7 @@ Threads of the core, and what each may do:
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import logging.handlers
@@ -551,12 +552,30 @@ def helper_threads_realtime(loop_priority: int) -> str:
     return make_thread_realtime(threading.get_native_id(), loop_priority - 1)
 
 
+PRELOADED_MODULES: tuple[str, ...] = ("app.streaming.publisher", "app.streaming.feedback")
+"""Modules a session imports while its loop runs (`Pipeline.open_stream`, on the window's
+`--stream` or its stream panel), imported when the core starts, before any loop. An import runs
+tens of milliseconds of Python under the interpreter lock (these two: ~70 ms on the 2-core VM),
+which the loop then waits for, up to a switch interval at a time: a GIL sampler named the session
+thread importing them in a window run's first seconds, where `--attribute` had named it
+`core-session` in 19 of 26 late ticks (docs/benchmarks.md)."""
+
+
+def _preload_modules() -> None:
+    for name in PRELOADED_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # the session that needs it reports it; the core serves anyway
+            log.warning("cannot import %s: %s", name, exc)
+
+
 def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
     """The core process's main: announce the endpoints on stdout (one JSON line), then serve."""
     threads_priority = helper_threads_realtime(cfg.core.sched_fifo_priority)  # before any thread starts
     _setup_core_logging(state_dir)
     token_hex = os.environ.pop(wire.TOKEN_ENV_VAR, "")
     token = bytes.fromhex(token_hex) if token_hex else secrets.token_bytes(16)
+    _preload_modules()  # before any loop runs
     pipeline = Pipeline(cfg, remote=remote)
     server = CoreServer(pipeline, token, state_dir)
     server.threads_priority = threads_priority
@@ -572,4 +591,5 @@ def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
     return 0
 
 
-__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "IMMEDIATE", "helper_threads_realtime", "serve_core"]
+__all__ = ["CoreServer", "DISCOVERY_FILE", "GUI_LOST_LABEL", "IMMEDIATE", "PRELOADED_MODULES", "helper_threads_realtime",
+           "serve_core"]

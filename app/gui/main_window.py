@@ -976,8 +976,11 @@ class MainWindow(QMainWindow):
         self._ui_timer.stop()
         self._heartbeat_timer.stop()
         lifetime_s = time.perf_counter() - self._opened_s
-        log.info("3D view: %d frames in %.1f s (%.1f fps on average)", self.viewport.frames, lifetime_s,
-                 self.viewport.frames / max(lifetime_s, 1e-9))
+        vp = self.viewport
+        log.info("3D view: %d frames in %.1f s (%.1f fps on average); %d rendered, %d unchanged; %d requests, %d "
+                 "made while rendering; last renders %.1f ms median at %d pixels", vp.frames, lifetime_s,
+                 vp.frames / max(lifetime_s, 1e-9), vp.rendered, vp.frames - vp.rendered, vp.requests, vp.skipped,
+                 float(np.median(vp.render_ms)) if vp.render_ms else float("nan"), vp.pixels)
         try:
             self.save_layout()
         except Exception:

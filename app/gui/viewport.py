@@ -3,7 +3,11 @@
 A QTimer asks for at most `max_fps` frames a second. On Linux a render thread owns the EGL
 context and does the work (MuJoCo releases the GIL while it rasterizes, so neither the GUI nor
 the control loop waits for it); elsewhere (GLFW/WGL contexts belong to the GUI thread) the
-timer renders inline. Each frame poses the renderer's own MjData from the `SceneMirror` (never
+timer renders inline. A request that arrives while a frame renders is kept (one for any number)
+and served as soon as that frame is done: dropping it made the rate fall in steps (a render of
+34 ms gave 15 fps at a 30 fps timer). A frame whose pose, overlays, camera and size equal the last
+rendered one's is not rendered again: it shows the last image (`_Frame.rendered` False).
+Each frame poses the renderer's own MjData from the `SceneMirror` (never
 the loop's data) and draws each arm's target frame, coloured by its teleop state, and for each arm
 with a pair within the collision constraint's influence the closest pair's segment (its witness
 points; `app.gui.collision_view`). Text overlays
@@ -67,6 +71,8 @@ class _Frame:
     render_ms: float
     pixels: int
     """Pixels rendered (scaled up to the widget when fewer than its own)."""
+    rendered: bool = True
+    """False when nothing had changed since the last rendered frame, whose image this is."""
 
 
 BASE_LABEL_OFFSET_M = (-0.15, 0.0, 0.01)
@@ -118,6 +124,14 @@ def _lower_rasterizer_priority() -> int:
     return count
 
 
+def _same(a: tuple, b: tuple) -> bool:
+    """Whether two marker tuples are equal (a marker holding arrays compares as changed)."""
+    try:
+        return bool(a == b)
+    except ValueError:  # numpy's "truth value of an array is ambiguous"
+        return False
+
+
 class _RenderJob:
     """The render thread's state: the renderer, pending camera moves, the frame request flag."""
 
@@ -131,6 +145,9 @@ class _RenderJob:
         self.wake = threading.Event()
         self.stop = False
         self.busy = False
+        """A frame is being rendered, or is about to be (guarded by `lock`)."""
+        self.pending = False
+        """A frame was requested while `busy`: render again as soon as this one is done."""
         self.lock = threading.Lock()
         self.moves: list[tuple[int, float, float]] = []
         self.view: str | None = None
@@ -142,6 +159,8 @@ class _RenderJob:
         """Markers drawn whatever the snapshot (a review cursor's recorded closest pairs)."""
         self.collision: CollisionConfig | None = None
         self.qpos = np.zeros(model.nq)
+        self._last: tuple | None = None
+        """(qpos, markers, (width, height, posed), image) of the last rendered frame."""
 
     def open(self) -> None:
         try:
@@ -166,6 +185,7 @@ class _RenderJob:
             r.set_view(view)
         for action, dx, dy in moves:
             r.move_camera(action, dx, dy)
+        camera_moved = view is not None or bool(moves)
         if self.max_pixels and width * height > self.max_pixels:
             k = (self.max_pixels / (width * height)) ** 0.5
             width, height = int(width * k), int(height * k)
@@ -174,12 +194,20 @@ class _RenderJob:
             if self.qpos.shape[0] != mirror.nq:
                 self.qpos = np.zeros(mirror.nq)
             snap, published = mirror.read(self.qpos)
-            if published:  # a tick's pose, or a reviewed recording's (which comes without a snapshot)
-                r.set_qpos(self.qpos)
+        markers = markers_for(snap, boxes + self.labels, collision)
+        last = self._last
+        key = (width, height, bool(published))  # a pose never published was never applied: not the same picture
+        if (last is not None and not camera_moved and last[2] == key
+                and np.array_equal(last[0], self.qpos) and _same(last[1], markers)):
+            image = last[3]
+            return _Frame(image, snap, published, 0.0, image.width() * image.height(), rendered=False)
+        if mirror is not None and published:  # a tick's pose, or a reviewed recording's (which comes without a snapshot)
+            r.set_qpos(self.qpos)
         t0 = time.perf_counter()
-        rgb = r.render(width, height, markers_for(snap, boxes + self.labels, collision))
+        rgb = r.render(width, height, markers)
         h, w = rgb.shape[:2]
         image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
+        self._last = (self.qpos.copy(), markers, key, image)
         return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3, w * h)
 
     def close(self) -> None:
@@ -210,8 +238,14 @@ class SceneViewport(QWidget):
         self._mouse_button = Qt.MouseButton.NoButton
         self._mouse_pos = QPointF()
         self.frames = 0
+        """Frames shown: rendered, or the last image again when nothing had changed."""
+        self.rendered = 0
+        """Frames actually rendered (`frames` minus the unchanged ones)."""
+        self.pixels = 0
+        """Pixels of the last rendered frame."""
         self.requests = 0
         self.skipped = 0
+        """Requests made while a frame rendered (served, all as one, right after it)."""
         self._fps_times: deque[float] = deque(maxlen=60)
         self.latency_ms: deque[float] = deque(maxlen=120)
         """Snapshot published -> frame painted, per painted frame."""
@@ -325,17 +359,21 @@ class SceneViewport(QWidget):
     def request_frame(self) -> None:
         if self._job.renderer is None or not self.isVisible():
             return
-        with self._job.lock:
-            self._job.size = (max(1, self.width()), max(1, self.height()))
-            self._job.max_pixels = self.budget.pixels if (self.software and not self._full_res) else 0
+        size = (max(1, self.width()), max(1, self.height()))
         self.requests += 1
+        with self._job.lock:
+            self._job.size = size
+            self._job.max_pixels = (self.budget.pixels_for(size[0] * size[1])
+                                    if (self.software and not self._full_res) else 0)
+            if self.threaded:
+                if self._job.busy:
+                    self._job.pending = True
+                    self.skipped += 1
+                    return
+                self._job.busy = True
         if not self.threaded:
             self._render_inline()
             return
-        if self._job.busy:
-            self.skipped += 1
-            return
-        self._job.busy = True
         self._job.wake.set()
 
     def _render_inline(self) -> None:
@@ -353,19 +391,24 @@ class SceneViewport(QWidget):
         if job.renderer is not None and job.renderer.software:
             _lower_rasterizer_priority()
         try:
+            again = False
             while True:
-                job.wake.wait()
-                job.wake.clear()
+                if not again:
+                    job.wake.wait()
+                    job.wake.clear()
                 if job.stop:
                     break
                 try:
                     frame = job.render_once()
                 except Exception as exc:
-                    job.busy = False
+                    with job.lock:
+                        job.busy = job.pending = False
                     log.exception("3D view render failed")
                     job.error = f"render failed: {type(exc).__name__}: {exc}"
                     break
-                job.busy = False
+                with job.lock:
+                    again, job.pending = job.pending, False
+                    job.busy = again
                 if frame is not None:
                     self.frameReady.emit(frame)
         finally:
@@ -381,9 +424,12 @@ class SceneViewport(QWidget):
         self._frame = frame
         self._frame_painted = False
         self.frames += 1
-        self.render_ms.append(frame.render_ms)
-        if self.software and not self._full_res:
-            self.budget.update(frame.render_ms, frame.pixels)
+        if frame.rendered:
+            self.rendered += 1
+            self.pixels = frame.pixels
+            self.render_ms.append(frame.render_ms)
+            if self.software and not self._full_res:
+                self.budget.update(frame.render_ms, frame.pixels)
         self.update()
 
     # ----- painting -----
@@ -400,7 +446,7 @@ class SceneViewport(QWidget):
                 self._frame_painted = True
                 now = time.perf_counter()
                 self._fps_times.append(now)
-                if frame.published_s > 0 and frame.snap is not None:  # a review pose is no tick
+                if frame.published_s > 0 and frame.snap is not None and frame.rendered:  # a review pose is no tick
                     self.latency_ms.append((now - frame.published_s) * 1e3)
         self._paint_hud(p, frame.snap if frame is not None else None)
         p.end()

@@ -14,6 +14,8 @@ analysis and the exports name the columns they read by the same per-arm patterns
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -182,7 +184,7 @@ def sample_to_input_row(sample: TrackingSample, t_s: float) -> list[str]:
 def _vec(values, n: int, what: str) -> list[str]:
     if len(values) != n:
         raise ValueError(f"{what}: expected {n} values, got {len(values)}")
-    return [_repr(float(v)) for v in values]
+    return list(map(_repr, map(float, values)))  # in C: a row holds ~100 of these
 
 
 _NO_POINT = ("nan", "nan", "nan")
@@ -246,6 +248,50 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         str(sum(n for _, n in snap.rejected)),
         str(sum(n for _, n in snap.clamp_counts)),
     ]
+
+
+_STRING_INDICES: tuple[int, ...] = tuple(i for i, c in enumerate(COLUMNS) if c in STRING_COLUMNS)
+
+
+def _csv_quotes(char: str) -> bool:
+    """Whether this Python's `csv.writer` (excel dialect, `\n` line ends) quotes a field holding
+    `char` (Python 3.11 leaves a lone `\r` unquoted; later versions may not)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["a" + char, "b"])
+    return out.getvalue().startswith('"')
+
+
+_CSV_SPECIAL = frozenset(c for c in ',"\r\n' if _csv_quotes(c))
+"""The characters that make `csv.writer` quote a field (`_csv_field`)."""
+
+
+def _csv_field(text: str) -> str:
+    """`text` as `csv.writer` (excel dialect, QUOTE_MINIMAL, `\n` line ends) writes it inside a row:
+    quoted, with its quotes doubled, when it holds one of `_CSV_SPECIAL` (a comma, a quote, a line end)."""
+    if _CSV_SPECIAL.isdisjoint(text):
+        return text
+    return '"' + text.replace('"', '""') + '"'
+
+
+def row_to_line(row: list[str]) -> str:
+    """A `snapshot_to_row` row as one CSV line, `\\n`-terminated: byte for byte what
+    `csv.writer(f, lineterminator="\\n").writerow(row)` writes, for a small part of its CPU time.
+    Quotes in `row` itself (the `STRING_COLUMNS`' fields).
+
+    The recorder's writer thread runs this for every tick while holding the interpreter lock the
+    control loop waits for (docs/architecture.md, "Where the time goes"). `csv.writer` examines
+    and copies each of the ~150 fields character by character (~30 % of the writer's instructions
+    per row, `bench/recorder_rows.py`); only the `STRING_COLUMNS` can need quoting (a number's text
+    is digits, signs, '.', 'e', 'inf' and 'nan'), so only they are examined.
+    """
+    for i in _STRING_INDICES:
+        row[i] = _csv_field(row[i])
+    return ",".join(row) + "\n"
+
+
+def snapshot_to_line(snap: Snapshot) -> str:
+    """One CSV line for a snapshot (`row_to_line(snapshot_to_row(snap))`)."""
+    return row_to_line(snapshot_to_row(snap))
 
 
 # --- reading -----------------------------------------------------------------------------

@@ -1,0 +1,146 @@
+"""What the recorder's writer thread costs per recorded row, in CPU time under the interpreter lock.
+Prints figures; asserts nothing.
+
+    python bench/recorder_rows.py [--ticks 2000] [--rounds 5] [--tree PATH]
+
+The rows are the demo operator's real snapshots (the engine ticked unpaced for `--ticks` ticks).
+Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other processes):
+
+- `snapshot_to_row`: formatting one row's fields; `csv.writer.writerow` of them (the writer's
+  row before); `schema.snapshot_to_line` (the writer's row now), all holding the interpreter lock;
+- the writer's path as it runs: a real `Recorder` started on a temporary file, every snapshot
+  submitted, then stopped; the writer thread's CPU time (from `/proc/self/task`) per row, and
+  how many times it read the queue.
+
+`--tree PATH` imports the application from another checkout (a before/after). Where
+`schema.snapshot_to_line` exists, its text is compared with `csv.writer`'s for every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ticks", type=int, default=2000, help="snapshots to record (default 2000: 10 s at 200 Hz)")
+    p.add_argument("--rounds", type=int, default=5, help="repetitions; the median is printed (default 5)")
+    p.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1],
+                   help="source tree to import the application from (default: this one)")
+    return p.parse_args()
+
+
+ARGS = _args() if __name__ == "__main__" else None
+if ARGS is not None:
+    sys.path.insert(0, str(ARGS.tree.resolve()))
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def demo_snapshots(ticks: int) -> list:
+    from app.config import Config
+    from app.runtime import build_engine, make_demo
+    from app.sim.scene import load_scene
+
+    cfg = Config()
+    scene = load_scene(cfg)
+    demo = make_demo(scene, cfg)
+    demo.start()
+    eng = build_engine(cfg, scene, demo)
+    snaps = []
+    for k in range(ticks):
+        t = k * cfg.loop.period_s
+        snaps.append(eng.tick(demo.read(t), t))
+    demo.close()
+    return snaps
+
+
+def _thread_cpu_s(native_id: int) -> float:
+    stat = Path(f"/proc/self/task/{native_id}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+
+
+def recorder_run(snaps: list, folder: Path, k: int) -> tuple[float, int]:
+    """(writer CPU s, queue reads) of one recording of `snaps`, submitted in bursts of 10 every
+    50 ms (the loop's 200 Hz, ten ticks at a time)."""
+    from app.sessions import recorder as recorder_mod
+
+    path = folder / f"run{k}.csv"
+    rec = recorder_mod.Recorder(path, {"app_version": "bench"})
+    wakes = [0]
+    real_get = rec._queue.get
+
+    def counting_get(*a, **kw):
+        wakes[0] += 1
+        return real_get(*a, **kw)
+
+    rec._queue.get = counting_get
+    rec.start()
+    tid = rec._thread.native_id
+    cpu0 = _thread_cpu_s(tid)
+    for i in range(0, len(snaps), 10):
+        for s in snaps[i:i + 10]:
+            rec.submit(s)
+        time.sleep(0.05)  # ten ticks' worth at a time: the writer sees the queue as a loop fills it
+    cpu1 = _thread_cpu_s(tid)
+    rec.stop()
+    return cpu1 - cpu0, wakes[0]
+
+
+def _per_row_us(fn, snaps: list, rounds: int) -> tuple[float, float]:
+    """(median, best) CPU time of `fn(snap)` per snapshot over `rounds` passes, in us."""
+    out = []
+    for _ in range(rounds):
+        t0 = time.thread_time()
+        for s in snaps:
+            fn(s)
+        out.append((time.thread_time() - t0) / len(snaps) * 1e6)
+    return statistics.median(out), min(out)
+
+
+def main() -> int:
+    args = ARGS or _args()
+    import csv
+    import io
+
+    import app as app_pkg
+    from app.sessions import schema
+
+    print(f"application from {Path(app_pkg.__file__).parent.parent}; load average {os.getloadavg()[0]:.2f}")
+    snaps = demo_snapshots(args.ticks)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    cases = {"snapshot_to_row (the fields' text)": schema.snapshot_to_row,
+             "csv.writer.writerow(snapshot_to_row(s)) (the writer's row before)":
+                 lambda s: writer.writerow(schema.snapshot_to_row(s))}
+    line = getattr(schema, "snapshot_to_line", None)
+    if line is not None:
+        cases["snapshot_to_line (the writer's row now)"] = line
+    print(f"CPU per row, this thread, {len(snaps)} demo snapshots, median (best) of {args.rounds} passes:")
+    for label, fn in cases.items():
+        med, best = _per_row_us(fn, snaps, args.rounds)
+        print(f"  {label:70s} {med:6.1f} us ({best:.1f})")
+    if line is not None:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(schema.snapshot_to_row(s) for s in snaps)
+        same = buf.getvalue() == "".join(line(s) for s in snaps)
+        print(f"  snapshot_to_line's text {'IS' if same else 'is NOT'} byte-identical to csv.writer's for all {len(snaps)} rows")
+    with tempfile.TemporaryDirectory() as d:
+        runs = [recorder_run(snaps, Path(d), k) for k in range(args.rounds)]
+    cpu = statistics.median(r[0] for r in runs) / len(snaps)
+    wakes = statistics.median(r[1] for r in runs)
+    print(f"recorder writer thread: {cpu * 1e6:.1f} us CPU per row (median of {args.rounds} runs; /proc's "
+          f"{1e3 / TICKS_PER_S:.0f} ms ticks over {len(snaps)} rows), {wakes:.0f} queue reads for {len(snaps)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
