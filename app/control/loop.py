@@ -6,6 +6,7 @@ only the immutable snapshots it publishes (`latest()` and subscriber callbacks).
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import sys
@@ -30,6 +31,20 @@ STOP_WARN_AFTER_S = 2.0
 STOP_TIMEOUT_S = 30.0
 """How long (s) `stop` waits for the loop to end by default: long enough for any tick, however
 stuck in a source read or an output call with its own timeouts, to come back."""
+
+
+def freeze_long_lived_objects() -> None:
+    """Take everything alive now (modules, MuJoCo models, the IK and its compiled kernels, Qt wrappers in
+    the window's process) out of the garbage collector's full collections, before the loop starts.
+
+    A full collection scans every tracked object while holding the interpreter lock, in whichever
+    thread happens to trigger it: in the core process (numba, the stream's modules) that took
+    ~55 ms, and the loop thread waited as long for the lock (measured beside the real window: one
+    tick 57 ms late). Objects created later are collected as usual; freezing again (a new loop
+    after a source switch) only adds what has been created since.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 class ControlLoop:
@@ -90,6 +105,7 @@ class ControlLoop:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("control loop already started")
+        freeze_long_lived_objects()
         self._thread = threading.Thread(target=self.run, name="control-loop", daemon=True)
         self._thread.start()
 

@@ -14,9 +14,12 @@ the compute time of a tick is the one its snapshot carries, percentiles come fro
 
 Owner: the loop thread is the only writer of everything here (`wait`, `record`). Other threads
 only read, through `stats()` and the plain counters (`ticks`, `late_ticks`, `overruns`,
-`skipped_ticks`: each a single int, read whole). The loop never waits for a reader: it bins its
-ring between two steps of a sequence count (a seqlock) and a reader's copy that a binning
-overlapped is taken again, so a reader never sees a half-binned history.
+`skipped_ticks`: each a single int, read whole). The loop never waits for a reader: each binning
+publishes new distributions (never changed after), and each record publishes one reference to
+them with the ring's count (`_view`); a reader copies the ring's few unbinned ticks and takes them
+again only if a binning came between (a binning overwrites the ring), which the loop does at most
+every `history` ticks. The distributions themselves are copied outside that retry, so even a reader
+that the loop preempts at every bytecode gets through.
 """
 
 from __future__ import annotations
@@ -60,11 +63,10 @@ class LoopTimer:
         self._compute_s = np.zeros(history)
         self._n = 0
         """Ticks in the ring buffers (`_lateness_s`, `_compute_s`) not binned yet."""
-        self._lateness_ms = Distribution()
-        self._compute_ms = Distribution()
-        """Every binned tick (ms). Changed by the loop only while `_binning` is odd."""
-        self._binning = 0
-        """Odd while the loop bins the ring, even otherwise; grows by 2 with each binning."""
+        self._binned = (Distribution(), Distribution())
+        """Every binned tick (lateness ms, compute ms): new objects at each binning, never changed after."""
+        self._view = (self._binned, 0)
+        """(`_binned`, ticks in the ring): what a reader copies, one reference replaced by the loop."""
 
     @property
     def nominal_s(self) -> float:
@@ -133,32 +135,29 @@ class LoopTimer:
         self._n = i + 1
         if self._n == len(self._lateness_s):
             self._bin()
+        else:
+            self._view = (self._binned, self._n)
 
     def _bin(self) -> None:
-        """Move the full ring into the distributions (every `history` ticks); a reader whose copy
-        this overlapped takes it again (`distributions`)."""
-        self._binning += 1
-        self._lateness_ms.add(self._lateness_s * 1e3)
-        self._compute_ms.add(self._compute_s * 1e3)
+        """Move the full ring into new distributions (every `history` ticks) and publish them."""
+        lat, comp = self._binned[0].copy(), self._binned[1].copy()
+        lat.add(self._lateness_s * 1e3)
+        comp.add(self._compute_s * 1e3)
+        self._binned = (lat, comp)
         self._n = 0
-        self._binning += 1
+        self._view = (self._binned, 0)
 
     def distributions(self) -> tuple[Distribution, Distribution]:
         """(lateness ms, compute ms) of every tick recorded so far, as new objects the caller owns.
 
-        Any thread: the binned history and the ring's unbinned ticks are copied between two
-        bins of the loop (taken again if the loop binned meanwhile: at most every `history`
-        ticks); the loop never waits for this."""
+        Any thread (see the module): the loop never waits for this."""
         while True:
-            seq = self._binning
-            if seq % 2:  # the loop is binning right now: let it finish
-                time.sleep(0)
-                continue
-            n = self._n
-            lat, comp = self._lateness_ms.copy(), self._compute_ms.copy()
+            binned, n = self._view
             lat_tail, comp_tail = self._lateness_s[:n].copy(), self._compute_s[:n].copy()
-            if self._binning == seq:
+            if self._view[0] is binned:  # no binning since: the ring's first n ticks were those
                 break
+            time.sleep(0)
+        lat, comp = binned[0].copy(), binned[1].copy()
         lat.add(lat_tail * 1e3)
         comp.add(comp_tail * 1e3)
         return lat, comp

@@ -3,7 +3,6 @@ a garbage collector that does not stall the control loop, and a clean close on C
 
 from __future__ import annotations
 
-import gc
 import logging
 import logging.handlers
 import signal
@@ -35,15 +34,6 @@ def setup_logging(folder: Path) -> Path | None:
         if h is not handler and isinstance(h, logging.StreamHandler) and h.level == logging.NOTSET:
             h.setLevel(logging.WARNING)  # the console stays as quiet as before
     return path
-
-
-def freeze_long_lived_objects() -> None:
-    """Take everything alive now (Qt wrappers, pyqtgraph items, the scene, modules) out of the
-    garbage collector's full collections. A full collection that scans them all took ~55 ms,
-    holding the GIL, and the control loop stalled for as long; objects created later are
-    collected as usual."""
-    gc.collect()
-    gc.freeze()
 
 
 def install_excepthook(app: QApplication) -> None:

@@ -32,7 +32,8 @@ from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
 from app.control.engine import Command, CommandKind
 from app.gui import theme
 from app.gui.backend import SessionBackend, SessionView
-from app.gui.app_setup import close_on_signals, freeze_long_lived_objects, install_excepthook, setup_logging
+from app.control.loop import freeze_long_lived_objects
+from app.gui.app_setup import close_on_signals, install_excepthook, setup_logging
 from app.gui.estop_filter import EstopKeyFilter
 from app.gui.collision_view import collision_markers, review_collision
 from app.gui.help import about, shortcuts_dialog
