@@ -42,8 +42,11 @@ def freeze_long_lived_objects() -> None:
     ~55 ms, and the loop thread waited as long for the lock (measured beside the real window: one
     tick 57 ms late). Objects created later are collected as usual; freezing again (a new loop
     after a source switch) only adds what has been created since.
+
+    No collection first: it would run the finalizers of whatever garbage exists, here, on the thread
+    starting the loop (a lost ZMQ context's finalizer waits for its sockets: a core's start hung
+    so in a test run). What garbage is alive now stays (a start's worth, once per loop).
     """
-    gc.collect()
     gc.freeze()
 
 
