@@ -44,8 +44,9 @@ def freeze_long_lived_objects() -> None:
     after a source switch) only adds what has been created since.
 
     No collection first: it would run the finalizers of whatever garbage exists, here, on the thread
-    starting the loop (a lost ZMQ context's finalizer waits for its sockets: a core's start hung
-    so in a test run). What garbage is alive now stays (a start's worth, once per loop).
+    starting the loop, and a finalizer may block (a lost ZMQ context's waits for its sockets). With
+    one, a core's start once hung past 30 s in a test run, most likely so. What garbage is alive now
+    stays (a start's worth, once per loop).
     """
     gc.freeze()
 
