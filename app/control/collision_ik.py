@@ -29,8 +29,8 @@ from app.control.config import CollisionConfig
 from app.control.collision import CollisionDistances, CollisionStatus
 from app.control.collision_pairs import CollisionPairs, PairClass, resolve_pairs
 from app.control.dls import DampedLeastSquares, Tasks
-from app.control.dls_kernels import damped_rows, damper_lower
-from app.control.dls_qp import NO_DT, ConstrainedDLS
+from app.control.dls_kernels import NO_DT, damped_rows, damper_lower
+from app.control.dls_qp import ConstrainedDLS
 from app.sim.scene import ArmHandles
 
 
@@ -63,9 +63,8 @@ class CollisionAwareDLS:
         self.constrained = ConstrainedDLS(solver, len(self.pairs))
         self._arm1, self._arm2 = self.pairs.arm1.tolist(), self.pairs.arm2.tolist()
         self._arm_arm = np.ascontiguousarray(self.pairs.kind == _ARM_ARM)
-        self._lower = np.zeros(64)
-        damper_lower(self._lower[:0], cfg.kept_m, cfg.influence_m, cfg.approach_speed_m_s, NO_DT, self._lower)
         self._grow_rows(64)
+        damper_lower(self._row_lower[:0], cfg.kept_m, cfg.influence_m, cfg.approach_speed_m_s, NO_DT, self._row_lower)
         self._all_arms = [tuple(range(self.n))]
         """The one problem of every arm together (an arm-arm pair is near)."""
         self._zeros = np.zeros(64, dtype=np.intp)
@@ -116,10 +115,10 @@ class CollisionAwareDLS:
         """Least change of each distance over the tick (m; negative: it may close by that much): the
         velocity damper of `app.control.dls_kernels.damper_lower` (a view of a buffer kept between ticks)."""
         n = dist_m.shape[0]
-        if n > self._lower.size:
-            self._lower = np.zeros(2 * n)
+        if n > self._row_lower.size:
+            self._grow_rows(2 * n)
         c = self.cfg
-        out = self._lower[:n]
+        out = self._row_lower[:n]
         damper_lower(dist_m, c.kept_m, c.influence_m, c.approach_speed_m_s, NO_DT if dt_s is None else dt_s, out)
         return out
 

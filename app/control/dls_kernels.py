@@ -14,6 +14,9 @@ import numpy as np
 
 from app.control.compiled import kernel
 
+NO_DT = -1.0
+"""``dt_s`` for 'no tick length' (None in Python): the kernels then apply no speed limit."""
+
 
 @kernel
 def dls_step(J, e, q, q_rest, damping_min, damping_gain, posture_gain, A, r, dq):

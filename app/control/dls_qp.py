@@ -33,7 +33,7 @@ import daqp
 import numpy as np
 
 from app.control.dls import DampedLeastSquares, Group
-from app.control.dls_kernels import assemble_qp, speed_ratio, take_step, tick_bounds
+from app.control.dls_kernels import NO_DT, assemble_qp, speed_ratio, take_step, tick_bounds
 
 _FREE = 1e30
 """DAQP's 'no bound'."""
@@ -78,10 +78,6 @@ class _Plan:
         self.in_qp = [i for p in problems for i in p.groups]
         self.plain = [i for i in range(n_groups) if i not in self.in_qp]
         self.plain_cols = np.concatenate([group_cols[i] for i in self.plain]) if self.plain else None
-
-
-NO_DT = -1.0
-"""The compiled kernels' ``dt_s`` for 'no tick length' (None in Python)."""
 
 
 class ConstrainedDLS:
@@ -168,7 +164,7 @@ class ConstrainedDLS:
             tasks.update(q)
             fresh = True
             active = dls.unconverged()
-            run = [p for p in probs if it == 0 or any(i in active for i in p.groups)]
+            run = [pi for pi, p in enumerate(probs) if it == 0 or any(i in active for i in p.groups)]
             run_plain = [i for i in plain if i in active]
             if not run and not run_plain:
                 break
@@ -182,9 +178,8 @@ class ConstrainedDLS:
                 c = plan.plain_cols
                 q[c] = np.minimum(np.maximum(q[c], dls.q_lo[c]), dls.q_hi[c])
             step = q - q_start
-            for p in run:
-                self._solve_one(p, q, step, row_jac, row_lower, rows_of[probs.index(p)], row_group1, row_group2,
-                                row_dist_m)
+            for pi in run:
+                self._solve_one(probs[pi], q, step, row_jac, row_lower, rows_of[pi], row_group1, row_group2, row_dist_m)
             fresh = False
         if dt_s is not None:
             for i in plain:
