@@ -12,7 +12,7 @@ from app.control import dls_kernels as dk
 RNG = np.random.default_rng(7)
 
 
-@pytest.mark.parametrize("dt_s", [0.005, None])
+@pytest.mark.parametrize("dt_s", [0.005, 0.0, None])
 def test_tick_bounds_are_the_range_less_the_start_clipped_to_the_speed_limit(dt_s):
     n = 14
     q_lo, q_hi = -RNG.uniform(1, 3, n), RNG.uniform(1, 3, n)
@@ -35,6 +35,8 @@ def test_damper_closes_at_the_approach_speed_at_influence_and_stops_at_the_kept_
     assert out[1] == pytest.approx(-0.5 * 0.005 * 0.5)
     assert out[2] == 0.0  # at the kept distance: no closer
     assert out[3] > 0.0  # inside it: must open
+    dk.damper_lower(d, 0.012, 0.10, 0.5, 0.0, out)  # a tick of length 0: no closing, no opening
+    assert not out.any()
     dk.damper_lower(d, 0.012, 0.10, 0.5, -1.0, out)  # no tick length: the whole margin
     assert np.array_equal(out, -(d - 0.012))
 

@@ -69,10 +69,11 @@ def dls_step(J, e, q, q_rest, damping_min, damping_gain, posture_gain, A, r, dq)
 @kernel
 def tick_bounds(q_lo, q_hi, q, inv_vmax, dt_s, lo_tick, hi_tick):
     """The tick's bounds on the step from ``q`` (rad): the joint range less the margin
-    (``q_lo``..``q_hi``), and with ``dt_s`` > 0 also the speed limit, ``|step| <= dt_s / inv_vmax``."""
+    (``q_lo``..``q_hi``), and with ``dt_s`` >= 0 (not `NO_DT`) also the speed limit,
+    ``|step| <= dt_s / inv_vmax`` (a tick of length 0 allows no motion)."""
     for j in range(q.shape[0]):
         lo, hi = q_lo[j] - q[j], q_hi[j] - q[j]
-        if dt_s > 0.0:
+        if dt_s >= 0.0:
             v = dt_s / inv_vmax[j]
             lo = max(min(lo, v), -v)
             hi = max(min(hi, v), -v)
@@ -83,11 +84,11 @@ def tick_bounds(q_lo, q_hi, q, inv_vmax, dt_s, lo_tick, hi_tick):
 @kernel
 def damper_lower(row_dist_m, kept_m, influence_m, approach_speed_m_s, dt_s, out):
     """Each row's least change of distance over the tick (m; negative: it may close by that much): the
-    velocity damper ``-ξ dt (d - d_kept) / (d_infl - d_kept)``; with no tick length (``dt_s`` <= 0)
+    velocity damper ``-ξ dt (d - d_kept) / (d_infl - d_kept)``; with no tick length (`NO_DT`)
     the linearised step may close the whole margin, ``-(d - d_kept)``."""
     span = influence_m - kept_m
     for r in range(row_dist_m.shape[0]):
-        if dt_s > 0.0:
+        if dt_s >= 0.0:
             out[r] = -approach_speed_m_s * dt_s * (row_dist_m[r] - kept_m) / span
         else:
             out[r] = -(row_dist_m[r] - kept_m)
