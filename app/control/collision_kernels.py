@@ -150,7 +150,13 @@ def near_pairs(g1, g2, bound, geom_xpos, geom_xmat, geom_size, rbound, influence
     for i in range(g1.shape[0]):
         a, b = g1[i], g2[i]
         if bound[i] == CAPSULES:
-            near = _capsules(a, b, geom_xpos, geom_xmat, geom_size) < influence_m
+            # the bounding spheres first: most pairs are far apart, and then the segments are too
+            out2 = 0.0
+            for r in range(3):
+                e = geom_xpos[a, r] - geom_xpos[b, r]
+                out2 += e * e
+            reach = rbound[a] + rbound[b] + influence_m
+            near = out2 < reach * reach and _capsules(a, b, geom_xpos, geom_xmat, geom_size) < influence_m
         elif bound[i] == BOX_BELOW:
             out2 = 0.0
             for ax in range(3):

@@ -163,11 +163,18 @@ class ConstrainedDLS:
         for it in range(cfg.max_iterations if max_iterations is None else max_iterations):
             tasks.update(q)
             fresh = True
-            active = dls.unconverged()
-            run = [pi for pi, p in enumerate(probs) if it == 0 or any(i in active for i in p.groups)]
-            run_plain = [i for i in plain if i in active]
-            if not run and not run_plain:
-                break
+            if it == 0:  # every QP runs once, its rows bounding the step even at the target
+                run: Sequence[int] = range(len(probs))
+                run_plain = []
+                if plain:
+                    active = dls.unconverged()
+                    run_plain = [i for i in plain if i in active]
+            else:
+                active = dls.unconverged()
+                run = [pi for pi, p in enumerate(probs) if any(i in active for i in p.groups)]
+                run_plain = [i for i in plain if i in active]
+                if not run and not run_plain:
+                    break
             for i in run_plain:
                 g = groups[i]
                 g.iterations += 1
