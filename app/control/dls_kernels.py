@@ -149,6 +149,20 @@ def speed_ratio(q, q_start, inv_vmax, start, stop):
 
 
 @kernel
+def groups_at_limit(q, at_lo, at_hi, starts, stops, out):
+    """``out[g]``: some joint of group g's columns ``starts[g]..stops[g]-1`` sits at its limit (`at_limit`)."""
+    for g in range(starts.shape[0]):
+        out[g] = at_limit(q, at_lo, at_hi, starts[g], stops[g])
+
+
+@kernel
+def groups_speed_ratio(q, q_start, inv_vmax, starts, stops, out):
+    """``out[g]``: `speed_ratio` of group g's columns ``starts[g]..stops[g]-1``."""
+    for g in range(starts.shape[0]):
+        out[g] = speed_ratio(q, q_start, inv_vmax, starts[g], stops[g])
+
+
+@kernel
 def at_limit(q, at_lo, at_hi, start, stop):
     """Some joint of ``q[start:stop]`` sits at its limit (``<= at_lo`` or ``>= at_hi``)."""
     for j in range(start, stop):
@@ -217,3 +231,6 @@ def warm_up() -> None:
     dls_step(np.zeros((1, 1)), z, z.copy(), z, 1.0, 0.0, 0.0, np.zeros((1, 1)), np.zeros(1), np.zeros(1))
     speed_ratio(z, z, z, 0, 1)
     at_limit(z, z, z, 0, 1)
+    i = np.zeros(1, dtype=np.intp)
+    groups_at_limit(z, z, z, i, i, np.zeros(1, dtype=np.bool_))
+    groups_speed_ratio(z, z, z, i, i, z.copy())

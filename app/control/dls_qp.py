@@ -33,7 +33,7 @@ import daqp
 import numpy as np
 
 from app.control.dls import DampedLeastSquares, Group
-from app.control.dls_kernels import NO_DT, assemble_qp, speed_ratio, take_step, tick_bounds
+from app.control.dls_kernels import NO_DT, assemble_qp, groups_speed_ratio, take_step, tick_bounds
 
 _FREE = 1e30
 """DAQP's 'no bound'."""
@@ -101,6 +101,7 @@ class ConstrainedDLS:
         self.held_row = np.full(self.n_groups, -1, dtype=np.intp)
         n = solver.q_lo.size
         self._lo_tick, self._hi_tick = np.zeros(n), np.zeros(n)
+        self._speed_ratio = np.zeros(self.n_groups)
         self._row_index = np.arange(64, dtype=np.intp)
         self._warm_up()
 
@@ -192,9 +193,11 @@ class ConstrainedDLS:
             for i in plain:
                 if dls.scale_to_speed(groups[i], q, q_start, dt_s):
                     fresh = False
-            for i in plan.in_qp:  # the QP's bounds held the speed: at the limit means clamped
-                g = groups[i]
-                g.velocity_clamped = speed_ratio(q, q_start, self._inv_vmax, g.cols.start, g.cols.stop) >= dt_s * (1.0 - 1e-9)
+            # the QP's bounds held the speed: at the limit means clamped
+            groups_speed_ratio(q, q_start, self._inv_vmax, dls.col_starts, dls.col_stops, self._speed_ratio)
+            ratios = self._speed_ratio.tolist()
+            for i in plan.in_qp:
+                groups[i].velocity_clamped = ratios[i] >= dt_s * (1.0 - 1e-9)
         else:
             for g in groups:
                 g.velocity_clamped = False
