@@ -32,6 +32,8 @@ from typing import Sequence
 import daqp
 import numpy as np
 
+from app.control import daqp_call
+
 from app.control.dls import DampedLeastSquares, Group
 from app.control.dls_kernels import NO_DT, assemble_qp, groups_speed_ratio, take_step
 
@@ -69,13 +71,18 @@ class _Problem:
         if self.copy_in:
             self.J, self.e = np.zeros((len(members), t, n)), np.zeros((len(members), t))
         self._views: dict[int, tuple[np.ndarray, ...]] = {}
+        self.x = np.zeros(k)
+        """The QP's answer (`app.control.daqp_call`)."""
+        self.lam = np.zeros(k + n_rows_max)
+        self.daqp = daqp_call.Buffers()
         self.lam2 = np.zeros(len(members))
         self.q_rest = np.array([g.q_rest for g in members])
         self.group_ids = np.array(self.groups, dtype=np.intp)
 
 
     def views(self, m: int) -> tuple[np.ndarray, ...]:
-        """``bu``, ``bl``, ``sense`` (k + m), ``A`` and ``moved`` (m) for a QP of ``m`` rows (made once per m)."""
+        """``bu``, ``bl``, ``sense`` (k + m), ``A`` and ``moved`` (m) and the multipliers ``lam`` (k + m) for a QP
+        of ``m`` rows (views made once per m)."""
         v = self._views.get(m)
         if v is None:
             k = self.k
@@ -86,7 +93,11 @@ class _Problem:
             if m > self.A.shape[0]:
                 self.A, self.moved = np.zeros((2 * m, k)), np.zeros(2 * m)
                 self._views.clear()
-            v = self._views[m] = (self.bu[:k + m], self.bl[:k + m], self.sense[:k + m], self.A[:m], self.moved[:m])
+            if k + m > self.lam.size:
+                self.lam = np.zeros(k + 2 * m)
+                self._views.clear()
+            v = self._views[m] = (self.bu[:k + m], self.bl[:k + m], self.sense[:k + m], self.A[:m], self.moved[:m],
+                                  self.lam[:k + m])
         return v
 
 
@@ -142,6 +153,7 @@ class ConstrainedDLS:
 
     def _warm_up(self) -> None:
         """Compile the QP's kernels now (no rows), not on the first tick that needs them."""
+        daqp_call.check()
         p = self._problem(tuple(range(self.n_groups)))
         n = self.dls.q_lo.size
         zeros = np.zeros(n)
@@ -256,24 +268,34 @@ class ConstrainedDLS:
             if p.copy_in:
                 J[gi] = g.J
                 e[gi] = g.e
-        bu, bl, sense, A, moved = p.views(idx.size)
+        bu, bl, sense, A, moved, lam = p.views(idx.size)
         assemble_qp(J, e, q, q_start, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain,
                     dls.q_lo, dls.q_hi, self._inv_vmax, dt, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu,
                     bl, moved)
         for i, lam2 in zip(p.groups, p.lam2.tolist()):
             groups[i].damping = lam2
-        sense.fill(0)
-        x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+        x, lam, flag = self._qp(p, bu, bl, sense, A, lam)
         infeasible = flag <= 0
         if infeasible:
             # No closer than at the tick's start: the start itself satisfies it, so only bounds the
             # start already violates (a joint outside its range less the margin) can refuse it.
             np.subtract(np.minimum(row_lower[idx], 0.0), moved, out=bl[k:])
-            sense.fill(0)
-            x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+            x, lam, flag = self._qp(p, bu, bl, sense, A, lam)
             self.infeasible[p.group_ids] = True
         if flag <= 0:
             q[cols] = q_start[cols]  # hold the tick's start command
         else:
-            take_step(q, cols, x, info["lam"], k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
+            take_step(q, cols, x, lam, k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
                       self.held, self.held_row)
+
+    @staticmethod
+    def _qp(p: _Problem, bu: np.ndarray, bl: np.ndarray, sense: np.ndarray, A: np.ndarray,
+            lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """DAQP on ``p``'s QP, cold (no active set carried over): its answer, multipliers and exit flag."""
+        sense.fill(0)
+        if daqp_call.available:
+            b = p.daqp
+            flag = daqp_call.solve(p.H, p.f, A, bu, bl, sense, p.x, lam, b.problem, b.result, b.settings)
+            return p.x, lam, int(flag)
+        x, _, flag, info = daqp.solve(p.H, p.f, A, bu, bl, sense)
+        return x, info["lam"], flag
