@@ -86,6 +86,11 @@ def test_speed_ratio_and_at_limit_read_only_their_columns():
     at_lo, at_hi = np.full(6, -0.4), np.full(6, 0.4)
     assert not dk.at_limit(q, at_lo, at_hi, 0, 3)
     assert dk.at_limit(q, at_lo, at_hi, 3, 4) and dk.at_limit(q, at_lo, at_hi, 5, 6)
+    starts, stops = np.array([0, 3, 4], np.intp), np.array([3, 4, 6], np.intp)
+    ratios, at = np.full(3, -1.0), np.zeros(3, np.bool_)
+    dk.groups_speed_ratio(q, q_start, inv_vmax, starts, stops, ratios)
+    dk.groups_at_limit(q, at_lo, at_hi, starts, stops, at)
+    assert ratios == pytest.approx([0.015, 0.25, 0.25]) and at.tolist() == [False, True, True]
 
 
 @pytest.mark.parametrize("m,n", [(6, 7), (15, 20), (3, 3)])

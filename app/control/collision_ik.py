@@ -87,6 +87,8 @@ class CollisionAwareDLS:
         self.measure_failures = 0
         """Solves where MuJoCo's collision raised an error: every arm held its start command."""
         self._failed = [CollisionStatus(distance_m=0.0, infeasible=True) for _ in range(self.n)]
+        self._no_rows = [False] * self.n
+        self._no_held_row = [-1] * self.n
 
     def solve(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         """Joint answer (new array) from ``q_start`` and each arm's collision status."""
@@ -175,31 +177,33 @@ class CollisionAwareDLS:
     def _statuses(self, act: np.ndarray, d: np.ndarray, cs: ConstrainedDLS | None,
                   row_pair: np.ndarray | None) -> list[CollisionStatus]:
         """Each arm's status from the active pairs (and the QP's held rows, when it ran)."""
-        dist, pairs, c = self.distances, self.pairs, self.cfg
+        names = self.pairs.names
         # a few active pairs: plain Python over them costs less than a numpy pass per arm
         best = [-1] * self.n
         best_d = [math.inf] * self.n
         arm1, arm2 = self._arm1, self._arm2
-        for k, (p, dk) in enumerate(zip(act.tolist(), d.tolist())):
+        act_l = act.tolist()
+        for k, dk in enumerate(d.tolist()):
+            p = act_l[k]
             a1, a2 = arm1[p], arm2[p]
             if dk < best_d[a1]:
                 best_d[a1], best[a1] = dk, k
             if a2 >= 0 and dk < best_d[a2]:
                 best_d[a2], best[a2] = dk, k
-        status = []
-        held = cs.held.tolist() if cs is not None else [False] * self.n
-        infeasible = cs.infeasible.tolist() if cs is not None else [False] * self.n
-        held_row = cs.held_row.tolist() if cs is not None else [-1] * self.n
+        if cs is None:
+            held, infeasible, held_row = self._no_rows, self._no_rows, self._no_held_row
+        else:
+            held, infeasible, held_row = cs.held.tolist(), cs.infeasible.tolist(), cs.held_row.tolist()
+        fromto = self.distances.fromto_m
+        status = []  # CollisionStatus by position (its fields' order): this runs every tick with a pair near
         for i in range(self.n):
             k = best[i]
             if k < 0:
-                status.append(CollisionStatus(distance_m=c.influence_m, held=held[i], infeasible=infeasible[i]))
+                status.append(CollisionStatus(self.cfg.influence_m, "", None, None, held[i], "", infeasible[i]))
                 continue
-            ft = dist.fromto_m[k].tolist()
+            ax, ay, az, bx, by, bz = fromto[k].tolist()
             hr = held_row[i]
-            status.append(CollisionStatus(
-                distance_m=best_d[i], pair=pairs.names[act[k]],
-                point_a_m=(ft[0], ft[1], ft[2]), point_b_m=(ft[3], ft[4], ft[5]),
-                held=held[i], held_pair=pairs.names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
-                infeasible=infeasible[i]))
+            status.append(CollisionStatus(best_d[i], names[act_l[k]], (ax, ay, az), (bx, by, bz), held[i],
+                                          names[row_pair[hr]] if hr >= 0 and row_pair is not None else "",
+                                          infeasible[i]))
         return status

@@ -16,6 +16,9 @@ import numpy as np
 
 from app.control.compiled import kernel
 
+ON_NORMAL_M = 1e-9
+"""A vertex this close to a contact's normal line (m) has that contact's own row (`contact_rows`)."""
+
 HINGE, SLIDE = 0, 1
 """Joint kinds of the stacked columns (`contact_rows`' ``kind``)."""
 
@@ -35,9 +38,12 @@ def gather_contacts(mj_dist, mj_geom, mj_pos, mj_frame, k, near, g1, g2, exact_d
 @kernel
 def _append(src_dist, src_geom, src_pos, src_normal, count, influence_m, dist, geom, pos, normal, n):
     """Append the first ``count`` contacts of ``src_*`` within ``influence_m`` at ``n``; returns the new count
-    (``src_normal``'s first three columns are the normal)."""
+    (``src_normal``'s first three columns are the normal). A contact equal in every field to one already
+    there is left out: MuJoCo's capsule-box collider can report one contact twice, and each copy would
+    add the same constraint rows again (redundant rows, which only cost the QP time)."""
     for c in range(count):
-        if src_dist[c] < influence_m and n < dist.shape[0]:
+        if src_dist[c] < influence_m and n < dist.shape[0] and not _listed(src_dist, src_geom, src_pos, src_normal, c,
+                                                                           dist, geom, pos, normal, n):
             dist[n] = src_dist[c]
             for a in range(2):
                 geom[n, a] = src_geom[c, a]
@@ -46,6 +52,18 @@ def _append(src_dist, src_geom, src_pos, src_normal, count, influence_m, dist, g
                 normal[n, a] = src_normal[c, a]
             n += 1
     return n
+
+
+@kernel
+def _listed(src_dist, src_geom, src_pos, src_normal, c, dist, geom, pos, normal, n):
+    """Contact ``c`` of ``src_*`` is among the first ``n`` already listed, equal in every field."""
+    for i in range(n):
+        if (dist[i] == src_dist[c] and geom[i, 0] == src_geom[c, 0] and geom[i, 1] == src_geom[c, 1]
+                and pos[i, 0] == src_pos[c, 0] and pos[i, 1] == src_pos[c, 1] and pos[i, 2] == src_pos[c, 2]
+                and normal[i, 0] == src_normal[c, 0] and normal[i, 1] == src_normal[c, 1]
+                and normal[i, 2] == src_normal[c, 2]):
+            return True
+    return False
 
 
 @kernel
@@ -150,7 +168,13 @@ def near_pairs(g1, g2, bound, geom_xpos, geom_xmat, geom_size, rbound, influence
     for i in range(g1.shape[0]):
         a, b = g1[i], g2[i]
         if bound[i] == CAPSULES:
-            near = _capsules(a, b, geom_xpos, geom_xmat, geom_size) < influence_m
+            # the bounding spheres first: most pairs are far apart, and then the segments are too
+            out2 = 0.0
+            for r in range(3):
+                e = geom_xpos[a, r] - geom_xpos[b, r]
+                out2 += e * e
+            reach = rbound[a] + rbound[b] + influence_m
+            near = out2 < reach * reach and _capsules(a, b, geom_xpos, geom_xmat, geom_size) < influence_m
         elif bound[i] == BOX_BELOW:
             out2 = 0.0
             for ax in range(3):
@@ -292,6 +316,15 @@ def contact_rows(n, row_of, dist_m, dist, geom, pos, normal, geom_xpos, geom_xma
                     dv += (other - w[a]) * normal[c, a]
                 dv = sgn * dv - feat_r[g]
                 if dv >= limit or r >= cap:
+                    continue
+                along = 0.0  # a vertex on the contact's normal line gives the contact's own row again
+                for a in range(3):
+                    along += (w[a] - pos[c, a]) * normal[c, a]
+                off2 = 0.0
+                for a in range(3):
+                    o = w[a] - pos[c, a] - along * normal[c, a]
+                    off2 += o * o
+                if off2 < ON_NORMAL_M * ON_NORMAL_M:
                     continue
                 for j in range(C):
                     row_jac[r, j] = 0.0

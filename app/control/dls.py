@@ -29,7 +29,7 @@ import numpy as np
 
 from app.control import dls_kernels, pose_kernels
 from app.control.config import SolverConfig
-from app.control.dls_kernels import at_limit, dls_step, speed_ratio
+from app.control.dls_kernels import dls_step, groups_at_limit, speed_ratio
 from app.control.pose_kernels import orientation_error_row, position_error_row
 
 
@@ -123,6 +123,10 @@ class DampedLeastSquares:
         self._inv_vmax = np.zeros(self.q_lo.shape)
         for g in self.groups:
             self._inv_vmax[g.cols] = g.inv_max_vel_s_rad
+        self.col_starts = np.array([g.cols.start for g in self.groups], dtype=np.intp)
+        """Each group's first column of ``q`` (for the compiled per-group checks)."""
+        self.col_stops = np.array([g.cols.stop for g in self.groups], dtype=np.intp)
+        self._at_limit = np.zeros(len(self.groups), dtype=np.bool_)
         pose_kernels.warm_up()
         dls_kernels.warm_up()
 
@@ -180,8 +184,9 @@ class DampedLeastSquares:
         """Each group's joint-limit flag at the answer ``q``, and the tasks' errors at it unless
         ``fresh`` (the last `Tasks.update` was at this ``q``); returns ``q``. Shared with the
         constrained solve (`app.control.dls_qp`)."""
-        for g in self.groups:
-            g.joint_limit_clamped = at_limit(q, self._at_lo, self._at_hi, g.cols.start, g.cols.stop)
+        groups_at_limit(q, self._at_lo, self._at_hi, self.col_starts, self.col_stops, self._at_limit)
+        for g, at in zip(self.groups, self._at_limit.tolist()):
+            g.joint_limit_clamped = at
         if not fresh:
             self.tasks.update(q)
         return q

@@ -72,13 +72,18 @@ def tick_bounds(q_lo, q_hi, q, inv_vmax, dt_s, lo_tick, hi_tick):
     (``q_lo``..``q_hi``), and with ``dt_s`` >= 0 (not `NO_DT`) also the speed limit,
     ``|step| <= dt_s / inv_vmax`` (a tick of length 0 allows no motion)."""
     for j in range(q.shape[0]):
-        lo, hi = q_lo[j] - q[j], q_hi[j] - q[j]
-        if dt_s >= 0.0:
-            v = dt_s / inv_vmax[j]
-            lo = max(min(lo, v), -v)
-            hi = max(min(hi, v), -v)
-        lo_tick[j] = lo
-        hi_tick[j] = hi
+        lo_tick[j], hi_tick[j] = tick_bound(q_lo[j], q_hi[j], q[j], inv_vmax[j], dt_s)
+
+
+@kernel
+def tick_bound(q_lo, q_hi, q, inv_vmax, dt_s):
+    """One joint's `tick_bounds`: (lowest, highest) step from ``q``."""
+    lo, hi = q_lo - q, q_hi - q
+    if dt_s >= 0.0:
+        v = dt_s / inv_vmax
+        lo = max(min(lo, v), -v)
+        hi = max(min(hi, v), -v)
+    return lo, hi
 
 
 @kernel
@@ -149,6 +154,20 @@ def speed_ratio(q, q_start, inv_vmax, start, stop):
 
 
 @kernel
+def groups_at_limit(q, at_lo, at_hi, starts, stops, out):
+    """``out[g]``: some joint of group g's columns ``starts[g]..stops[g]-1`` sits at its limit (`at_limit`)."""
+    for g in range(starts.shape[0]):
+        out[g] = at_limit(q, at_lo, at_hi, starts[g], stops[g])
+
+
+@kernel
+def groups_speed_ratio(q, q_start, inv_vmax, starts, stops, out):
+    """``out[g]``: `speed_ratio` of group g's columns ``starts[g]..stops[g]-1``."""
+    for g in range(starts.shape[0]):
+        out[g] = speed_ratio(q, q_start, inv_vmax, starts[g], stops[g])
+
+
+@kernel
 def at_limit(q, at_lo, at_hi, start, stop):
     """Some joint of ``q[start:stop]`` sits at its limit (``<= at_lo`` or ``>= at_hi``)."""
     for j in range(start, stop):
@@ -158,8 +177,8 @@ def at_limit(q, at_lo, at_hi, start, stop):
 
 
 @kernel
-def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, lo_tick, hi_tick, step, row_jac,
-                row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
+def assemble_qp(J, e, q, q_start, q_rest, cols, damping_min, damping_gain, posture_gain, q_lo, q_hi, inv_vmax, dt_s,
+                row_jac, row_lower, rows, free, lam2, H, f, A, bu, bl, moved):
     """The damped-least-squares step of ``G`` groups as one QP (`app.control.dls_qp`), into ``H``
     (k, k), ``f`` (k,), ``A`` (m, k), ``bu``/``bl`` (k + m,) and ``moved`` (m,): k = G * n joints.
 
@@ -167,9 +186,10 @@ def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, 
     ``q``, rest posture ``q_rest[i]``, squared damping (written to ``lam2[i]``)
     ``λ² = damping_min + damping_gain |e|²``:
     ``H_ii = JᵀJ + λ²I``, ``f_i = -(Jᵀe + λ² z)``, ``z = posture_gain (q_rest - q)``. Box bounds:
-    the tick's joint and speed bounds (``lo_tick``, ``hi_tick`` over all of q) less ``step`` (the
-    tick's step so far). Rows: ``row_jac[rows[r]] · (step + x) >= row_lower[rows[r]]``, i.e.
-    ``A x >= row_lower - moved`` with ``moved = row_jac · step`` (over all of q); above: ``free``.
+    the tick's joint and speed bounds from ``q_start`` (`tick_bound`: ``q_lo``, ``q_hi``, ``inv_vmax``,
+    ``dt_s``) less the tick's step so far, ``step = q - q_start``. Rows: ``row_jac[rows[r]] · (step + x)
+    >= row_lower[rows[r]]``, i.e. ``A x >= row_lower - moved`` with ``moved = row_jac · step`` (over all
+    of q); above: ``free``.
     """
     G, t, n = J.shape
     k = G * n
@@ -195,13 +215,15 @@ def assemble_qp(J, e, q, q_rest, cols, damping_min, damping_gain, posture_gain, 
                 s += J[i, r, a] * e[i, r]
             c = cols[o + a]
             f[o + a] = -(s + lam2[i] * posture_gain * (q_rest[i, a] - q[c]))
-            bu[o + a] = hi_tick[c] - step[c]
-            bl[o + a] = lo_tick[c] - step[c]
+            lo, hi = tick_bound(q_lo[c], q_hi[c], q_start[c], inv_vmax[c], dt_s)
+            step = q[c] - q_start[c]
+            bu[o + a] = hi - step
+            bl[o + a] = lo - step
     for r in range(rows.shape[0]):
         row = rows[r]
         mv = 0.0
-        for c in range(step.shape[0]):
-            mv += row_jac[row, c] * step[c]
+        for c in range(q.shape[0]):
+            mv += row_jac[row, c] * (q[c] - q_start[c])
         moved[r] = mv
         for a in range(k):
             A[r, a] = row_jac[row, cols[a]]
@@ -217,3 +239,6 @@ def warm_up() -> None:
     dls_step(np.zeros((1, 1)), z, z.copy(), z, 1.0, 0.0, 0.0, np.zeros((1, 1)), np.zeros(1), np.zeros(1))
     speed_ratio(z, z, z, 0, 1)
     at_limit(z, z, z, 0, 1)
+    i = np.zeros(1, dtype=np.intp)
+    groups_at_limit(z, z, z, i, i, np.zeros(1, dtype=np.bool_))
+    groups_speed_ratio(z, z, z, i, i, z.copy())

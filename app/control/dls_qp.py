@@ -32,8 +32,10 @@ from typing import Sequence
 import daqp
 import numpy as np
 
+from app.control import daqp_call
+
 from app.control.dls import DampedLeastSquares, Group
-from app.control.dls_kernels import NO_DT, assemble_qp, speed_ratio, take_step, tick_bounds
+from app.control.dls_kernels import NO_DT, assemble_qp, groups_speed_ratio, take_step
 
 _FREE = 1e30
 """DAQP's 'no bound'."""
@@ -61,12 +63,57 @@ class _Problem:
         self.sense = np.zeros(k + n_rows_max, dtype=c_int)
         self.A = np.zeros((max(n_rows_max, 1), k))
         self.moved = np.zeros(max(n_rows_max, 1))
-        self.J = np.zeros((len(members), t, n))
-        """The groups' task Jacobians, copied in for the compiled assembly each solve."""
-        self.e = np.zeros((len(members), t))
+        self.J = _stacked(members, "J")
+        """The groups' task Jacobians, one (t, n) block each, for the compiled assembly: the tasks' own
+        array when they keep the groups' blocks stacked in this order (no copy), else copied in each solve."""
+        self.e = _stacked(members, "e")
+        self.copy_in = self.J is None or self.e is None
+        if self.copy_in:
+            self.J, self.e = np.zeros((len(members), t, n)), np.zeros((len(members), t))
+        self._views: dict[int, tuple[np.ndarray, ...]] = {}
+        self.x = np.zeros(k)
+        """The QP's answer (`app.control.daqp_call`)."""
+        self.lam = np.zeros(k + n_rows_max)
+        self.daqp = daqp_call.Buffers()
         self.lam2 = np.zeros(len(members))
         self.q_rest = np.array([g.q_rest for g in members])
         self.group_ids = np.array(self.groups, dtype=np.intp)
+
+
+    def views(self, m: int) -> tuple[np.ndarray, ...]:
+        """``bu``, ``bl``, ``sense`` (k + m), ``A`` and ``moved`` (m) and the multipliers ``lam`` (k + m) for a QP
+        of ``m`` rows (views made once per m)."""
+        v = self._views.get(m)
+        if v is None:
+            k = self.k
+            if k + m > self.bu.size:
+                self.bu, self.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
+                self.sense = np.zeros(k + 2 * m, dtype=c_int)
+                self._views.clear()
+            if m > self.A.shape[0]:
+                self.A, self.moved = np.zeros((2 * m, k)), np.zeros(2 * m)
+                self._views.clear()
+            if k + m > self.lam.size:
+                self.lam = np.zeros(k + 2 * m)
+                self._views.clear()
+            v = self._views[m] = (self.bu[:k + m], self.bl[:k + m], self.sense[:k + m], self.A[:m], self.moved[:m],
+                                  self.lam[:k + m])
+        return v
+
+
+def _stacked(members: Sequence[Group], name: str) -> np.ndarray | None:
+    """The one array whose consecutive blocks are the members' ``name`` arrays (views of it), or None."""
+    blocks = [getattr(g, name) for g in members]
+    base = blocks[0].base
+    if base is None or any(b.base is not base for b in blocks):
+        return None
+    for start in range(base.shape[0] - len(blocks) + 1):
+        stack = base[start:start + len(blocks)]
+        if all(stack[i].shape == b.shape and stack[i].strides == b.strides
+               and stack[i].__array_interface__["data"][0] == b.__array_interface__["data"][0]
+               for i, b in enumerate(blocks)):
+            return stack
+    return None
 
 
 class _Plan:
@@ -100,19 +147,19 @@ class ConstrainedDLS:
         self.infeasible = np.zeros(self.n_groups, dtype=np.bool_)
         self.held_row = np.full(self.n_groups, -1, dtype=np.intp)
         n = solver.q_lo.size
-        self._lo_tick, self._hi_tick = np.zeros(n), np.zeros(n)
+        self._speed_ratio = np.zeros(self.n_groups)
         self._row_index = np.arange(64, dtype=np.intp)
         self._warm_up()
 
     def _warm_up(self) -> None:
         """Compile the QP's kernels now (no rows), not on the first tick that needs them."""
+        daqp_call.check()
         p = self._problem(tuple(range(self.n_groups)))
         n = self.dls.q_lo.size
         zeros = np.zeros(n)
-        assemble_qp(p.J, p.e, zeros, p.q_rest, p.cols, 0.0, 0.0, 0.0, zeros, zeros, zeros, np.zeros((1, n)),
-                    np.zeros(1), self._row_index[:0], _FREE, p.lam2, p.H, p.f, p.A[:0], p.bu[:p.k], p.bl[:p.k],
-                    p.moved[:0])
-        tick_bounds(self.dls.q_lo, self.dls.q_hi, zeros, self._inv_vmax, NO_DT, self._lo_tick, self._hi_tick)
+        assemble_qp(p.J, p.e, zeros, zeros, p.q_rest, p.cols, 0.0, 0.0, 0.0, self.dls.q_lo, self.dls.q_hi,
+                    self._inv_vmax, NO_DT, np.zeros((1, n)), np.zeros(1), self._row_index[:0], _FREE, p.lam2, p.H, p.f,
+                    p.A[:0], p.bu[:p.k], p.bl[:p.k], p.moved[:0])
         take_step(zeros, p.cols, zeros, np.zeros(p.k), p.k, self._row_index[:0], self._row_index, self._row_index, zeros,
                   p.group_ids, HELD_MULTIPLIER, self.held, self.held_row)
 
@@ -145,8 +192,7 @@ class ConstrainedDLS:
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
         q_start = np.ascontiguousarray(q_start, dtype=float)  # one layout for the compiled kernels
         q = q_start.copy()
-        lo_tick, hi_tick = self._lo_tick, self._hi_tick
-        tick_bounds(dls.q_lo, dls.q_hi, q, self._inv_vmax, NO_DT if dt_s is None else dt_s, lo_tick, hi_tick)
+        dt = NO_DT if dt_s is None else dt_s
         plan = self._plan(problems)
         probs, plain = plan.problems, plan.plain
         if len(probs) == 1:  # every row in the one problem: no gather
@@ -163,11 +209,18 @@ class ConstrainedDLS:
         for it in range(cfg.max_iterations if max_iterations is None else max_iterations):
             tasks.update(q)
             fresh = True
-            active = dls.unconverged()
-            run = [pi for pi, p in enumerate(probs) if it == 0 or any(i in active for i in p.groups)]
-            run_plain = [i for i in plain if i in active]
-            if not run and not run_plain:
-                break
+            if it == 0:  # every QP runs once, its rows bounding the step even at the target
+                run: Sequence[int] = range(len(probs))
+                run_plain = []
+                if plain:
+                    active = dls.unconverged()
+                    run_plain = [i for i in plain if i in active]
+            else:
+                active = dls.unconverged()
+                run = [pi for pi, p in enumerate(probs) if any(i in active for i in p.groups)]
+                run_plain = [i for i in plain if i in active]
+                if not run and not run_plain:
+                    break
             for i in run_plain:
                 g = groups[i]
                 g.iterations += 1
@@ -177,17 +230,18 @@ class ConstrainedDLS:
                 assert plan.plain_cols is not None
                 c = plan.plain_cols
                 q[c] = np.minimum(np.maximum(q[c], dls.q_lo[c]), dls.q_hi[c])
-            step = q - q_start
             for pi in run:
-                self._solve_one(probs[pi], q, step, row_jac, row_lower, rows_of[pi], row_group1, row_group2, row_dist_m)
+                self._solve_one(probs[pi], q, q_start, dt, row_jac, row_lower, rows_of[pi], row_group1, row_group2, row_dist_m)
             fresh = False
         if dt_s is not None:
             for i in plain:
                 if dls.scale_to_speed(groups[i], q, q_start, dt_s):
                     fresh = False
-            for i in plan.in_qp:  # the QP's bounds held the speed: at the limit means clamped
-                g = groups[i]
-                g.velocity_clamped = speed_ratio(q, q_start, self._inv_vmax, g.cols.start, g.cols.stop) >= dt_s * (1.0 - 1e-9)
+            # the QP's bounds held the speed: at the limit means clamped
+            groups_speed_ratio(q, q_start, self._inv_vmax, dls.col_starts, dls.col_stops, self._speed_ratio)
+            ratios = self._speed_ratio.tolist()
+            for i in plan.in_qp:
+                groups[i].velocity_clamped = ratios[i] >= dt_s * (1.0 - 1e-9)
         else:
             for g in groups:
                 g.velocity_clamped = False
@@ -199,9 +253,10 @@ class ConstrainedDLS:
             self._row_index = np.arange(2 * m, dtype=np.intp)
         return self._row_index[:m]
 
-    def _solve_one(self, p: _Problem, q: np.ndarray, step: np.ndarray, row_jac: np.ndarray, row_lower: np.ndarray,
+    def _solve_one(self, p: _Problem, q: np.ndarray, q_start: np.ndarray, dt: float, row_jac: np.ndarray, row_lower: np.ndarray,
                    idx: np.ndarray, row_group1: np.ndarray, row_group2: np.ndarray, row_dist_m: np.ndarray) -> None:
-        """One QP's step, added to ``q[p.cols]``; ``idx``: its rows (indices into ``row_*``)."""
+        """One QP's step from ``q`` (the tick so far from ``q_start``; ``dt``: its length, s, or `NO_DT`),
+        added to ``q[p.cols]``; ``idx``: its rows (indices into ``row_*``)."""
         dls = self.dls
         cfg, tasks, groups = dls.cfg, dls.tasks, dls.groups
         H, f, k, cols = p.H, p.f, p.k, p.cols
@@ -210,31 +265,37 @@ class ConstrainedDLS:
             g = groups[i]
             g.iterations += 1
             tasks.jacobian(i)
-            J[gi] = g.J
-            e[gi] = g.e
-        m = idx.size
-        if k + m > p.bu.size:
-            p.bu, p.bl = np.zeros(k + 2 * m), np.zeros(k + 2 * m)
-            p.sense = np.zeros(k + 2 * m, dtype=c_int)
-        if m > p.A.shape[0]:
-            p.A, p.moved = np.zeros((2 * m, k)), np.zeros(2 * m)
-        bu, bl, sense, A, moved = p.bu[:k + m], p.bl[:k + m], p.sense[:k + m], p.A[:m], p.moved[:m]
-        assemble_qp(J, e, q, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain, self._lo_tick,
-                    self._hi_tick, step, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu, bl, moved)
-        for gi, i in enumerate(p.groups):
-            groups[i].damping = float(p.lam2[gi])
-        sense.fill(0)
-        x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+            if p.copy_in:
+                J[gi] = g.J
+                e[gi] = g.e
+        bu, bl, sense, A, moved, lam = p.views(idx.size)
+        assemble_qp(J, e, q, q_start, p.q_rest, cols, cfg.damping_min, cfg.damping_error_gain, cfg.posture_gain,
+                    dls.q_lo, dls.q_hi, self._inv_vmax, dt, row_jac, row_lower, idx, _FREE, p.lam2, H, f, A, bu,
+                    bl, moved)
+        for i, lam2 in zip(p.groups, p.lam2.tolist()):
+            groups[i].damping = lam2
+        x, lam, flag = self._qp(p, bu, bl, sense, A, lam)
         infeasible = flag <= 0
         if infeasible:
             # No closer than at the tick's start: the start itself satisfies it, so only bounds the
             # start already violates (a joint outside its range less the margin) can refuse it.
             np.subtract(np.minimum(row_lower[idx], 0.0), moved, out=bl[k:])
-            sense.fill(0)
-            x, _, flag, info = daqp.solve(H, f, A, bu, bl, sense)
+            x, lam, flag = self._qp(p, bu, bl, sense, A, lam)
             self.infeasible[p.group_ids] = True
         if flag <= 0:
-            q[cols] -= step[cols]  # hold the tick's start command
+            q[cols] = q_start[cols]  # hold the tick's start command
         else:
-            take_step(q, cols, x, info["lam"], k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
+            take_step(q, cols, x, lam, k, idx, row_group1, row_group2, row_dist_m, p.group_ids, HELD_MULTIPLIER,
                       self.held, self.held_row)
+
+    @staticmethod
+    def _qp(p: _Problem, bu: np.ndarray, bl: np.ndarray, sense: np.ndarray, A: np.ndarray,
+            lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """DAQP on ``p``'s QP, cold (no active set carried over): its answer, multipliers and exit flag."""
+        sense.fill(0)
+        if daqp_call.available:
+            b = p.daqp
+            flag = daqp_call.solve(p.H, p.f, A, bu, bl, sense, p.x, lam, b.problem, b.result, b.settings)
+            return p.x, lam, int(flag)
+        x, _, flag, info = daqp.solve(p.H, p.f, A, bu, bl, sense)
+        return x, info["lam"], flag

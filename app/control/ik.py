@@ -78,23 +78,26 @@ class _TcpTasks:
             g.J = self._J[i]
         self._err = np.zeros((len(arms), 2))
         self._jac_ready = False
-        self._primed = False
+        self._kinematics_at = b""
+        """The joint vector (its bytes) of the data's current kinematics: each tick starts where the
+        last ended (its answer, whose errors `finish` computed), so its first pass is not run again."""
+
+    def _pose(self, q: np.ndarray) -> None:
+        """Kinematics at ``q``, unless the data's are already there (only these tasks pose this data)."""
+        key = q.tobytes()
+        if key != self._kinematics_at:
+            self.data.qpos[self._qadr] = q
+            mujoco.mj_kinematics(self.model, self.data)
+            self._kinematics_at = key
+            self._jac_ready = False
 
     def prime(self, q: np.ndarray) -> None:
-        """Kinematics at ``q`` now; the next `update` must be at this same ``q`` and reuses them."""
-        self.data.qpos[self._qadr] = q
-        mujoco.mj_kinematics(self.model, self.data)
-        self._jac_ready = False
-        self._primed = True
+        """Kinematics at ``q`` now (the next `update` at this same ``q`` reuses them)."""
+        self._pose(q)
 
     def update(self, q: np.ndarray) -> None:
-        model, data = self.model, self.data
-        if self._primed:
-            self._primed = False
-        else:
-            data.qpos[self._qadr] = q
-            mujoco.mj_kinematics(model, data)
-            self._jac_ready = False
+        self._pose(q)
+        data = self.data
         tcp_errors(data.site_xpos, data.site_xmat, self._site_arr, self.target_pos, self.target_quat, self.rot_weight,
                    self._e, self._err, self._cur)
         for g, (pos_err, rot_err) in zip(self.groups, self._err.tolist()):
@@ -117,7 +120,10 @@ class MultiArmIK:
                  collision: CollisionConfig | None = None) -> None:
         self.model = model
         self.data = mujoco.MjData(model)
+        """The solver's kinematic data: only the tasks pose it (`_TcpTasks`), so a tick reuses the last one's kinematics."""
         mujoco.mj_resetData(model, self.data)
+        self._fk_data = mujoco.MjData(model)
+        """`tcp_pose`'s own data, so a query never moves the solver's."""
         self.arms = list(arms)
         # The fingers stand fully open in the IK's data (they never move there): the widest the hand
         # gets, so the collision distances to its fingers are never larger than the real ones from outside.
@@ -142,12 +148,13 @@ class MultiArmIK:
 
     def tcp_pose(self, q_rad: np.ndarray, arm: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics of one arm: TCP position and w,x,y,z orientation (world frame)."""
-        self.data.qpos[np.asarray(self.arms[arm].qpos_adr)] = q_rad
-        mujoco.mj_kinematics(self.model, self.data)
+        d = self._fk_data
+        d.qpos[np.asarray(self.arms[arm].qpos_adr)] = q_rad
+        mujoco.mj_kinematics(self.model, d)
         site = self.arms[arm].tcp_site_id
         quat = np.empty(4)
-        mujoco.mju_mat2Quat(quat, self.data.site_xmat[site])
-        return self.data.site_xpos[site].copy(), quat
+        mujoco.mju_mat2Quat(quat, d.site_xmat[site])
+        return d.site_xpos[site].copy(), quat
 
     def solve_all(self, q_start_rad: np.ndarray, target_pos_m: np.ndarray, target_quat_wxyz: np.ndarray,
                   dt_s: float) -> list[IKResult]:
