@@ -5,6 +5,7 @@ whatever the recording process does (dies, stops, falls behind)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -183,6 +184,32 @@ def test_rows_that_find_the_queue_full_are_dropped_and_counted(tmp_path, recorde
     assert final.rows_written == results.count(True) == _rows_on_disk(path)
     assert final.dropped_rows == dropped_here == _sidecar(path)["dropped_rows"]
     assert _sidecar(path)["complete"] is True
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="limits the file size the recording process may write")
+def test_a_write_error_in_the_process_fails_the_recording_and_its_log_reaches_the_core(tmp_path, recorders, caplog):
+    import resource
+    path = tmp_path / "limited.csv"
+    rec = recorders(path, SIDECAR, flush_interval_s=0.02)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))  # inherited by the process it spawns
+    try:
+        rec.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    snaps = make_snapshots(200)  # ~1 MB of rows
+    with caplog.at_level(logging.ERROR):
+        for s in snaps:
+            rec.submit(s)
+            time.sleep(0.001)
+        _wait(lambda: rec.status().state is RecorderState.FAILED, "the write error to be reported")
+    st = rec.status()
+    assert st.error == f"writing {path} failed: File too large"
+    assert any(f"recording process {rec.pid}: recorder: {st.error}" == r.getMessage() for r in caplog.records)
+    final = rec.stop()
+    assert final.state is RecorderState.FAILED and final.error == st.error
+    assert final.rows_written == _rows_on_disk(path) == _sidecar(path)["n_rows"] > 0
+    assert final.rows_written + final.dropped_rows == 200
 
 
 def test_block_when_full_records_every_row(tmp_path, recorders):

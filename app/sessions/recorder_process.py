@@ -392,7 +392,8 @@ class RecorderProcess:
     def _on_report(self, kind: str, payload: Any) -> None:
         if kind == recorder_child.LOG:
             level, name, text = payload
-            logging.getLogger(name).log(level, "recording process %s: %s", self._pid, text)
+            proc = self._proc
+            logging.getLogger(name).log(level, "recording process %s: %s", proc.pid if proc is not None else "?", text)
         elif kind == recorder_child.ERROR:
             with self._lock:
                 self._fail(payload, log_it=False)  # the process logged it
