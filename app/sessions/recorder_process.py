@@ -394,7 +394,7 @@ class RecorderProcess:
             level, name, text = payload
             proc = self._proc
             logging.getLogger(name).log(level, "recording process %s: %s", proc.pid if proc is not None else "?", text)
-        elif kind == recorder_child.ERROR:
+        elif kind in (recorder_child.ERROR, recorder_child.FAILED):  # FAILED after READY: the process's own crash
             with self._lock:
                 self._fail(payload, log_it=False)  # the process logged it
         elif kind == recorder_child.DONE:
