@@ -372,9 +372,9 @@ class RecorderProcess:
 
     def _lost_message(self) -> str:
         proc = self._proc
-        code = proc.exitcode if proc is not None else None
-        return (f"the recording process ended unexpectedly (exit code {code}); "
-                f"the rows written to {self.path} so far are kept")
+        code = proc.exitcode if proc is not None else None  # None while another thread reaps it
+        how = f" (exit code {code})" if code is not None else ""
+        return f"the recording process ended unexpectedly{how}; the rows written to {self.path} so far are kept"
 
     def _read_reports(self) -> None:
         """Take what the process has reported, without waiting."""
