@@ -14,8 +14,12 @@ completes the sidecar (`complete: false`, `error`, and `n_rows` counted from the
 in the file); on a full disk, where its write-then-rename cannot get space, it rewrites the
 existing sidecar in place, compactly (see `_write_sidecar`).
 
+The application records through `recorder_process.RecorderProcess`, which runs this recorder in a
+process of its own (`count_dropped`, `fail` and `complete_abandoned` serve it), so that the row
+formatting holds that process's interpreter lock and not the control loop's.
+
 Lifecycle: IDLE --start()--> RECORDING --stop()--> STOPPED, with FAILED reachable from
-`start()` and from the writer. `stop()` is also legal once from FAILED (it releases the
+`start()`, from the writer and from `fail()`. `stop()` is also legal once from FAILED (it releases the
 thread and the file and writes what it can into the sidecar). Other calls from the wrong
 state raise `IllegalTransition` (the recorder's `Lifecycle`, `_TRANSITIONS`).
 """
@@ -344,8 +348,9 @@ class Recorder:
         """Complete the sidecar of a recording at this path that another `Recorder`, in a process
         that ended before its `stop()`, started: `complete: false`, `error`, `n_rows` counted from
         the rows in the file (of the `rows_handed` to that writer; the rest are dropped), and
-        `dropped_rows`. The caller's sidecar and `started_at` are those the dead writer wrote at its
-        start. This recorder is used for nothing else: IDLE before, FAILED after."""
+        `dropped_rows`. The caller's sidecar is this recorder's own (the dead writer's was the same);
+        `started_at` is read from the sidecar the dead writer wrote at its start. This recorder is
+        used for nothing else: IDLE before, FAILED after."""
         with self._lock:
             self._life.check("start", " (only an unused recorder completes another one's recording)")
             self._stopping = self._stopped = True
