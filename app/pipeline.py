@@ -30,7 +30,8 @@ from app.control.loop import ControlLoop
 from app.control.snapshot import Snapshot
 from app.stats import TimingFigures
 from app.runtime import build_engine, make_source, session_sidecar
-from app.sessions.recorder import Recorder, RecorderState, RecorderStatus
+from app.sessions.recorder import RecorderState, RecorderStatus
+from app.sessions.recorder_process import RecorderProcess
 from app.sessions.run_summary import RunSummary
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
@@ -138,7 +139,7 @@ class Pipeline:
         self.note = ""
         self.options = StartOptions()
         self._subscribers: list[Subscriber] = []
-        self._recorder: Recorder | None = None
+        self._recorder: RecorderProcess | None = None
         self._summary: RunSummary | None = None
         self._stream_autostart: StreamAutoStart | None = None
         self.foxglove: "FoxgloveLive | None" = None
@@ -479,13 +480,17 @@ class Pipeline:
 
     def start_recording(self, path: str | Path) -> Path:
         """Record every tick to `path` (CSV + JSON sidecar). PipelineError when it cannot start.
-        The error's text is the recorder's own (it names the path)."""
+        The error's text is the recorder's own (it names the path).
+
+        The rows are formatted and written by a process of its own (`RecorderProcess`): the loop's
+        thread only sends each tick's pickled snapshot, so no thread of this process holds the
+        interpreter lock to format rows while the loop waits for it."""
         if self.loop is None or self.engine is None or self.source is None:
             raise PipelineError("nothing to record: the control loop is not running")
         if self._recorder is not None:
             raise PipelineError(f"already recording to {self._recorder.path}")
-        recorder = Recorder(path, session_sidecar(self.cfg, self.scene, self.source.name, self.engine),
-                            block_when_full=self.options.block_recorder_when_full)
+        recorder = RecorderProcess(path, session_sidecar(self.cfg, self.scene, self.source.name, self.engine),
+                                   block_when_full=self.options.block_recorder_when_full)
         recorder.start()
         status = recorder.status()
         if status.state is not RecorderState.RECORDING:

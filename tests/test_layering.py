@@ -69,6 +69,8 @@ RULES = [
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
     ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
     ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
+    ("app/child_scheduling.py", ("app",), "what every process the core spawns does first, before its imports"),
+    ("app/control/snapshot_pickle.py", ("app",), "a tick's snapshot pickled once for the window and the recording process"),
     ("app/streaming/locomotion_mode.py", ("app",), "the planner's locomotion modes, the one list the configuration reads"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",
                       "app.control.engine", "app.control.loop", "app.control.ik"),

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from app.config import Config
+from app.control import snapshot_pickle
 from app.streaming.config import StreamConfig
 from app.events import Command
 from app.tracking.source import SourceKind
@@ -435,8 +436,9 @@ def encode_update(kind: bytes, value: Any) -> list[bytes]:
 
 def encode_snapshot(snap: Any) -> bytes:
     """One tick's `Snapshot`, encoded by the loop thread itself (tens of microseconds of its own
-    compute), so that no other thread of the core holds the interpreter lock to do it."""
-    return pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
+    compute), so that no other thread of the core holds the interpreter lock to do it. The same
+    bytes feed the recording process (`snapshot_pickle`: pickled once per tick)."""
+    return snapshot_pickle.pickled(snap)
 
 
 def snapshots_update(qpos: bytes, snapshots: list[bytes]) -> list[bytes]:

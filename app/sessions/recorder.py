@@ -14,8 +14,12 @@ completes the sidecar (`complete: false`, `error`, and `n_rows` counted from the
 in the file); on a full disk, where its write-then-rename cannot get space, it rewrites the
 existing sidecar in place, compactly (see `_write_sidecar`).
 
+The application records through `recorder_process.RecorderProcess`, which runs this recorder in a
+process of its own (`count_dropped`, `fail` and `complete_abandoned` serve it), so that the row
+formatting holds that process's interpreter lock and not the control loop's.
+
 Lifecycle: IDLE --start()--> RECORDING --stop()--> STOPPED, with FAILED reachable from
-`start()` and from the writer. `stop()` is also legal once from FAILED (it releases the
+`start()`, from the writer and from `fail()`. `stop()` is also legal once from FAILED (it releases the
 thread and the file and writes what it can into the sidecar). Other calls from the wrong
 state raise `IllegalTransition` (the recorder's `Lifecycle`, `_TRANSITIONS`).
 """
@@ -323,6 +327,46 @@ class Recorder:
             self._stopped = True
             if self._error is None:
                 self._life.move("stop")
+        return self.status()
+
+    def count_dropped(self, n: int) -> None:
+        """Count `n` rows of this recording that were dropped before they reached `submit` (by the
+        process that feeds this recorder from another one): they are in `dropped_rows`, and so in
+        the sidecar."""
+        with self._lock:
+            self._dropped_submit += int(n)
+
+    def fail(self, message: str) -> None:
+        """End the recording as failed, for a reason outside the recorder (its feeder is gone):
+        FAILED with `message`, the rows not yet written are dropped and counted; `stop()` then
+        completes the sidecar as after a write error (`complete: false`, `error`, `n_rows` from the file)."""
+        with self._lock:
+            self._fail(message)
+
+    def complete_abandoned(self, error: str, rows_handed: int, dropped_rows: int,
+                           summary: dict | None = None) -> RecorderStatus:
+        """Complete the sidecar of a recording at this path that another `Recorder`, in a process
+        that ended before its `stop()`, started: `complete: false`, `error`, `n_rows` counted from
+        the rows in the file (of the `rows_handed` to that writer; the rest are dropped), and
+        `dropped_rows`. The caller's sidecar is this recorder's own (the dead writer's was the same);
+        `started_at` is read from the sidecar the dead writer wrote at its start. This recorder is
+        used for nothing else: IDLE before, FAILED after."""
+        with self._lock:
+            self._life.check("start", " (only an unused recorder completes another one's recording)")
+            self._stopping = self._stopped = True
+            self._rows_written = int(rows_handed)
+            self._dropped_submit = int(dropped_rows)
+            self._fail(error, log_it=False)
+        try:
+            with open(self.sidecar_path, encoding="utf-8") as f:
+                self._started_at = json.load(f).get("started_at")
+        except (OSError, ValueError, AttributeError):
+            return self.status()  # no initial sidecar: the writer never got as far as its start
+        self._count_rows_on_disk()
+        try:
+            self._write_sidecar(complete=False, final=True, summary=summary or {})
+        except OSError as e:
+            log.error("recorder: writing %s failed: %s", self.sidecar_path, e.strerror or e)
         return self.status()
 
     # --- internals ---------------------------------------------------------------------

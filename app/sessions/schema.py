@@ -278,8 +278,9 @@ def row_to_line(row: list[str]) -> str:
     `csv.writer(f, lineterminator="\\n").writerow(row)` writes, for a small part of its CPU time.
     Quotes in `row` itself (the `STRING_COLUMNS`' fields).
 
-    The recorder's writer thread runs this for every tick while holding the interpreter lock the
-    control loop waits for (docs/architecture.md, "Where the time goes"). `csv.writer` examines
+    The recorder's writer thread runs this for every tick while holding its interpreter lock; in
+    the application that is the recording process's, no longer the control loop's
+    (docs/architecture.md, "The recording process"). `csv.writer` examines
     and copies each of the ~150 fields character by character (~30 % of the writer's instructions
     per row, `bench/recorder_rows.py`); only the `STRING_COLUMNS` can need quoting (a number's text
     is digits, signs, '.', 'e', 'inf' and 'nan'), so only they are examined.

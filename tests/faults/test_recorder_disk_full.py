@@ -15,6 +15,11 @@ import os
 import threading
 import time
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
+
 import pytest
 
 import app.sessions.recorder as recorder_module
@@ -193,20 +198,28 @@ def test_the_sidecar_failing_at_start_leaves_no_tmp(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_run_with_a_recording_that_fails_exits_1_and_says_so_last(tmp_path, monkeypatch, capsys, thread_errors):
+@pytest.mark.skipif(not hasattr(resource, "RLIMIT_FSIZE"), reason="limits the file size the recording process may write")
+def test_run_with_a_recording_that_fails_exits_1_and_says_so_last(tmp_path, capsys, thread_errors):
+    """The run records through its recording process, which the seam above does not reach: its
+    write error is a real one, a file-size limit it inherits (Python ignores SIGXFSZ, so the write
+    fails with EFBIG, as a full disk's fails with ENOSPC)."""
     install_hook, thread_errors = thread_errors
     install_hook()
-    disk = FullDisk(free_bytes=150_000)
-    monkeypatch.setattr(recorder_module, "_open_text", disk.open)
     path = tmp_path / "run.csv"
-    code = main(["run", "--source", "demo", "--seconds", "2", "--fast", "--quiet", "--record", str(path)])
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, hard))  # inherited by the process spawned meanwhile
+    try:
+        code = main(["run", "--source", "demo", "--seconds", "2", "--fast", "--quiet", "--record", str(path)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     out, _ = capsys.readouterr()
     assert thread_errors == []
     assert code == EXIT_FAILURE
     last = out.strip().splitlines()[-1]
     n = read_session(path).n_rows
-    assert last.startswith(f"recording FAILED: writing {path} failed: No space left on device; {n} rows kept in {path} (")
-    assert json.loads(sidecar_path(path).read_text())["n_rows"] == n
+    assert last.startswith(f"recording FAILED: writing {path} failed: File too large; {n} rows kept in {path} (")
+    side = json.loads(sidecar_path(path).read_text())
+    assert side["n_rows"] == n and side["complete"] is False
 
 
 def test_an_unwritable_record_path_is_said_once_in_one_line(tmp_path, capsys, caplog):

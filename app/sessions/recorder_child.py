@@ -1,0 +1,184 @@
+"""The recording process: a `Recorder` fed pickled snapshots over a socket, in a process of its own.
+
+`RecorderProcess` (in the core) spawns `main`. It leaves the real-time scheduling it may have
+inherited before its imports (`app.child_scheduling`), then runs the in-thread `Recorder`
+unchanged, so the CSV and the sidecar are byte for byte what an in-process recording writes. Row
+formatting and file writing therefore hold this process's interpreter lock, never the core's.
+
+Links:
+
+- **rows** (core PUSH -> here PULL, TCP on 127.0.0.1, this side connects): one frame per row, the
+  tick's pickled `Snapshot`; then, in the same ordered stream after the last row,
+  ``[STOP_FRAME, pickle((summary, rows dropped by the core, the core's error or None))]``.
+- **counters** (shared memory, here -> core): rows written and rows dropped here, refreshed every
+  `COUNTERS_PERIOD_S`; the core reads them without waiting for anything.
+- **reports** (a pipe, here -> core; rare messages only, so it never fills while nobody reads):
+  READY (files open) or FAILED (why, e.g. an unwritable path) at the start, ERROR once when the
+  recording fails (a full disk), LOG (this process's log records, which the core writes where it
+  writes its own), and DONE with the final `RecorderStatus` after the stop.
+
+The process ends after the stop, or when the core's process is gone (its sentinel, checked every
+`PARENT_CHECK_PERIOD_S`): then at once, leaving the files as a killed core leaves an in-thread
+recording (the sidecar of the start, `complete: false`; the rows flushed so far, the last line
+perhaps torn, which the reader drops).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection as mpc
+import os
+import pickle
+import time
+from typing import Any
+
+from app.child_scheduling import leave_realtime_scheduling
+
+log = logging.getLogger(__name__)
+
+# reports (recording process -> core): (kind, payload)
+READY, FAILED, ERROR, LOG, DONE = "ready", "failed", "error", "log", "done"
+
+STOP_FRAME = b"stop"
+"""First frame of the stop message (rows are single frames)."""
+
+ROWS_WRITTEN, DROPPED_ROWS, N_COUNTERS = 0, 1, 2
+"""Indices of the shared counters (int64)."""
+
+COUNTERS_PERIOD_S = 0.05
+"""How often the shared counters are refreshed (the core's status is read at about 4 Hz)."""
+
+PARENT_CHECK_PERIOD_S = 0.1
+"""How often this process looks whether the core is still there (also the longest idle wait)."""
+
+SOCKET_BUFFER_BYTES = 256 * 1024
+"""The operating system's receive buffer for the rows' connection (about 100 rows of ~2.5 kB)."""
+
+
+class _ReportsLogHandler(logging.Handler):
+    """Log records go to the core over the report pipe: this process never writes to a stderr that
+    may be a pipe nobody reads (a full one would stop the recording)."""
+
+    def __init__(self, reports: mpc.Connection) -> None:
+        super().__init__(logging.INFO)
+        self._reports = reports
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._reports.send((LOG, (record.levelno, record.name, self.format(record))))
+        except (OSError, EOFError):
+            pass  # the core is gone: nobody to tell
+        except Exception:
+            self.handleError(record)
+
+
+def _tell(reports: mpc.Connection, kind: str, payload: Any) -> None:
+    try:
+        reports.send((kind, payload))
+    except (OSError, EOFError):
+        pass  # the core is gone; this process notices it by the core's sentinel
+
+
+def main(csv_path: str, sidecar: dict, flush_interval_s: float, rows_endpoint: str, counters: Any,
+         reports: mpc.Connection) -> None:
+    """The spawned process's target: record to `csv_path` what arrives at `rows_endpoint`."""
+    scheduling = leave_realtime_scheduling()
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(_ReportsLogHandler(reports))
+    root.setLevel(logging.INFO)
+    if scheduling:
+        log.info("recording process: %s", scheduling)
+    try:
+        _main(csv_path, sidecar, flush_interval_s, rows_endpoint, counters, reports)
+    except BaseException as exc:  # a bug here must reach the core, which then fails the recording
+        _tell(reports, FAILED, f"cannot record to {csv_path}: the recording process failed: {type(exc).__name__}: {exc}")
+        raise
+
+
+def _main(csv_path: str, sidecar: dict, flush_interval_s: float, rows_endpoint: str, counters: Any,
+          reports: mpc.Connection) -> None:
+    import zmq
+
+    from app.sessions.recorder import Recorder, RecorderState
+
+    # Blocks when its queue is full (at most a second): the rows wait in the sockets meanwhile, and
+    # the core counts those it cannot send.
+    recorder = Recorder(csv_path, sidecar, flush_interval_s=flush_interval_s, block_when_full=True)
+    recorder.start()
+    status = recorder.status()
+    if status.state is not RecorderState.RECORDING:
+        recorder.stop()
+        _tell(reports, FAILED, status.error or f"cannot record to {csv_path}")
+        return
+    ctx = zmq.Context(1)
+    rows = ctx.socket(zmq.PULL)
+    rows.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
+    rows.setsockopt(zmq.LINGER, 0)
+    try:
+        rows.connect(rows_endpoint)
+        _tell(reports, READY, os.getpid())
+        parent = multiprocessing.parent_process()
+        final = _record(recorder, rows, counters, reports, parent.sentinel if parent is not None else None)
+    finally:
+        rows.close(linger=0)
+        ctx.term()
+    _tell(reports, DONE, final)
+
+
+def _record(recorder: Any, rows: Any, counters: Any, reports: mpc.Connection, parent_sentinel: Any) -> Any:
+    """Hand every row to `recorder` until the stop message; the final status. Ends the process
+    when the core's is gone."""
+    import zmq
+
+    from app.sessions.recorder import RecorderState
+
+    poll_ms = int(PARENT_CHECK_PERIOD_S * 1000)
+    next_counters = next_parent_check = 0.0
+    error_told = False
+    while True:
+        if rows.poll(poll_ms):
+            frames = rows.recv_multipart(zmq.NOBLOCK)
+            if len(frames) == 1:
+                try:
+                    snap = pickle.loads(frames[0])
+                except Exception as exc:
+                    recorder.count_dropped(1)
+                    if recorder.state is not RecorderState.FAILED:
+                        recorder.fail(f"a row arrived that does not unpickle: {type(exc).__name__}: {exc}")
+                else:
+                    recorder.submit(snap)
+            elif frames[0] == STOP_FRAME:
+                summary, dropped_before, core_error = pickle.loads(frames[1])
+                recorder.count_dropped(dropped_before)
+                if core_error is not None and recorder.state is not RecorderState.FAILED:
+                    recorder.fail(core_error)
+                return recorder.stop(summary=summary)
+        now = time.monotonic()
+        if now >= next_counters:
+            next_counters = now + COUNTERS_PERIOD_S
+            status = recorder.status()
+            _publish_counters(status, counters)
+            if status.error is not None and not error_told:
+                error_told = True
+                _tell(reports, ERROR, status.error)
+        if parent_sentinel is not None and now >= next_parent_check:
+            next_parent_check = now + PARENT_CHECK_PERIOD_S
+            if mpc.wait([parent_sentinel], 0):
+                # As when the core is killed with an in-thread recorder: the program died while
+                # recording. The sidecar stays as written at the start (`complete: false`, no
+                # `ended_at`), the rows flushed so far (at most `flush_interval_s` old) are in the
+                # file, and nothing here outlives the core.
+                os._exit(0)
+
+
+def _publish_counters(status: Any, counters: Any) -> None:
+    counters[ROWS_WRITTEN] = status.rows_written
+    counters[DROPPED_ROWS] = status.dropped_rows
+
+
+__all__ = ["COUNTERS_PERIOD_S", "DONE", "DROPPED_ROWS", "ERROR", "FAILED", "LOG", "N_COUNTERS",
+           "PARENT_CHECK_PERIOD_S", "READY", "ROWS_WRITTEN", "SOCKET_BUFFER_BYTES", "STOP_FRAME", "main"]

@@ -1,0 +1,426 @@
+"""A recording written by a process of its own: the core's side of it.
+
+The in-thread `Recorder` formats every CSV row in Python (~60 us a row at 200 Hz), holding the
+interpreter lock about 8 % of the time, more than every other thread of the core but the loop
+together; the loop waits for it when it wakes (docs/architecture.md, "The recording process").
+`RecorderProcess` has the same surface and lifecycle as `Recorder`, but the row formatting and
+the file writing happen in a spawned process (`recorder_child.main`, running `Recorder` itself, so
+the files are byte for byte the same). What the core's loop thread does per row:
+
+- `submit` (the loop's thread): the tick's pickled snapshot, the very bytes the window's publisher
+  sends (`app.control.snapshot_pickle`: pickled once per tick, in the loop's thread), sent with
+  `zmq.NOBLOCK` on a PUSH socket (TCP on 127.0.0.1; `ipc://` is not on every Windows build).
+  The socket's high-water mark (`queue_size` rows) bounds what waits; a row that finds it full is
+  counted in `dropped_rows`, as a full queue is by `Recorder`. With `block_when_full` (unpaced
+  runs) the send waits up to `BLOCK_TIMEOUT_S` for room instead, holding no lock.
+- The stop goes down the same ordered stream after the last row, with the summary and the rows
+  dropped here, so that the sidecar counts them. The recording process answers with its final
+  status (`recorder_child` describes the links).
+- `status()` reads the process's counters from shared memory and its rare reports from a pipe,
+  never waiting; it is exactly `Recorder.status()`'s figures, plus the rows dropped here.
+
+Faults: a recording process that dies or is killed moves the recording to FAILED (seen by
+`status()`, by a `submit` whose row finds no reader, or by `stop()`); the loop carries on, `submit`
+only counts. `stop()` then completes the sidecar itself (`Recorder.complete_abandoned`:
+`complete: false`, `error`, `n_rows` counted from the file). Every wait on the process has a
+timeout, after which it is killed. The process ends by itself when the core's process is gone.
+
+Lifecycle: `Recorder`'s (`recorder._TRANSITIONS`, `IllegalTransition`). `submit` and `stop` may run
+in different threads (the loop's and a session thread): the socket is only used by one `submit`
+at a time (the loop's thread) and, once `stop` has waited for the `submit` in flight and closed
+the door to new ones, by `stop` alone.
+
+Trust: like every link between this program's processes, the rows' port is on loopback and
+unauthenticated; the recording process connects to it (it unpickles only what the core sends).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection as mpc
+import pickle
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import zmq
+
+from app.control import snapshot_pickle
+from app.lifecycle import Lifecycle
+from app.sessions import recorder_child
+from app.sessions.recorder import _TRANSITIONS, Recorder, RecorderState, RecorderStatus, _json_default
+
+if TYPE_CHECKING:
+    from app.control.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 10.0
+"""The recording process has this long to open the files and connect (spawning takes ~0.2 s)."""
+
+BLOCK_TIMEOUT_S = 1.0
+"""With `block_when_full`, how long a `submit` waits for room before the row is dropped."""
+
+STOP_SEND_TIMEOUT_S = 10.0
+"""How long `stop()` waits for room to send the stop message (the process drains meanwhile)."""
+
+STOP_TIMEOUT_S = 30.0
+"""How long `stop()` waits for the process to write what it has and complete the sidecar."""
+
+JOIN_TIMEOUT_S = 5.0
+"""How long the process has to end after its final report (or after a kill)."""
+
+SOCKET_BUFFER_BYTES = 256 * 1024
+"""The operating system's send buffer for the rows' connection (about 100 rows of ~2.5 kB)."""
+
+
+class RecorderProcess:
+    """Writes one CSV row per submitted snapshot to `csv_path` and a sidecar to `<csv_path>.json`,
+    from a process of its own. Arguments as `Recorder`'s; `queue_size` bounds the rows waiting in
+    the core's socket (its high-water mark)."""
+
+    def __init__(self, csv_path: str | Path, sidecar: dict, queue_size: int = 4096,
+                 flush_interval_s: float = 1.0, block_when_full: bool = False) -> None:
+        # Validates the arguments as an in-process recording would; kept unused until a recording
+        # process dies, when it completes that process's sidecar (`complete_abandoned`).
+        self._spare = Recorder(csv_path, sidecar, queue_size=queue_size, flush_interval_s=flush_interval_s)
+        self.path = self._spare.path
+        self.sidecar_path = self._spare.sidecar_path
+        self.flush_interval_s = self._spare.flush_interval_s
+        self.block_when_full = bool(block_when_full)
+        self._sidecar = dict(sidecar)
+        self._queue_size = queue_size
+        self._mp = multiprocessing.get_context("spawn")
+        # As in `Recorder`: guards state changes against a concurrent submit(), never held across a
+        # blocking call; stop() waits on `_no_submits` for the submit in flight.
+        self._lock = threading.Lock()
+        self._no_submits = threading.Condition(self._lock)
+        self._submitting = 0
+        self._life = Lifecycle("recorder", RecorderState.IDLE, _TRANSITIONS)
+        self._starting = self._stopping = self._stopped = False
+        self._error: str | None = None
+        self._rows_sent = 0
+        self._dropped_here = 0
+        self._ignored_warned = False
+        self._final: RecorderStatus | None = None
+        """The recording's last status once stopped (the process's, or the completed abandoned one)."""
+        self._ctx: zmq.Context | None = None
+        self._rows: zmq.Socket | None = None
+        self._send_flags = 0 if self.block_when_full else zmq.NOBLOCK
+        self._proc: Any = None
+        self._pid: int | None = None
+        self._started = False
+        """The process opened the files (READY): from then on the recording has a sidecar to complete."""
+        self._counters: Any = None
+        self._reports: mpc.Connection | None = None
+        self._reports_lock = threading.Lock()
+        """Held while reading the report pipe (status() and stop() may run in different threads)."""
+
+    # --- observation -------------------------------------------------------------------
+
+    @property
+    def state(self) -> RecorderState:
+        return self._life.state
+
+    @property
+    def pid(self) -> int | None:
+        """The recording process's id (None before it started)."""
+        return self._pid
+
+    def status(self) -> RecorderStatus:
+        """Never waits: the process's counters and reports as they are now."""
+        if self._life.state is RecorderState.RECORDING and not self._stopping:
+            self._read_reports()
+            if not self._child_alive():
+                self._read_reports()  # its last words (an error) before it is called lost
+                with self._lock:
+                    if self._life.state is RecorderState.RECORDING and not self._stopping:
+                        self._fail(self._lost_message())
+        return self._status()
+
+    def _status(self) -> RecorderStatus:
+        final = self._final
+        if final is not None:
+            rows, dropped = final.rows_written, final.dropped_rows
+        elif self._counters is not None:
+            rows = int(self._counters[recorder_child.ROWS_WRITTEN])
+            dropped = self._dropped_here + int(self._counters[recorder_child.DROPPED_ROWS])
+        else:
+            rows, dropped = 0, self._dropped_here
+        error = self._error if self._error is not None else (final.error if final is not None else None)
+        return RecorderStatus(state=self._life.state, rows_written=rows, dropped_rows=dropped, error=error,
+                              path=self.path)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the recording process and return once it has created the CSV (header written)
+        and the sidecar and is connected. Errors do not propagate: the recorder becomes FAILED
+        and `status().error` says why, naming the path (as `Recorder.start`)."""
+        with self._lock:
+            if self._starting:
+                raise self._life.illegal("start", " (already starting)")
+            self._life.check("start")
+            self._starting = True
+        error = self._start_process()
+        with self._lock:
+            if error is not None:
+                self._fail(error, log_it=False)  # the caller reports it
+                return
+            self._life.move("start")
+
+    def submit(self, snapshot: Snapshot) -> bool:
+        """Send a snapshot to the recording process; True if sent. Never raises, and never blocks
+        unless `block_when_full` (then up to `BLOCK_TIMEOUT_S`, holding no lock).
+
+        While FAILED, or when the socket's queue is full, the snapshot is counted in `dropped_rows`.
+        Before `start()` and from `stop()` on it is outside the recording: ignored (False).
+        """
+        with self._lock:
+            state = self._life.state
+            recording = state is RecorderState.RECORDING and not self._stopping
+            if recording:
+                self._submitting += 1
+            elif state is RecorderState.FAILED and not self._stopping:
+                self._dropped_here += 1
+                return False
+        if not recording:
+            if not self._ignored_warned:
+                self._ignored_warned = True
+                log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, state.value)
+            return False
+        sent = False
+        error = None
+        try:
+            self._rows.send(snapshot_pickle.pickled(snapshot), self._send_flags)
+            sent = True
+        except zmq.Again:
+            pass
+        except Exception as e:  # a snapshot that does not pickle: say so rather than lose rows silently
+            error = f"cannot record tick {getattr(snapshot, 'tick', '?')}: {type(e).__name__}: {e}"
+        # Only when a row found no room: a queue that stays full may be a process that is gone.
+        lost = not sent and error is None and not self._child_alive()
+        with self._lock:
+            if sent:
+                self._rows_sent += 1
+            else:
+                self._dropped_here += 1
+            if error is not None:
+                self._fail(error)
+            elif lost and self._life.state is RecorderState.RECORDING:
+                self._fail(self._lost_message())
+            self._submitting -= 1
+            if self._submitting == 0:
+                self._no_submits.notify_all()
+        return sent
+
+    def stop(self, summary: dict | None = None) -> RecorderStatus:
+        """Let the process write the rows sent so far, close the file and complete the sidecar;
+        returns the final status. When the process is gone (or does not finish within
+        `STOP_TIMEOUT_S`, and is killed), the sidecar is completed here with `complete: false`
+        and the rows found in the file. Sidecar fields as `Recorder.stop`'s."""
+        with self._lock:
+            if self._stopping or self._stopped:
+                raise self._life.illegal("stop", " (already stopped)")
+            self._life.check("stop")
+            self._stopping = True
+            # A submit() that passed the check above is sending its row: it goes before the stop.
+            while self._submitting:
+                self._no_submits.wait()
+        # From here on only this thread uses the rows socket.
+        try:
+            if self._started:
+                self._finish_process(summary)
+        finally:
+            self._release()
+        if self._started and self._final is None:
+            child = self._child_counts()
+            self._final = self._spare.complete_abandoned(
+                self._error or self._lost_message(), rows_handed=self._rows_sent - child[1],
+                dropped_rows=self._dropped_here + child[1], summary=summary)
+        with self._lock:
+            self._stopped = True
+            if self._error is None:
+                self._life.move("stop")
+        return self._status()
+
+    # --- the recording process -----------------------------------------------------------
+
+    def _start_process(self) -> str | None:
+        """Spawn the recording process and wait until it has opened the files and connected; the
+        error message, if any (the process is then ended)."""
+        try:
+            self._ctx = zmq.Context(1)
+            rows = self._ctx.socket(zmq.PUSH)
+            rows.setsockopt(zmq.SNDHWM, self._queue_size)
+            rows.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
+            rows.setsockopt(zmq.LINGER, 0)
+            if self.block_when_full:
+                rows.setsockopt(zmq.SNDTIMEO, int(BLOCK_TIMEOUT_S * 1000))
+            self._rows = rows
+            port = rows.bind_to_random_port("tcp://127.0.0.1")
+            self._counters = self._mp.Array("q", recorder_child.N_COUNTERS, lock=False)
+            reports, reports_w = self._mp.Pipe(duplex=False)
+            self._reports = reports
+            proc = self._mp.Process(target=recorder_child.main, name="session-recorder", daemon=True,
+                                    args=(str(self.path), self._sidecar, self.flush_interval_s,
+                                          f"tcp://127.0.0.1:{port}", self._counters, reports_w))
+            proc.start()
+            self._proc = proc
+            reports_w.close()  # only the process holds its end now: its death is this end's end of file
+        except Exception as e:  # no process, no socket: nothing is recording
+            self._release()
+            return f"cannot record to {self.path}: cannot start the recording process: {type(e).__name__}: {e}"
+        error = self._await_ready()
+        if error is None and not self._rows.poll(int(START_TIMEOUT_S * 1000), zmq.POLLOUT):
+            # A PUSH socket is writable once the process's connection is up: the first row then reaches it.
+            error = f"cannot record to {self.path}: the recording process did not connect within {START_TIMEOUT_S:.0f} s"
+        if error is not None:
+            self._end_process()
+            self._release()
+        return error
+
+    def _await_ready(self) -> str | None:
+        proc, reports = self._proc, self._reports
+        end = time.monotonic() + START_TIMEOUT_S
+        while True:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                return f"cannot record to {self.path}: the recording process did not start within {START_TIMEOUT_S:.0f} s"
+            try:
+                if not reports.poll(min(remaining, 0.2)):
+                    if not proc.is_alive():
+                        return (f"cannot record to {self.path}: the recording process ended while starting "
+                                f"(exit code {proc.exitcode})")
+                    continue
+                kind, payload = reports.recv()
+            except (EOFError, OSError):
+                proc.join(timeout=JOIN_TIMEOUT_S)
+                return f"cannot record to {self.path}: the recording process ended while starting (exit code {proc.exitcode})"
+            if kind == recorder_child.READY:
+                self._pid, self._started = payload, True
+                return None
+            if kind == recorder_child.FAILED:
+                return str(payload)
+            self._on_report(kind, payload)
+
+    def _finish_process(self, summary: dict | None) -> None:
+        """Send the stop message after the last row and wait for the final status (with timeouts)."""
+        proc = self._proc
+        if self._child_alive():
+            message = [recorder_child.STOP_FRAME, _pickled_stop(summary or {}, self._dropped_here, self._error)]
+            end = time.monotonic() + STOP_SEND_TIMEOUT_S
+            sent = False
+            while not sent and time.monotonic() < end and self._child_alive():
+                if self._rows.poll(100, zmq.POLLOUT):
+                    try:
+                        self._rows.send_multipart(message, zmq.NOBLOCK)
+                        sent = True
+                    except zmq.Again:
+                        pass
+            end = time.monotonic() + STOP_TIMEOUT_S
+            while sent and self._final is None and time.monotonic() < end:
+                alive = self._child_alive()
+                mpc.wait([self._reports, proc.sentinel], 0.2)
+                self._read_reports()
+                if not alive:
+                    break
+            if self._final is None and self._child_alive():
+                why = "did not take the stop" if not sent else f"did not finish within {STOP_TIMEOUT_S:.0f} s"
+                with self._lock:
+                    self._fail(f"the recording process {why}: killed; the rows in {self.path} are kept")
+        self._end_process()
+        if self._final is None and self._error is None:
+            with self._lock:
+                self._fail(self._lost_message())
+
+    def _end_process(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        proc.join(timeout=JOIN_TIMEOUT_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=JOIN_TIMEOUT_S)
+
+    def _release(self) -> None:
+        if self._rows is not None:
+            self._rows.close(linger=0)
+            self._rows = None
+        if self._ctx is not None:
+            self._ctx.term()
+            self._ctx = None
+        with self._reports_lock:
+            if self._reports is not None:
+                self._reports.close()
+                self._reports = None
+
+    def _child_alive(self) -> bool:
+        """True while the recording process runs (a non-blocking look at its sentinel: no reaping,
+        so any thread may ask)."""
+        proc = self._proc
+        return proc is not None and not mpc.wait([proc.sentinel], 0)
+
+    def _child_counts(self) -> tuple[int, int]:
+        """(rows written, rows dropped) by the process, as it last published them."""
+        counters = self._counters
+        if counters is None:
+            return 0, 0
+        return int(counters[recorder_child.ROWS_WRITTEN]), int(counters[recorder_child.DROPPED_ROWS])
+
+    def _lost_message(self) -> str:
+        proc = self._proc
+        code = proc.exitcode if proc is not None else None  # None while another thread reaps it
+        how = f" (exit code {code})" if code is not None else ""
+        return f"the recording process ended unexpectedly{how}; the rows written to {self.path} so far are kept"
+
+    def _read_reports(self) -> None:
+        """Take what the process has reported, without waiting."""
+        with self._reports_lock:
+            reports = self._reports
+            if reports is None:
+                return
+            try:
+                while reports.poll(0):
+                    kind, payload = reports.recv()
+                    self._on_report(kind, payload)
+            except (EOFError, OSError):
+                pass  # the process is gone: its sentinel says so
+
+    def _on_report(self, kind: str, payload: Any) -> None:
+        if kind == recorder_child.LOG:
+            level, name, text = payload
+            proc = self._proc
+            logging.getLogger(name).log(level, "recording process %s: %s", proc.pid if proc is not None else "?", text)
+        elif kind in (recorder_child.ERROR, recorder_child.FAILED):  # FAILED after READY: the process's own crash
+            with self._lock:
+                self._fail(payload, log_it=False)  # the process logged it
+        elif kind == recorder_child.DONE:
+            if payload.error is not None:
+                with self._lock:
+                    self._fail(payload.error, log_it=False)
+            self._final = payload
+
+    def _fail(self, message: str, log_it: bool = True) -> None:
+        # Only the first error is kept: later ones are consequences of it. Caller holds `_lock`.
+        if self._error is None:
+            self._error = message
+            if log_it:
+                log.error("recorder: %s", message)
+        self._life.move("fail")
+
+
+def _pickled_stop(summary: dict, dropped_here: int, error: str | None) -> bytes:
+    """The stop message's payload. A summary with values that do not pickle is sent as the JSON
+    values the sidecar would hold anyway (`Recorder`'s own conversion)."""
+    try:
+        return pickle.dumps((summary, dropped_here, error), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import json
+        plain = json.loads(json.dumps(summary, default=_json_default, allow_nan=True))
+        return pickle.dumps((plain, dropped_here, error), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+__all__ = ["BLOCK_TIMEOUT_S", "RecorderProcess", "START_TIMEOUT_S", "STOP_TIMEOUT_S"]
