@@ -82,6 +82,9 @@ renderer set-up: its Qt thread may be busy for a moment). It is watched from its
 or from this long after its first request if no heartbeat ever comes (it died while starting)."""
 
 
+STATUS_IDLE_WAIT_S = 0.005
+"""The most the status waits for the loop to sleep (one tick at 200 Hz)."""
+
 class CoreServer:
     def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
                  host: str = "127.0.0.1") -> None:
@@ -262,7 +265,11 @@ class CoreServer:
         self._wake.set()
 
     def _publish_status(self) -> None:
-        """Main thread: build and encode the status; the sender publishes it."""
+        """Main thread: build and encode the status; the sender publishes it.
+
+        Built while the loop sleeps between ticks (`Pipeline.loop_idle`, waited for at most 5 ms): its
+        ~0.1 ms of Python and pickling then never holds the interpreter lock when the loop wakes."""
+        self.pipeline.loop_idle.wait(STATUS_IDLE_WAIT_S)
         try:
             self._status_out.append(wire.encode_update(wire.KIND_STATUS, self.status()))
         except Exception:
