@@ -440,8 +440,10 @@ class CoreServer:
             self.stop()
 
     def _housekeeping(self) -> None:
-        """In the session thread (it changes the session: a recording closed)."""
+        """In the session thread (it changes the session: a recording closed), while the loop sleeps
+        between ticks (as `_publish_status`)."""
         p = self.pipeline
+        p.loop_idle.wait(STATUS_IDLE_WAIT_S)
         p.poll()
         if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
             self._last_recording = p.stop_recording()
