@@ -83,7 +83,8 @@ or from this long after its first request if no heartbeat ever comes (it died wh
 
 
 STATUS_IDLE_WAIT_S = 0.005
-"""The most the status waits for the loop to sleep (one tick at 200 Hz)."""
+"""The most the core's other threads (the status, the sender, the housekeeping) wait for the loop to
+sleep before their work (one tick at 200 Hz)."""
 
 class CoreServer:
     def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
@@ -282,6 +283,9 @@ class CoreServer:
         while not self._stop.is_set():
             self._wake.wait(period)
             self._wake.clear()
+            # Woken by the loop's snapshot, mid-tick: send once the loop sleeps (its Python and the
+            # frames' copies then never hold the interpreter lock when the loop needs it).
+            self.pipeline.loop_idle.wait(STATUS_IDLE_WAIT_S)
             try:
                 qpos = self._newest_qpos
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
