@@ -26,6 +26,7 @@ from app.config_checks import ConfigError, require
 from app.control.config import (ArmsConfig, CollisionConfig, FilterConfig, IKConfig, LimitsConfig, LoopConfig,
                                 MappingConfig, SafetyConfig)
 from app.core.config import CoreConfig
+from app.pickled_once import PickledOnce
 from app.sim.config import SceneConfig, SimConfig
 from app.streaming.config import StreamConfig
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
@@ -41,7 +42,7 @@ network; `safety_differences` reports a replay's recorded values of these."""
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(PickledOnce):
     loop: LoopConfig = field(default_factory=LoopConfig)
     scene: SceneConfig = field(default_factory=SceneConfig)
     mapping: MappingConfig = field(default_factory=MappingConfig)

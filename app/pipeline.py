@@ -374,7 +374,7 @@ class Pipeline:
                 raise OSError(str(exc)) from None
         try:
             pub = StreamPublisher(stream_cfg, robot_q_source=feedback.live_joint_pos_mujoco_rad
-                                  if feedback is not None else None).open()
+                                  if feedback is not None else None, loop_idle=self.loop_idle).open()
         except BaseException:
             if feedback is not None:
                 feedback.close()

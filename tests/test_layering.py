@@ -69,6 +69,7 @@ RULES = [
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
     ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
     ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
+    ("app/pickled_once.py", ("app",), "settings pickled once, below the configuration that uses it"),
     ("app/child_scheduling.py", ("app",), "what every process the core spawns does first, before its imports"),
     ("app/control/snapshot_pickle.py", ("app",), "a tick's snapshot pickled once for the window and the recording process"),
     ("app/streaming/locomotion_mode.py", ("app",), "the planner's locomotion modes, the one list the configuration reads"),
@@ -128,8 +129,9 @@ def test_only_the_cli_parses_the_command_line():
 # The settings: one checks module, each component's settings beside it, `app/config.py` gathering them.
 CONFIG_MODULES = sorted([ROOT / "app" / "config.py", ROOT / "app" / "config_checks.py",
                          *(ROOT / "app").glob("*/config.py")])
-SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode"}
-"""Not settings, but as light: the planner's mode enum (its own rule above: it imports nothing of app)."""
+SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode", "app.pickled_once"}
+"""Not settings, but as light: the planner's mode enum and the pickle-once mixin (their own rules above:
+they import nothing of app)."""
 
 
 def _is_settings_module(name: str) -> bool:

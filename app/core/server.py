@@ -82,6 +82,10 @@ renderer set-up: its Qt thread may be busy for a moment). It is watched from its
 or from this long after its first request if no heartbeat ever comes (it died while starting)."""
 
 
+STATUS_IDLE_WAIT_S = 0.005
+"""The most the core's other threads (the status, the sender, the housekeeping) wait for the loop to
+sleep before their work (one tick at 200 Hz)."""
+
 class CoreServer:
     def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
                  host: str = "127.0.0.1") -> None:
@@ -262,7 +266,11 @@ class CoreServer:
         self._wake.set()
 
     def _publish_status(self) -> None:
-        """Main thread: build and encode the status; the sender publishes it."""
+        """Main thread: build and encode the status; the sender publishes it.
+
+        Built while the loop sleeps between ticks (`Pipeline.loop_idle`, waited for at most 5 ms): its
+        ~0.1 ms of Python and pickling then never holds the interpreter lock when the loop wakes."""
+        self.pipeline.loop_idle.wait(STATUS_IDLE_WAIT_S)
         try:
             self._status_out.append(wire.encode_update(wire.KIND_STATUS, self.status()))
         except Exception:
@@ -275,6 +283,9 @@ class CoreServer:
         while not self._stop.is_set():
             self._wake.wait(period)
             self._wake.clear()
+            # Woken by the loop's snapshot, mid-tick: send once the loop sleeps (its Python and the
+            # frames' copies then never hold the interpreter lock when the loop needs it).
+            self.pipeline.loop_idle.wait(STATUS_IDLE_WAIT_S)
             try:
                 qpos = self._newest_qpos
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
@@ -433,8 +444,10 @@ class CoreServer:
             self.stop()
 
     def _housekeeping(self) -> None:
-        """In the session thread (it changes the session: a recording closed)."""
+        """In the session thread (it changes the session: a recording closed), while the loop sleeps
+        between ticks (as `_publish_status`)."""
         p = self.pipeline
+        p.loop_idle.wait(STATUS_IDLE_WAIT_S)
         p.poll()
         if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
             self._last_recording = p.stop_recording()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from app.pickled_once import PickledOnce
 from app.config_checks import (is_finite_number, is_finite_vector, is_loopback_endpoint, is_number_in, is_unit_quaternion,
                                 require)
 from app.control.config import FilterConfig, SolverConfig
@@ -173,7 +174,7 @@ LOCOMOTION_CHOICES: tuple[str, ...] = (LOCOMOTION_AUTO, *(m.name.lower() for m i
 
 
 @dataclass(frozen=True)
-class StreamConfig:
+class StreamConfig(PickledOnce):
     """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
 
     mode: str = MODE_PLANNER_VR3PT

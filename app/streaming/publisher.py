@@ -91,6 +91,9 @@ class StreamProcessError(RuntimeError):
     """The stream process is not running, or did not answer; the message says which and why."""
 
 
+LOOP_IDLE_WAIT_S = 0.005
+"""The most the link thread waits for the control loop to sleep before reading a report (one tick)."""
+
 class _Pending:
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -100,7 +103,8 @@ class _Pending:
 class StreamPublisher:
     """The humanoid stream, run by a process of its own. Use as a context manager or `open`/`close`."""
 
-    def __init__(self, cfg: StreamConfig | None = None, robot_q_source: RobotQSource | None = None) -> None:
+    def __init__(self, cfg: StreamConfig | None = None, robot_q_source: RobotQSource | None = None,
+                 loop_idle: threading.Event | None = None) -> None:
         """Owners: the loop's thread writes the frame state (`submit`: `_calibrations`, `_newest_frame`,
         `_frames_dropped`); the link thread writes what the process reports and its fate (`_report`,
         `_process`, `_crashes`, `_fault`, and the process and pipes on a restart, under
@@ -108,6 +112,9 @@ class StreamPublisher:
         without a lock by `status()` and the properties."""
         self.cfg = cfg or StreamConfig()
         self._robot_q_source = robot_q_source
+        self._loop_idle = loop_idle
+        """Set while the control loop sleeps between ticks (`Pipeline.loop_idle`): the link thread reads
+        (unpickles) each report then, so that it never holds the interpreter lock when the loop wakes."""
         self._mp = multiprocessing.get_context("spawn")
         self._ctx: zmq.Context | None = None
         self._frames: zmq.Socket | None = None
@@ -392,6 +399,8 @@ class StreamPublisher:
             try:
                 ready = mpc.wait([reports, proc.sentinel], ROBOT_Q_PERIOD_S)
                 if reports in ready:
+                    if self._loop_idle is not None:
+                        self._loop_idle.wait(LOOP_IDLE_WAIT_S)
                     self._on_message(reports.recv())
                     continue
                 if proc.sentinel in ready:
