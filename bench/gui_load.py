@@ -94,7 +94,7 @@ def measure_gui(cfg: Config, seconds: float, warmup: float, tab: int = 0, view_f
     from PySide6.QtWidgets import QApplication
 
     from app.gui import theme
-    from app.gui.app_setup import freeze_long_lived_objects
+    from app.control.loop import freeze_long_lived_objects
     from app.gui.main_window import MainWindow
     from app.gui.settings_store import SettingsStore
 

@@ -264,10 +264,12 @@ def test_lost_heartbeat_holds_the_arms_records_on_and_a_new_client_resets(tmp_pa
     beat.sleep(0.5)
     assert first.latest().teleop_state == "running" and not first.refresh_status().gui_lost
     beat.sleep(0.3)
-    last_heartbeat_s = beat.last_s
     time.sleep(0.05)  # let the last heartbeat leave before the socket closes
     core_process = first.process
     first.disconnect()
+    # The client's requests thread sends the heartbeats on its own 0.1 s schedule: the core's last
+    # sign of life is the last message that thread sent, not the test's last call.
+    last_heartbeat_s = first.last_sent_s
     assert core_process.poll() is None, "leaving does not end the core"
 
     second = procs.client(CoreClient(Config(), find_running_core(state_dir), scene=first.scene))

@@ -241,6 +241,9 @@ class CoreClient(StatusReads):
         """When the Qt thread last showed life (`heartbeat`): written by it, read by the requests thread."""
         self.heartbeats_sent = 0
         """Requests thread."""
+        self.last_sent_s = 0.0
+        """`perf_counter` time the requests thread last handed the core a message (a heartbeat or a
+        request: each is a sign of life, from which the core times its GUI-lost hold)."""
         self._stop = threading.Event()
         # The receiver must get the interpreter lock soon after an update arrives (an e-stop's
         # snapshot above all); the window's threads may otherwise hold it for Python's default 5 ms.
@@ -375,6 +378,7 @@ class CoreClient(StatusReads):
     def _send(self, request_id: int, request: wire.Request) -> bool:
         try:
             self._dealer.send_multipart(wire.encode_request(self.endpoints.token, request_id, request), zmq.NOBLOCK)
+            self.last_sent_s = time.perf_counter()
             return True
         except zmq.Again:
             return False

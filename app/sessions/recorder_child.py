@@ -33,6 +33,7 @@ import pickle
 import time
 from typing import Any
 
+from app.child_logging import log_to_core
 from app.child_scheduling import leave_realtime_scheduling
 
 log = logging.getLogger(__name__)
@@ -56,24 +57,6 @@ SOCKET_BUFFER_BYTES = 256 * 1024
 """The operating system's receive buffer for the rows' connection (about 100 rows of ~2.5 kB)."""
 
 
-class _ReportsLogHandler(logging.Handler):
-    """Log records go to the core over the report pipe: this process never writes to a stderr that
-    may be a pipe nobody reads (a full one would stop the recording)."""
-
-    def __init__(self, reports: mpc.Connection) -> None:
-        super().__init__(logging.INFO)
-        self._reports = reports
-        self.setFormatter(logging.Formatter("%(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._reports.send((LOG, (record.levelno, record.name, self.format(record))))
-        except (OSError, EOFError):
-            pass  # the core is gone: nobody to tell
-        except Exception:
-            self.handleError(record)
-
-
 def _tell(reports: mpc.Connection, kind: str, payload: Any) -> None:
     try:
         reports.send((kind, payload))
@@ -85,11 +68,7 @@ def main(csv_path: str, sidecar: dict, flush_interval_s: float, rows_endpoint: s
          reports: mpc.Connection) -> None:
     """The spawned process's target: record to `csv_path` what arrives at `rows_endpoint`."""
     scheduling = leave_realtime_scheduling()
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    root.addHandler(_ReportsLogHandler(reports))
-    root.setLevel(logging.INFO)
+    log_to_core(reports, lambda record: (LOG, record))
     if scheduling:
         log.info("recording process: %s", scheduling)
     try:

@@ -36,6 +36,7 @@ from typing import Any, Callable
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from app.child_logging import log_to_core
 from app.streaming.config import StreamConfig
 from app.control.timing import LoopTimer
 from app.streaming import operator_frame, protocol
@@ -309,24 +310,6 @@ class StreamWorker:
             return False
 
 
-class ReportsLogHandler(logging.Handler):
-    """The stream process's log records go to the core over the report pipe (the core's handlers write
-    them, off its loop's thread): this process never writes to a stderr that may be a pipe nobody reads."""
-
-    def __init__(self, reports: mpc.Connection) -> None:
-        super().__init__(logging.INFO)
-        self._reports = reports
-        self.setFormatter(logging.Formatter("%(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._reports.send((LOG, 0, (record.levelno, record.name, self.format(record))))
-        except (OSError, EOFError):
-            pass  # the core is gone: nobody to tell
-        except Exception:
-            self.handleError(record)
-
-
 def _crossable(exc: Exception) -> Exception:
     """``exc`` if it survives the pipe (pickled and unpickled as itself), else a RuntimeError saying it."""
     try:
@@ -340,11 +323,7 @@ def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection,
                first_frame_index: int, calibrations_seen: int, after_crash: bool, scheduling: str = "") -> None:
     """The stream process's work, once `stream_process.main` has set it up (``scheduling``: what it
     did about the scheduling it inherited, logged here)."""
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    root.addHandler(ReportsLogHandler(reports))
-    root.setLevel(logging.INFO)
+    log_to_core(reports, lambda record: (LOG, 0, record))
     if scheduling:
         log.info("stream process: %s", scheduling)
     parent = multiprocessing.parent_process()
