@@ -72,6 +72,63 @@ _TRANSITIONS = {
 """The recorder's lifecycle. `stop` from FAILED leaves it FAILED (the table's check still applies)."""
 
 
+class Admission(Enum):
+    """What a recording does with a submitted snapshot (`SubmitGate.admit`)."""
+
+    TAKE = "take"
+    """Recording: the row goes on (the submit is in flight until `SubmitGate.leave`)."""
+    DROP = "drop"
+    """FAILED: the row is counted as dropped."""
+    IGNORE = "ignore"
+    """Outside the recording (before `start`, from `stop` on): not recorded, not counted."""
+
+
+class SubmitGate:
+    """Which `submit` calls a recording takes while `stop` may come from another thread (the loop
+    submits, a session thread stops): shared by `Recorder` and `RecorderProcess`.
+
+    A submit is admitted under the recording's lock (`admit`), does its blocking part (a queue put,
+    a socket send) without it, and leaves under the lock again (`leave`). `close`, under the lock,
+    is `stop`'s first step: no submit is taken any more, and it waits for those in flight, so a
+    row is either before the stop or not taken at all. The lock is never held across a blocking call.
+    """
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._none_in_flight = threading.Condition(lock)
+        self._in_flight = 0
+        self.closed = False
+        """`stop` has begun (or the recording was completed for another): nothing is taken any more."""
+        self._warned = False
+
+    def admit(self, state: RecorderState) -> Admission:
+        """With the lock held: what to do with a snapshot submitted in `state`."""
+        if self.closed:
+            return Admission.IGNORE
+        if state is RecorderState.RECORDING:
+            self._in_flight += 1
+            return Admission.TAKE
+        return Admission.DROP if state is RecorderState.FAILED else Admission.IGNORE
+
+    def leave(self) -> None:
+        """With the lock held: an admitted submit is done."""
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._none_in_flight.notify_all()
+
+    def close(self) -> None:
+        """With the lock held: take nothing more, and wait for the submits in flight (the lock is
+        released while waiting, so they can leave)."""
+        self.closed = True
+        while self._in_flight:
+            self._none_in_flight.wait()
+
+    def warn_ignored(self, path: Path, state: RecorderState) -> None:
+        """Once per recording: a snapshot came outside it (a caller's ordering mistake, worth a line)."""
+        if not self._warned:
+            self._warned = True
+            log.warning("recorder %s: snapshot submitted while %s, not recorded", path, state.value)
+
+
 @dataclass(frozen=True)
 class RecorderStatus:
     state: RecorderState
@@ -158,21 +215,16 @@ class Recorder:
         self._sidecar = dict(sidecar)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         # Guards state changes against a concurrent submit(): a row is either queued before
-        # the stop marker or not queued at all. Never held across a blocking call: submit()
-        # registers itself in `_submitting` under the lock, puts without it, and stop() waits
-        # (on `_no_submits`) for those in flight before it queues the stop marker.
+        # the stop marker or not queued at all (`SubmitGate`).
         self._lock = threading.Lock()
-        self._no_submits = threading.Condition(self._lock)
-        self._submitting = 0
+        self._gate = SubmitGate(self._lock)
         self._life = Lifecycle("recorder", RecorderState.IDLE, _TRANSITIONS)
         self._starting = False
-        self._stopping = False
         self._stopped = False
         self._error: str | None = None
         self._rows_written = 0
         self._dropped_submit = 0
         self._dropped_writer = 0
-        self._ignored_warned = False
         self._file = None
         self._writer = None
         self._thread: threading.Thread | None = None
@@ -254,16 +306,12 @@ class Recorder:
         """
         with self._lock:
             state = self._life.state
-            recording = state is RecorderState.RECORDING and not self._stopping
-            if recording:
-                self._submitting += 1
-            elif state is RecorderState.FAILED and not self._stopping:
+            admission = self._gate.admit(state)
+            if admission is Admission.DROP:
                 self._dropped_submit += 1
                 return False
-        if not recording:
-            if not self._ignored_warned:
-                self._ignored_warned = True
-                log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, state.value)
+        if admission is Admission.IGNORE:
+            self._gate.warn_ignored(self.path, state)
             return False
         try:
             if self.block_when_full:
@@ -276,9 +324,7 @@ class Recorder:
         with self._lock:
             if not queued:
                 self._dropped_submit += 1
-            self._submitting -= 1
-            if self._submitting == 0:
-                self._no_submits.notify_all()
+            self._gate.leave()
         return queued
 
     def stop(self, summary: dict | None = None) -> RecorderStatus:
@@ -288,14 +334,12 @@ class Recorder:
         `dropped_rows`, `ended_at`, `error` and `summary` (the given dict, or {}).
         """
         with self._lock:
-            if self._stopping or self._stopped:
+            if self._gate.closed or self._stopped:
                 raise self._life.illegal("stop", " (already stopped)")
             self._life.check("stop")
-            self._stopping = True
-            # A submit() that passed the check above is putting its row: it goes before the marker.
-            # The writer keeps draining meanwhile, so this waits at most one put's timeout.
-            while self._submitting:
-                self._no_submits.wait()
+            # A submit() already admitted is putting its row: it goes before the marker. The
+            # writer keeps draining meanwhile, so this waits at most one put's timeout.
+            self._gate.close()
         if self._thread is not None:
             # The writer keeps draining (also after a failure); the timeout only guards
             # against a writer that died, whose queue would never make room.
@@ -353,7 +397,7 @@ class Recorder:
         used for nothing else: IDLE before, FAILED after."""
         with self._lock:
             self._life.check("start", " (only an unused recorder completes another one's recording)")
-            self._stopping = self._stopped = True
+            self._gate.closed = self._stopped = True
             self._rows_written = int(rows_handed)
             self._dropped_submit = int(dropped_rows)
             self._fail(error, log_it=False)

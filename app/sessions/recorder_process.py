@@ -50,7 +50,8 @@ import zmq
 from app.control import snapshot_pickle
 from app.lifecycle import Lifecycle
 from app.sessions import recorder_child
-from app.sessions.recorder import _TRANSITIONS, Recorder, RecorderState, RecorderStatus, _json_default
+from app.sessions.recorder import (_TRANSITIONS, Admission, Recorder, RecorderState, RecorderStatus, SubmitGate,
+                                  _json_default)
 
 if TYPE_CHECKING:
     from app.control.snapshot import Snapshot
@@ -93,17 +94,14 @@ class RecorderProcess:
         self._sidecar = dict(sidecar)
         self._queue_size = queue_size
         self._mp = multiprocessing.get_context("spawn")
-        # As in `Recorder`: guards state changes against a concurrent submit(), never held across a
-        # blocking call; stop() waits on `_no_submits` for the submit in flight.
+        # As in `Recorder`: guards state changes against a concurrent submit() (`SubmitGate`).
         self._lock = threading.Lock()
-        self._no_submits = threading.Condition(self._lock)
-        self._submitting = 0
+        self._gate = SubmitGate(self._lock)
         self._life = Lifecycle("recorder", RecorderState.IDLE, _TRANSITIONS)
-        self._starting = self._stopping = self._stopped = False
+        self._starting = self._stopped = False
         self._error: str | None = None
         self._rows_sent = 0
         self._dropped_here = 0
-        self._ignored_warned = False
         self._final: RecorderStatus | None = None
         """The recording's last status once stopped (the process's, or the completed abandoned one)."""
         self._ctx: zmq.Context | None = None
@@ -131,12 +129,12 @@ class RecorderProcess:
 
     def status(self) -> RecorderStatus:
         """Never waits: the process's counters and reports as they are now."""
-        if self._life.state is RecorderState.RECORDING and not self._stopping:
+        if self._life.state is RecorderState.RECORDING and not self._gate.closed:
             self._read_reports()
             if not self._child_alive():
                 self._read_reports()  # its last words (an error) before it is called lost
                 with self._lock:
-                    if self._life.state is RecorderState.RECORDING and not self._stopping:
+                    if self._life.state is RecorderState.RECORDING and not self._gate.closed:
                         self._fail(self._lost_message())
         return self._status()
 
@@ -180,16 +178,12 @@ class RecorderProcess:
         """
         with self._lock:
             state = self._life.state
-            recording = state is RecorderState.RECORDING and not self._stopping
-            if recording:
-                self._submitting += 1
-            elif state is RecorderState.FAILED and not self._stopping:
+            admission = self._gate.admit(state)
+            if admission is Admission.DROP:
                 self._dropped_here += 1
                 return False
-        if not recording:
-            if not self._ignored_warned:
-                self._ignored_warned = True
-                log.warning("recorder %s: snapshot submitted while %s, not recorded", self.path, state.value)
+        if admission is Admission.IGNORE:
+            self._gate.warn_ignored(self.path, state)
             return False
         sent = False
         error = None
@@ -211,9 +205,7 @@ class RecorderProcess:
                 self._fail(error)
             elif lost and self._life.state is RecorderState.RECORDING:
                 self._fail(self._lost_message())
-            self._submitting -= 1
-            if self._submitting == 0:
-                self._no_submits.notify_all()
+            self._gate.leave()
         return sent
 
     def stop(self, summary: dict | None = None) -> RecorderStatus:
@@ -222,13 +214,11 @@ class RecorderProcess:
         `STOP_TIMEOUT_S`, and is killed), the sidecar is completed here with `complete: false`
         and the rows found in the file. Sidecar fields as `Recorder.stop`'s."""
         with self._lock:
-            if self._stopping or self._stopped:
+            if self._gate.closed or self._stopped:
                 raise self._life.illegal("stop", " (already stopped)")
             self._life.check("stop")
-            self._stopping = True
-            # A submit() that passed the check above is sending its row: it goes before the stop.
-            while self._submitting:
-                self._no_submits.wait()
+            # A submit() already admitted is sending its row: it goes before the stop.
+            self._gate.close()
         # From here on only this thread uses the rows socket.
         try:
             if self._started:
