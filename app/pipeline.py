@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from app.config import Config
 from app.control.engine import Command, CommandKind, TeleopEngine
 from app.control.loop import ControlLoop
+from app.control.timing import LoopIdle
 from app.control.snapshot import Snapshot
 from app.stats import TimingFigures
 from app.runtime import build_engine, make_source, session_sidecar
@@ -144,10 +145,10 @@ class Pipeline:
         self._stream_autostart: StreamAutoStart | None = None
         self.foxglove: "FoxgloveLive | None" = None
         """The live Foxglove server, once opened; subscribed to every loop."""
-        self.loop_idle = threading.Event()
-        """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): a
-        replay's file is read in steps that start while the loop sleeps (`_yield_to_loop`)."""
-        self.loop_idle.set()
+        self.loop_idle = LoopIdle()
+        """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
+        core's other threads, the stream's link and a replay's file reads (`_yield_to_loop`) start
+        their work while the loop sleeps."""
         self._handover = threading.Lock()
         """Held by `send` and by the hand-over from one loop to the next (never by a loop thread,
         never while anything waits), so that a command lands in exactly one loop or in `_held_by`."""
@@ -263,7 +264,7 @@ class Pipeline:
         if not self.running:
             return
         time.sleep(step_s * REPLAY_READ_PAUSE_FRACTION)
-        self.loop_idle.wait(0.005)
+        self.loop_idle.wait_for_sleep()
 
     def restart(self, cfg: Config) -> str:
         """Same source, new configuration (a fresh loop from the home pose)."""

@@ -24,12 +24,33 @@ that the loop preempts at every bytecode gets through.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable
 
 import numpy as np
 
 from app.stats import Distribution, TimingFigures, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
+
+
+LOOP_SLEEP_WAIT_S = 0.005
+"""The most another thread waits for the loop to sleep before its work (one tick at 200 Hz)."""
+
+
+class LoopIdle(threading.Event):
+    """Set while a control loop sleeps between ticks (`app.control.loop.ControlLoop.idle`): cleared
+    when the wait for the next deadline starts to spin (`LoopTimer.on_spin`) and while the tick
+    works. Another thread of the process that has Python work to do (the core's status, sender and
+    housekeeping, the stream link, a replay's file read) starts it with `wait_for_sleep`, so it
+    holds the interpreter lock while the loop sleeps, not when the loop wakes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set()  # no loop runs yet
+
+    def wait_for_sleep(self) -> None:
+        """Until the loop sleeps, at most `LOOP_SLEEP_WAIT_S` (then go on anyway)."""
+        self.wait(LOOP_SLEEP_WAIT_S)
 
 
 class LoopTimer:

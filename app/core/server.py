@@ -82,10 +82,6 @@ renderer set-up: its Qt thread may be busy for a moment). It is watched from its
 or from this long after its first request if no heartbeat ever comes (it died while starting)."""
 
 
-STATUS_IDLE_WAIT_S = 0.005
-"""The most the core's other threads (the status, the sender, the housekeeping) wait for the loop to
-sleep before their work (one tick at 200 Hz)."""
-
 class CoreServer:
     def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
                  host: str = "127.0.0.1") -> None:
@@ -268,9 +264,9 @@ class CoreServer:
     def _publish_status(self) -> None:
         """Main thread: build and encode the status; the sender publishes it.
 
-        Built while the loop sleeps between ticks (`Pipeline.loop_idle`, waited for at most 5 ms): its
-        ~0.1 ms of Python and pickling then never holds the interpreter lock when the loop wakes."""
-        self.pipeline.loop_idle.wait(STATUS_IDLE_WAIT_S)
+        Built while the loop sleeps between ticks (`Pipeline.loop_idle`): its ~0.1 ms of Python and
+        pickling then never holds the interpreter lock when the loop wakes."""
+        self.pipeline.loop_idle.wait_for_sleep()
         try:
             self._status_out.append(wire.encode_update(wire.KIND_STATUS, self.status()))
         except Exception:
@@ -285,7 +281,7 @@ class CoreServer:
             self._wake.clear()
             # Woken by the loop's snapshot, mid-tick: send once the loop sleeps (its Python and the
             # frames' copies then never hold the interpreter lock when the loop needs it).
-            self.pipeline.loop_idle.wait(STATUS_IDLE_WAIT_S)
+            self.pipeline.loop_idle.wait_for_sleep()
             try:
                 qpos = self._newest_qpos
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
@@ -447,7 +443,7 @@ class CoreServer:
         """In the session thread (it changes the session: a recording closed), while the loop sleeps
         between ticks (as `_publish_status`)."""
         p = self.pipeline
-        p.loop_idle.wait(STATUS_IDLE_WAIT_S)
+        p.loop_idle.wait_for_sleep()
         p.poll()
         if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
             self._last_recording = p.stop_recording()

@@ -48,6 +48,7 @@ from zmq.utils.monitor import recv_monitor_message
 from app.streaming.config import StreamConfig
 from app.config_checks import is_loopback_endpoint
 from app.control.snapshot import Snapshot
+from app.control.timing import LoopIdle
 from app.events import EventKind
 from app.streaming import operator_frame, stream_process
 from app.streaming.smpl_stream import SmplAccuracy
@@ -91,9 +92,6 @@ class StreamProcessError(RuntimeError):
     """The stream process is not running, or did not answer; the message says which and why."""
 
 
-LOOP_IDLE_WAIT_S = 0.005
-"""The most the link thread waits for the control loop to sleep before reading a report (one tick)."""
-
 class _Pending:
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -104,7 +102,7 @@ class StreamPublisher:
     """The humanoid stream, run by a process of its own. Use as a context manager or `open`/`close`."""
 
     def __init__(self, cfg: StreamConfig | None = None, robot_q_source: RobotQSource | None = None,
-                 loop_idle: threading.Event | None = None) -> None:
+                 loop_idle: LoopIdle | None = None) -> None:
         """Owners: the loop's thread writes the frame state (`submit`: `_calibrations`, `_newest_frame`,
         `_frames_dropped`); the link thread writes what the process reports and its fate (`_report`,
         `_process`, `_crashes`, `_fault`, and the process and pipes on a restart, under
@@ -400,7 +398,7 @@ class StreamPublisher:
                 ready = mpc.wait([reports, proc.sentinel], ROBOT_Q_PERIOD_S)
                 if reports in ready:
                     if self._loop_idle is not None:
-                        self._loop_idle.wait(LOOP_IDLE_WAIT_S)
+                        self._loop_idle.wait_for_sleep()
                     self._on_message(reports.recv())
                     continue
                 if proc.sentinel in ready:
