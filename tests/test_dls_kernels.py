@@ -18,8 +18,8 @@ def test_tick_bounds_are_the_range_less_the_start_clipped_to_the_speed_limit(dt_
     q_lo, q_hi = -RNG.uniform(1, 3, n), RNG.uniform(1, 3, n)
     q = RNG.uniform(-3.5, 3.5, n)  # some joints outside their range: a bound may be "come back"
     inv_vmax = 1.0 / RNG.uniform(1.5, 3.0, n)
-    lo, hi = np.zeros(n), np.zeros(n)
-    dk.tick_bounds(q_lo, q_hi, q, inv_vmax, -1.0 if dt_s is None else dt_s, lo, hi)
+    bounds = [dk.tick_bound(q_lo[j], q_hi[j], q[j], inv_vmax[j], -1.0 if dt_s is None else dt_s) for j in range(n)]
+    lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
     exp_lo, exp_hi = q_lo - q, q_hi - q
     if dt_s is not None:
         v = dt_s / inv_vmax

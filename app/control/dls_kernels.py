@@ -67,17 +67,10 @@ def dls_step(J, e, q, q_rest, damping_min, damping_gain, posture_gain, A, r, dq)
 
 
 @kernel
-def tick_bounds(q_lo, q_hi, q, inv_vmax, dt_s, lo_tick, hi_tick):
-    """The tick's bounds on the step from ``q`` (rad): the joint range less the margin
-    (``q_lo``..``q_hi``), and with ``dt_s`` >= 0 (not `NO_DT`) also the speed limit,
-    ``|step| <= dt_s / inv_vmax`` (a tick of length 0 allows no motion)."""
-    for j in range(q.shape[0]):
-        lo_tick[j], hi_tick[j] = tick_bound(q_lo[j], q_hi[j], q[j], inv_vmax[j], dt_s)
-
-
-@kernel
 def tick_bound(q_lo, q_hi, q, inv_vmax, dt_s):
-    """One joint's `tick_bounds`: (lowest, highest) step from ``q``."""
+    """One joint's bounds on the tick's step from ``q`` (rad): (lowest, highest). The joint range less
+    the margin (``q_lo``..``q_hi``), and with ``dt_s`` >= 0 (not `NO_DT`) also the speed limit,
+    ``|step| <= dt_s / inv_vmax`` (a tick of length 0 allows no motion)."""
     lo, hi = q_lo - q, q_hi - q
     if dt_s >= 0.0:
         v = dt_s / inv_vmax

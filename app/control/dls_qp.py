@@ -33,7 +33,6 @@ import daqp
 import numpy as np
 
 from app.control import daqp_call
-
 from app.control.dls import DampedLeastSquares, Group
 from app.control.dls_kernels import NO_DT, assemble_qp, groups_speed_ratio, take_step
 
@@ -146,7 +145,6 @@ class ConstrainedDLS:
         self.held = np.zeros(self.n_groups, dtype=np.bool_)
         self.infeasible = np.zeros(self.n_groups, dtype=np.bool_)
         self.held_row = np.full(self.n_groups, -1, dtype=np.intp)
-        n = solver.q_lo.size
         self._speed_ratio = np.zeros(self.n_groups)
         self._row_index = np.arange(64, dtype=np.intp)
         self._warm_up()
