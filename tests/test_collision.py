@@ -386,3 +386,21 @@ def test_the_capsule_bound_is_the_capsules_distance():
                 assert got == pytest.approx(ref, abs=1e-7), pairs.names[p]
                 checked += 1
     assert checked > 1000
+
+
+def test_the_rows_of_two_hands_meeting_are_all_different():
+    """A contact MuJoCo reports twice, or a vertex on a contact's normal line, would add a row equal
+    to one already there: the same constraint again, which only costs the QP time."""
+    ik = make_ik()
+    pos0, quat = home_targets(ik)
+    c, q, checked = ik.collision, HOME2, 0
+    for u in np.linspace(0.0, 1.0, 200):  # both hands to one point between the arms
+        pos = pos0 + u * (np.array([[0.45, 0.0, 0.35], [0.45, 0.0, 0.35]]) - pos0)
+        q = np.stack([r.q_rad for r in ik.solve_all(q, pos, quat, 0.005)])
+        c.tasks.prime(q.reshape(14))
+        if c.distances.update():
+            R = c.distances.rows()
+            rows = np.c_[c.distances.row_jac[:R], c.distances.row_dist_m[:R]]
+            assert len(np.unique(np.round(rows, 12), axis=0)) == R
+            checked += 1
+    assert checked > 50

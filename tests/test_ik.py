@@ -169,6 +169,20 @@ def test_a_solve_depends_only_on_its_arguments():
             assert (r.iterations, r.pos_err_m, r.rot_err_rad, r.damping) == (a.iterations, a.pos_err_m, a.rot_err_rad, a.damping)
 
 
+def test_a_pose_query_between_ticks_does_not_move_the_solver():
+    """Each tick starts from the kinematics the last one ended with; `tcp_pose` (the engine's forward
+    kinematics at an engage or a recalibration) must not disturb them."""
+    ik, ref = make_ik(), make_ik()
+    pos, quat = poses(ik, HOME2)
+    target = pos + [[0.03, 0.0, 0.01], [0.0, -0.03, 0.01]]
+    q = q_ref = HOME2
+    for _ in range(5):
+        q = np.stack([r.q_rad for r in ik.solve_all(q, target, quat, DT)])
+        ik.tcp_pose(HOME + 0.4, 0)  # a query at another pose between two ticks
+        q_ref = np.stack([r.q_rad for r in ref.solve_all(q_ref, target, quat, DT)])
+        np.testing.assert_array_equal(q, q_ref)
+
+
 def _circle_then_back(ik, q0, pos, quat):
     q2 = q0.copy()
     for k in range(400):  # the hands circle 2 cm around the start, then return
