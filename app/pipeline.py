@@ -337,6 +337,15 @@ class Pipeline:
         raise PipelineError("the control loop is not running")
 
     @property
+    def estop_reason(self) -> str:
+        """Why the arms are e-stopped now ('' when they are not): the running engine's reason, or
+        while no loop runs the one the next loop will start with. Any thread (read whole)."""
+        engine, loop = self.engine, self.loop
+        if loop is not None and engine is not None:
+            return engine.estop_reason if engine.teleop.estopped else ""
+        return self._held_by
+
+    @property
     def held_by(self) -> str:
         """Why the arms are e-stopped while no loop runs ('' if they are not, or a loop runs)."""
         return self._held_by

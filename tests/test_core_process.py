@@ -37,8 +37,8 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals (
 
 REPO = Path(__file__).resolve().parents[1]
 ESTOP_EVENT = Event(EventKind.ESTOP, label=GUI_LOST_LABEL)
-HOLD_MARGIN_S = 0.25
-"""Allowance over the heartbeat timeout for the core's 20 ms request poll, one tick and a busy machine."""
+GONE_HOLD_S = 0.1
+"""A window whose process ended or whose connection closed is held within this long (docs/safety.md)."""
 
 
 # ----- helpers -----
@@ -249,54 +249,52 @@ def test_core_runs_the_demo_and_closes_cleanly(tmp_path, procs):
     assert not (state_dir / DISCOVERY_FILE).exists()
 
 
-def test_lost_heartbeat_holds_the_arms_records_on_and_a_new_client_resets(tmp_path, procs):
+def test_a_window_that_leaves_is_held_at_once_records_on_and_a_new_window_resets(tmp_path, procs):
     state_dir, record = tmp_path / "state", tmp_path / "hb.csv"
-    timeout_s = Config().core.heartbeat_timeout_s
     first = procs.client(CoreClient.launch(Config(), None, state_dir))
-    # A passive observer (no requests: any request counts as a sign of life) sees every tick,
-    # stamped with the core's perf_counter, to time the hold against our last heartbeat.
+    # A passive observer (no heartbeat: not a window the core watches) sees every tick, stamped
+    # with the core's perf_counter, to time the hold against the moment the window left.
     observer = procs.client(CoreClient(Config(), find_running_core(state_dir), scene=first.scene))
     lost = EventWatch(observer, ESTOP_EVENT)
     beat = Heartbeat(first)
     beat.tick()
     first.start("demo", record_path=record)
-    wait_until(lambda: first.latest() is not None and first.latest().left.engaged, 10, "the demo engaged", beat)
+    wait_until(lambda: first.latest() is not None and first.latest().left.engaged, 60, "the demo engaged", beat)
     beat.sleep(0.5)
     assert first.latest().teleop_state == "running" and not first.refresh_status().gui_lost
-    beat.sleep(0.3)
-    time.sleep(0.05)  # let the last heartbeat leave before the socket closes
     core_process = first.process
-    first.disconnect()
-    # The client's requests thread sends the heartbeats on its own 0.1 s schedule: the core's last
-    # sign of life is the last message that thread sent, not the test's last call.
-    last_heartbeat_s = first.last_sent_s
+    left_s = time.perf_counter()
+    first.disconnect()  # its lifeline closes: the core's window is gone
     assert core_process.poll() is None, "leaving does not end the core"
 
-    second = procs.client(CoreClient(Config(), find_running_core(state_dir), scene=first.scene))
-    took = wait_until(lambda: second.gui_lost and second.latest() is not None
-                      and second.latest().teleop_state == "estopped", 2.0, "the new client sees GUI lost, e-stopped")
-    held = lost.after(last_heartbeat_s)
-    assert held is not None, "the observer saw the estop:gui_lost tick"
-    delay_s = held.wall_time_s - last_heartbeat_s
-    print(f"\nGUI-lost hold: e-stop tick started {delay_s * 1e3:.0f} ms after the last heartbeat "
-          f"(timeout {timeout_s * 1e3:.0f} ms); the new client saw it {took * 1e3:.0f} ms after attaching")
-    assert timeout_s - 0.01 <= delay_s <= timeout_s + HOLD_MARGIN_S
+    wait_until(lambda: lost.after(left_s) is not None, 10.0, "an estop:gui_lost tick after the window left")
+    delay_s = lost.after(left_s).wall_time_s - left_s
+    print(f"\nwindow gone: e-stop tick started {delay_s * 1e3:.0f} ms after it disconnected "
+          f"(its heartbeat timeout, {Config().core.heartbeat_timeout_s:g} s, is not waited for)")
+    assert 0 < delay_s <= GONE_HOLD_S
+    held = lost.after(left_s)
 
-    rows_before, q_before = second.refresh_status().recorder.rows_written, q_cmd(second.latest())
-    time.sleep(0.5)
-    assert second.refresh_status().recorder.rows_written >= rows_before + 50, "recording goes on while held"
+    second = procs.client(CoreClient(Config(), find_running_core(state_dir), scene=first.scene))
+    wait_until(lambda: second.refresh_status().gui_lost and second.latest() is not None
+               and second.latest().teleop_state == "estopped", 10.0, "the new client sees GUI lost, e-stopped")
+    st = second.refresh_status()
+    assert st.estop_reason == "gui_lost" and st.gui_lost_why == "its connection closed"
+
+    rows_before, q_before = st.recorder.rows_written, q_cmd(second.latest())
+    wait_until(lambda: second.refresh_status().recorder.rows_written >= rows_before + 50, 10.0, "recording goes on while held")
     assert second.latest().teleop_state == "estopped" and second.gui_lost
     np.testing.assert_array_equal(q_cmd(second.latest()), q_before)
 
     beat = Heartbeat(second)
-    wait_until(lambda: not second.gui_lost, 2.0, "GUI back once the new client heartbeats", beat)
+    wait_until(lambda: not second.refresh_status().gui_lost, 10.0, "GUI back once the new window heartbeats", beat)
     assert second.latest().teleop_state == "estopped", "a heartbeat alone does not release the arms"
+    assert second.refresh_status().estop_reason == "gui_lost", "the hold keeps its reason for the banner"
     second.send(Command(CommandKind.RESET))
-    wait_until(lambda: second.latest().teleop_state == "running", 2.0, "running again after RESET", beat)
+    wait_until(lambda: second.latest().teleop_state == "running", 10.0, "running again after RESET", beat)
     reset_tick = second.latest().tick
     observer.disconnect()
     second.close()
-    assert core_process.wait(10) == 0
+    assert core_process.wait(30) == 0
     assert not (state_dir / DISCOVERY_FILE).exists()
 
     s = read_session(record)
@@ -306,7 +304,7 @@ def test_lost_heartbeat_holds_the_arms_records_on_and_a_new_client_resets(tmp_pa
     (resets,) = np.nonzero(["reset" in e.split(";") for e in s.data["events"]])
     i_reset = int(resets[resets > i_hold][0])
     assert s.data["tick"][i_reset] <= reset_tick
-    assert i_reset - i_hold >= 100, "rows were recorded throughout the hold"
+    assert i_reset - i_hold >= 50, "rows were recorded throughout the hold"
     assert set(s.data["teleop_state"][i_hold:i_reset]) == {"estopped"}
     q = q_cmd_columns(s)[i_hold + 1:i_reset]
     np.testing.assert_array_equal(q, np.broadcast_to(q[0], q.shape), err_msg="the commanded joints hold while e-stopped")
@@ -349,10 +347,9 @@ def test_a_killed_gui_leaves_the_core_holding_and_recording(tmp_path, procs):
     held = lost.after(t_kill)
     assert held is not None, "an estop:gui_lost tick after the kill"
     delay_s = held.wall_time_s - t_kill
-    print(f"\nGUI killed: arms held {delay_s * 1e3:.0f} ms after SIGKILL (heartbeat timeout "
-          f"{Config().core.heartbeat_timeout_s * 1e3:.0f} ms, counted from the last heartbeat, up to "
-          f"{HEARTBEAT_PERIOD_S * 1e3:.0f} ms before the kill)")
-    assert 0 < delay_s <= Config().core.heartbeat_timeout_s + HOLD_MARGIN_S
+    print(f"\nGUI killed: arms held {delay_s * 1e3:.0f} ms after SIGKILL (its lifeline closed; the heartbeat "
+          f"timeout, {Config().core.heartbeat_timeout_s:g} s, is not waited for)")
+    assert 0 < delay_s <= GONE_HOLD_S
 
     rows_before = attached.refresh_status().recorder.rows_written
     time.sleep(0.5)

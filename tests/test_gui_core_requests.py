@@ -24,7 +24,7 @@ pytest.importorskip("pytestqt")
 from app.config import Config  # noqa: E402
 from app.core import wire  # noqa: E402
 from app.gui import theme  # noqa: E402
-from app.gui.core_client import WINDOW_STALL_TOLERANCE_S, CoreClient  # noqa: E402
+from app.gui.core_client import CoreClient  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.remote.config import ClientConfig, Endpoints  # noqa: E402
@@ -37,9 +37,9 @@ REQUEST_RETURN_LIMIT_S = 0.05
 
 REVIEW_BYTES = 20_000_000
 
-QT_BLOCK_LIMIT_MS = 1000 * WINDOW_STALL_TOLERANCE_S
-"""The review load's bound on the Qt thread's longest absence: the time after which the heartbeat
-stops (the safety-relevant bound: below it the core cannot lose the window). What the window's own
+QT_BLOCK_LIMIT_MS = 1000 * Config().core.heartbeat_timeout_s
+"""The review load's bound on the Qt thread's longest absence: the silence after which the core
+holds the arms (the safety-relevant bound: below it the core cannot lose the window). What the window's own
 work costs during the load is a few ms (the file is read in a thread of its own, in steps that
 give the interpreter lock away; handing the review over is one copy of the cursor's rows); the
 rest of any gap is a loaded machine's scheduler, which a test cannot bound (the figures printed
@@ -50,7 +50,8 @@ def _window(folder: Path, connect: str | None = None, source: str = "demo") -> M
     state = folder / "config"
     remote = ClientConfig(endpoints=Endpoints.parse(connect)) if connect else None
     w = MainWindow(Config(), SettingsStore(state), sessions_dir=folder / "sessions", source=source, remote=remote,
-                   runner_factory=lambda cfg: CoreClient.launch(cfg, None, state, remote=remote, connect=connect))
+                   runner_factory=lambda cfg, held="": CoreClient.launch(cfg, None, state, remote=remote, connect=connect,
+                                                                           held=held))
     w.show()
     return w
 

@@ -40,6 +40,8 @@ class FakeRunner:
     snap: object = None
     problem: str = ""
     gui_lost: bool = False
+    gui_lost_why: str = ""
+    estop_reason: str = ""
     finished: bool = False
     fatal_error: str = ""
     remote: object = None
@@ -128,27 +130,38 @@ def test_review_shows_the_recorded_figures_up_to_the_cursor_or_none():
     assert not shown.hud.show_timing and not P.hud_lines(shown.hud, 0.0, None)[0].startswith("loop")
 
 
-def test_a_fault_a_lost_core_and_the_end_of_a_replay_are_announced_once():
+def test_banners_are_state_each_shown_while_its_condition_holds_and_cleared_when_it_ends():
     runner, pres = FakeRunner(), P.WindowPresenter()
     runner.snap = _snap(error="joint 3 NaN")
     shown = pres.present(runner, now_s=1.0)
     assert shown.banner == P.fault_banner("joint 3 NaN") and shown.banner[1] == "error"
-    assert pres.present(runner, now_s=1.1, banner_level="error").banner is None  # already on screen
+    on_screen = shown.banner[0]
+    assert pres.present(runner, now_s=1.1, banner_text=on_screen).banner is None  # already on screen
     runner.snap, runner.problem = None, "the core process ended (exit code -9)"
-    shown = pres.present(runner, now_s=1.2, banner_level="error")
+    shown = pres.present(runner, now_s=1.2, banner_text=on_screen)
     assert shown.banner == P.core_lost_banner(runner.problem) and shown.hud.alert == P.CORE_LOST_ALERT
+    assert "e-stopped until you Reset" in shown.banner[0]  # a restart never lowers safety
     assert shown.repaint
-    assert pres.present(runner, now_s=1.3, banner_level="error").banner is None
-    runner.problem, runner.gui_lost = "", True
-    assert pres.present(runner, now_s=1.4, banner_level="error").banner == P.GUI_LOST_BANNER
-    runner.gui_lost, runner.source_kind, runner.finished = False, SourceKind.REPLAY, True
+    on_screen = shown.banner[0]
+    runner.problem = ""  # the core speaks again: its banner goes at once
+    assert pres.present(runner, now_s=1.3, banner_text=on_screen).banner == P.CLEAR_BANNER
+    assert pres.present(runner, now_s=1.35).banner is None
+    runner.source_kind, runner.finished = SourceKind.REPLAY, True
     shown = pres.present(runner, now_s=1.5)
     assert shown.loop_ended and shown.banner[0].startswith("Replay finished")
-    assert not pres.present(runner, now_s=1.6).loop_ended
+    assert not pres.present(runner, now_s=1.6, banner_text=shown.banner[0]).loop_ended
     runner.fatal_error = "IK diverged"
     pres.source_changed()
     shown = pres.present(runner, now_s=1.7)
     assert shown.banner == ("The control loop stopped: IK diverged. Choose a source to start again.", "error")
+    runner.finished, runner.fatal_error = False, ""  # a new source runs
+    assert pres.present(runner, now_s=1.8, banner_text=shown.banner[0]).banner == P.CLEAR_BANNER
+
+
+def test_a_message_the_window_showed_is_left_alone_when_no_state_banner_applies():
+    runner, pres = FakeRunner(), P.WindowPresenter()
+    runner.snap = _snap()
+    assert pres.present(runner, now_s=1.0, banner_text="Reviewing s.csv ...", banner_level="info").banner is None
 
 
 def test_a_lost_server_is_shouted_with_its_reason_first_in_the_view():
@@ -204,25 +217,29 @@ def _held_snap(state: str):
     return SimpleNamespace(tick=1, error="", teleop_state=state, arm=lambda name: arm, clamp_counts=())
 
 
-def test_the_gui_lost_banner_says_what_happened_and_goes_on_reset():
+@pytest.mark.parametrize("reason", ["gui_lost", "window_attached", "core_started"])
+def test_a_hold_of_the_core_is_said_in_every_mode_until_reset(reason):
     runner, pres = FakeRunner(), P.WindowPresenter()
     runner.snap = _held_snap("running")
-    assert pres.present(runner, now_s=1.0).banner is None  # no GUI lost: nothing to say
-    runner.gui_lost, runner.snap = True, _held_snap("estopped")
+    assert pres.present(runner, now_s=1.0).banner is None  # nothing held: nothing to say
+    runner.estop_reason, runner.snap = reason, _held_snap("estopped")
+    runner.gui_lost_why = "its process 4242 ended"
     shown = pres.present(runner, now_s=1.1)
-    assert shown.banner == P.GUI_LOST_BANNER and "Attached" not in shown.banner[0]  # this window, not another
-    runner.gui_lost = False  # the heartbeat is back: the arms stay held, so does the banner
-    assert pres.present(runner, now_s=1.2, banner_level="warn", banner_text=shown.banner[0]).banner is None
-    runner.snap = _held_snap("running")  # Reset
-    assert pres.present(runner, now_s=1.3, banner_level="warn", banner_text=shown.banner[0]).banner == P.CLEAR_BANNER
-    assert pres.present(runner, now_s=1.4).banner is None  # and it does not come back
+    assert shown.banner == P.hold_banner(reason, runner.gui_lost_why) and "Reset (Ctrl+R)" in shown.banner[0]
+    assert ("4242" in shown.banner[0]) == (reason == "gui_lost")
+    review = SimpleNamespace(rows=_rows(100), index=50, session=SimpleNamespace(data={}))
+    # a review put its own banner up meanwhile: the hold is said again, at once
+    shown = pres.present(runner, now_s=1.2, review=review, banner_text="Reviewing s.csv ...")
+    assert shown.banner == P.hold_banner(reason, runner.gui_lost_why)
+    runner.gui_lost = False  # a window heartbeats again: the arms stay held, and so does the banner
+    assert pres.present(runner, now_s=1.3, banner_text=shown.banner[0]).banner is None
+    runner.estop_reason, runner.snap = "", _held_snap("running")  # Reset
+    assert pres.present(runner, now_s=1.4, banner_text=shown.banner[0]).banner == P.CLEAR_BANNER
+    assert pres.present(runner, now_s=1.5).banner is None  # and it does not come back
 
 
-def test_a_window_that_attached_to_a_held_core_says_so():
-    runner, pres = FakeRunner(), P.WindowPresenter()
-    pres.attached = True
-    runner.gui_lost, runner.snap = True, _held_snap("estopped")
-    assert pres.present(runner, now_s=1.0).banner == P.ATTACHED_HELD_BANNER
+def test_the_operators_own_estop_needs_no_banner():
+    assert P.hold_banner("operator") is None and P.hold_banner("fault") is None and P.hold_banner("") is None
 
 
 def test_back_to_live_names_the_arms_real_states():

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from app.cli.common import UsageError, load_config
+from app.core.holds import HoldReason
 
 
 def add_core_parser(sub) -> argparse.ArgumentParser:
@@ -13,6 +14,9 @@ def add_core_parser(sub) -> argparse.ArgumentParser:
     core.add_argument("--config", metavar="PATH", dest="run_config")
     core.add_argument("--state-dir", metavar="DIR")
     core.add_argument("--connect", metavar="ENDPOINT")
+    core.add_argument("--window", metavar="ID", default="", help="the launching window's id (a heartbeat from another is an attach)")
+    core.add_argument("--held", metavar="REASON", default="", choices=["", *map(str, HoldReason)],
+                      help="start e-stopped for this reason (a restart, a recovery); only Reset releases")
     return core
 
 
@@ -29,6 +33,6 @@ def cmd_core(args: argparse.Namespace, config_path: str | None) -> int:
         except RemoteConfigError as exc:
             raise UsageError(str(exc)) from None
     try:
-        return serve_core(cfg, Path(args.state_dir) if args.state_dir else None, remote)
+        return serve_core(cfg, Path(args.state_dir) if args.state_dir else None, remote, args.window, args.held)
     except SceneError as exc:
         raise UsageError(str(exc)) from None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core import wire
+from app.core.pids import pid_alive
 from app.core.server import DISCOVERY_FILE
 
 
@@ -32,10 +33,18 @@ class CoreEndpoints:
     updates: str
     requests: str
     token: bytes
+    lifeline: str = ""
+    """`host:port` of the core's lifeline listener (`app.core.window_watch`): a window holds a
+    connection to it open, so that its death is seen at once."""
 
 
-def core_command(config_path: str | None, state_dir: Path | None, connect: str | None = None) -> list[str]:
-    """The command line that starts a core process with these options."""
+def core_command(config_path: str | None, state_dir: Path | None, connect: str | None = None,
+                 window_id: str = "", held: str = "") -> list[str]:
+    """The command line that starts a core process with these options.
+
+    `window_id`: the launching window's (`window_watch.new_window_id`); a heartbeat from any other
+    window is an attach. `held`: start e-stopped for this reason (a `HoldReason`; '' for the
+    window's first core, which starts running)."""
     if getattr(sys, "frozen", False):
         cmd = [sys.executable, "core"]
     else:
@@ -46,12 +55,17 @@ def core_command(config_path: str | None, state_dir: Path | None, connect: str |
         cmd += ["--state-dir", str(state_dir)]
     if connect:
         cmd += ["--connect", connect]
+    if window_id:
+        cmd += ["--window", window_id]
+    if held:
+        cmd += ["--held", str(held)]
     return cmd
 
 
 def launch_core(config_path: str | None, state_dir: Path | None, connect: str | None = None,
-                timeout_s: float = 60.0) -> tuple[subprocess.Popen, CoreEndpoints]:
-    """Start a core and wait for the JSON line in which it announces its endpoints."""
+                timeout_s: float = 60.0, window_id: str = "", held: str = "") -> tuple[subprocess.Popen, CoreEndpoints]:
+    """Start a core and wait for the JSON line in which it announces its endpoints (`core_command`
+    says what `window_id` and `held` do)."""
     token = secrets.token_bytes(16)
     env = dict(os.environ, **{wire.TOKEN_ENV_VAR: token.hex()})
     kwargs: dict = {}
@@ -60,7 +74,7 @@ def launch_core(config_path: str | None, state_dir: Path | None, connect: str | 
     else:
         kwargs["start_new_session"] = True
     try:
-        proc = subprocess.Popen(core_command(config_path, state_dir, connect), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(core_command(config_path, state_dir, connect, window_id, held), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, env=env, text=True, **kwargs)
     except OSError as exc:
         raise CoreLaunchError(f"cannot start the core process: {exc}") from None
@@ -73,31 +87,20 @@ def launch_core(config_path: str | None, state_dir: Path | None, connect: str | 
         raise CoreLaunchError(f"the core process did not start within {timeout_s:.0f} s") from None
     try:
         info = json.loads(line)
-        return proc, CoreEndpoints(int(info["pid"]), str(info["updates"]), str(info["requests"]), token)
+        return proc, CoreEndpoints(int(info["pid"]), str(info["updates"]), str(info["requests"]), token,
+                                   str(info.get("lifeline", "")))
     except (ValueError, KeyError, TypeError):
         code = proc.wait(5.0) if proc.poll() is None else proc.returncode
         raise CoreLaunchError(f"the core process failed to start (exit code {code}); see its messages above "
                               "and pico-teleop-core.log in the settings folder") from None
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists (POSIX; always True elsewhere, where silence decides)."""
-    if sys.platform == "win32":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def find_running_core(state_dir: Path) -> CoreEndpoints | None:
     """The core this user's settings folder says is running, if its process is alive."""
     try:
         info = json.loads((state_dir / DISCOVERY_FILE).read_text())
-        found = CoreEndpoints(int(info["pid"]), str(info["updates"]), str(info["requests"]), bytes.fromhex(info["token"]))
+        found = CoreEndpoints(int(info["pid"]), str(info["updates"]), str(info["requests"]), bytes.fromhex(info["token"]),
+                              str(info.get("lifeline", "")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return found if pid_alive(found.pid) else None

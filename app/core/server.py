@@ -9,8 +9,10 @@ Threads of the core, and what each may do:
 - the **main thread** owns the request socket: it answers the e-stop, every other command, the
   heartbeat and the status at once (`IMMEDIATE`), hands every other request to the session
   thread and sends its answer when it is done; it is the one thread that builds a `CoreStatus`
-  (asked for, and ten times a second for the sender to publish); it watches the GUI's heartbeat (no heartbeat for
-  `core.heartbeat_timeout_s`: both arms are held, "GUI lost"; recording goes on), and exits on
+  (asked for, and ten times a second for the sender to publish); it watches the window
+  (`app.core.window_watch`: a window gone, its lifeline closed or its process ended, holds both
+  arms at once; a window silent for `core.heartbeat_timeout_s` holds them too: "GUI lost";
+  recording goes on; another window attaching holds them until its operator resets), and exits on
   `shutdown`, SIGTERM/SIGINT or when no GUI came back for `core.orphan_timeout_s`;
 - the **session thread** (`core-session`) is the only one that changes the session: it runs the
   requests that may take seconds (a source start: the SteamVR probe, a remote connect, reading a
@@ -50,6 +52,8 @@ from app.config import Config
 from app.control.engine import Command, CommandKind
 from app.control.snapshot import Snapshot
 from app.core import wire
+from app.core.holds import HoldReason
+from app.core.window_watch import WindowWatch
 from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
 from app.pipeline import SOURCE_LABELS, Pipeline
@@ -64,8 +68,8 @@ log = logging.getLogger(__name__)
 DISCOVERY_FILE = "core.json"
 """In the GUI's settings folder while a core runs: its pid, endpoints and token (user-only)."""
 
-GUI_LOST_LABEL = "gui_lost"
-"""Label of the e-stop the core sends itself when the GUI's heartbeat stops."""
+GUI_LOST_LABEL = str(HoldReason.GUI_LOST)
+"""Label of the e-stop the core sends itself when it loses its window."""
 
 IMMEDIATE: frozenset[type[wire.Request]] = frozenset({
     wire.Heartbeat, wire.SendCommand, wire.GetStatus, wire.Shutdown, wire.StreamEstop})
@@ -84,7 +88,8 @@ or from this long after its first request if no heartbeat ever comes (it died wh
 
 class CoreServer:
     def __init__(self, pipeline: Pipeline, token: bytes, state_dir: Path | None = None,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", window_id: str = "") -> None:
+        """`window_id`: the window that launched this core (`--window`), '' if none did."""
         self.pipeline = pipeline
         self.token = token
         self.state_dir = state_dir
@@ -117,13 +122,8 @@ class CoreServer:
         self._stop = threading.Event()
         self._status_seq = 0
         """Main thread only (the one thread that builds a status)."""
-        self._last_heartbeat = 0.0
-        """Main thread only, as are `_attached`, `_first_request_s`, `_lost_since` and `gui_lost`
-        (which the status reports)."""
-        self._attached = False
-        self._first_request_s: float | None = None
-        self.gui_lost = False
-        self._lost_since = time.monotonic()
+        self.window = WindowWatch(token, self.core_cfg.heartbeat_timeout_s, STARTUP_GRACE_S, window_id, host)
+        """Main thread only (the status reports what it found)."""
         self._last_recording: RecorderStatus | None = None
         """Written by the session thread (and by the main thread at exit, after the session thread
         ended), read by the status."""
@@ -169,8 +169,13 @@ class CoreServer:
 
     # ----- lifecycle -----
 
+    @property
+    def gui_lost(self) -> bool:
+        return self.window.lost is not None
+
     def info(self) -> dict:
-        return {"pid": os.getpid(), "updates": self.updates_endpoint, "requests": self.requests_endpoint}
+        return {"pid": os.getpid(), "updates": self.updates_endpoint, "requests": self.requests_endpoint,
+                "lifeline": self.window.lifeline_endpoint}
 
     def stop(self) -> None:
         """End `serve` (any thread, signal handlers too)."""
@@ -184,16 +189,28 @@ class CoreServer:
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._answered_r, zmq.POLLIN)
+        lifelines: list = []
         last_housekeeping = 0.0
         status_period = 1.0 / wire.STATUS_RATE_HZ
         next_status = time.monotonic()
         try:
             while not self._stop.is_set():
-                if poller.poll(20):
+                watched = self.window.sockets()
+                if watched != lifelines:
+                    for s in lifelines:
+                        if s not in watched:
+                            poller.unregister(s)
+                    for s in watched:
+                        if s not in lifelines:
+                            poller.register(s, zmq.POLLIN)
+                    lifelines = watched
+                events = poller.poll(20)
+                if events:
+                    self.window.on_readable({sock for sock, _ in events})
                     self._handle_requests()
                     self._send_answers()
                 now = time.monotonic()
-                self._watch_heartbeat(now)
+                self._watch_window(now)
                 if now >= next_status:
                     next_status = now + status_period
                     self._publish_status()
@@ -223,6 +240,7 @@ class CoreServer:
             self._pub.close(0)
             self._answered_r.close()
             self._answered_w.close()
+            self.window.close()
             self._ctx.term()
 
     def _write_discovery(self) -> None:
@@ -320,7 +338,8 @@ class CoreServer:
             remote=p.remote_status(), remote_seq=p.remote_seq(), device_info=p.device_info(), timing=timing,
             priority=", ".join(x for x in (self.priority, self.threads_priority and f"other threads: {self.threads_priority}",
                                            self._loop_priority and f"loop thread: {self._loop_priority}") if x),
-            gui_lost=self.gui_lost,
+            gui_lost=self.gui_lost, gui_lost_why=self.window.last_loss.why if self.window.last_loss is not None else "",
+            window_longest_silence_s=self.window.longest_silence_s, estop_reason=p.estop_reason,
             bad_requests=self.bad_requests, busy=self.busy)
 
     # ----- requests -----
@@ -343,9 +362,7 @@ class CoreServer:
                 self.bad_requests += 1
                 log.warning("ignored a request from peer %s: %s", ident.hex()[:12], exc)
                 continue
-            self._last_heartbeat = time.monotonic()  # any request is a sign of life
-            if self._first_request_s is None:
-                self._first_request_s = self._last_heartbeat
+            self.window.request(time.monotonic())
             if type(request) in IMMEDIATE:
                 self._reply(ident, self._call(request_id, request))
             else:
@@ -414,11 +431,14 @@ class CoreServer:
         remote = self.pipeline.remote
         return text + (f", connecting to the simulation server {remote.endpoints.state}" if remote is not None else "")
 
-    def _heartbeat(self, _: wire.Heartbeat) -> None:
-        if not self._attached or self.gui_lost:
-            log.info("GUI %s", "attached" if not self._attached else "back")
-        self._attached = True
-        self.gui_lost = False
+    def _heartbeat(self, beat: wire.Heartbeat) -> None:
+        first = not self.window.watching
+        news = self.window.heartbeat(beat.window_id, beat.window_pid, beat.qt_silent_s, time.monotonic())
+        if first or news in ("attached", "back"):
+            log.info("window %s (pid %d) %s", beat.window_id or "?", beat.window_pid,
+                     {"attached": "attached", "back": "back"}.get(news, "watched"))
+        if news == "attached":  # its operator has not seen the arms yet: they wait for a Reset
+            self.pipeline.send(Command(CommandKind.ESTOP, label=str(HoldReason.WINDOW_ATTACHED)))
 
     def _status(self, _: wire.GetStatus) -> wire.CoreStatus:
         return self.status()
@@ -426,16 +446,13 @@ class CoreServer:
     def _shutdown_request(self, _: wire.Shutdown) -> None:
         self.stop()
 
-    def _watch_heartbeat(self, now: float) -> None:
-        watched = self._attached or (self._first_request_s is not None and now - self._first_request_s > STARTUP_GRACE_S)
-        if watched and not self.gui_lost and now - self._last_heartbeat > self.core_cfg.heartbeat_timeout_s:
-            self.gui_lost = True
-            self._lost_since = now
-            log.warning("GUI lost (no heartbeat for %.2f s): both arms held; recording continues",
-                        now - self._last_heartbeat)
-            if self.pipeline.loop is not None or self.busy:  # a loop runs, or one may be starting
-                self.pipeline.send(Command(CommandKind.ESTOP, label=GUI_LOST_LABEL))
-        if (self.gui_lost or not watched) and now - max(self._lost_since, self._last_heartbeat) > self.core_cfg.orphan_timeout_s:
+    def _watch_window(self, now: float) -> None:
+        loss = self.window.check(now)
+        if loss is not None:
+            log.warning("GUI lost (%s, %s): both arms held; recording continues", "gone" if loss.gone else "hung",
+                        loss.why)
+            self.pipeline.send(Command(CommandKind.ESTOP, label=GUI_LOST_LABEL))
+        if self.window.orphaned_for_s(now) > self.core_cfg.orphan_timeout_s:
             log.warning("no GUI for %.0f s: closing the session and exiting", self.core_cfg.orphan_timeout_s)
             self.stop()
 
@@ -578,15 +595,21 @@ def _preload_modules() -> None:
             log.warning("cannot import %s: %s", name, exc)
 
 
-def serve_core(cfg: Config, state_dir: Path | None, remote=None) -> int:
-    """The core process's main: announce the endpoints on stdout (one JSON line), then serve."""
+def serve_core(cfg: Config, state_dir: Path | None, remote=None, window_id: str = "", held: str = "") -> int:
+    """The core process's main: announce the endpoints on stdout (one JSON line), then serve.
+
+    `window_id`: the launching window's; `held`: start e-stopped for this reason (a `HoldReason`),
+    so that the first loop's first tick already holds and only the operator's Reset releases."""
     threads_priority = helper_threads_realtime(cfg.core.sched_fifo_priority)  # before any thread starts
     _setup_core_logging(state_dir)
     token_hex = os.environ.pop(wire.TOKEN_ENV_VAR, "")
     token = bytes.fromhex(token_hex) if token_hex else secrets.token_bytes(16)
     _preload_modules()  # before any loop runs
     pipeline = Pipeline(cfg, remote=remote)
-    server = CoreServer(pipeline, token, state_dir)
+    if held:
+        pipeline.send(Command(CommandKind.ESTOP, label=held))  # no loop yet: kept for the first one
+        log.info("this core starts e-stopped (%s): Reset releases the arms", held)
+    server = CoreServer(pipeline, token, state_dir, window_id=window_id)
     server.threads_priority = threads_priority
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: server.stop())

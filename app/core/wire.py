@@ -138,7 +138,17 @@ class CoreStatus:
     priority: str = ""
     """What the OS granted: process priority and the loop thread's scheduling."""
     gui_lost: bool = False
-    """True while no GUI heartbeat arrives (the arms were held when it stopped)."""
+    """True from the moment the core lost its window (gone or hung: the arms were held then) until a
+    live window heartbeats again."""
+    gui_lost_why: str = ""
+    """Why the core last lost its window ('its process 4242 ended', 'its connection closed',
+    'silent for 3.2 s ...'; '' if it never did), kept after a window came back: the arms stay held until Reset."""
+    window_longest_silence_s: float = 0.0
+    """The longest silence of the watched window so far (`WindowWatch.longest_silence_s`): how near
+    it came to `core.heartbeat_timeout_s`."""
+    estop_reason: str = ""
+    """Why the arms are e-stopped ('' when they are not): the e-stop's label ('operator', 'fault',
+    or a `app.core.holds.HoldReason`), also while no loop runs (`Pipeline.estop_reason`)."""
     bad_requests: int = 0
     """Requests the core did not carry out since it started: ignored (wrong session token, bad
     framing) or refused with a `BadRequest` (did not unpickle, unknown type, a field of the wrong type)."""
@@ -203,7 +213,14 @@ class Request:
 
 @dataclass(frozen=True)
 class Heartbeat(Request):
-    """The window is alive (one-way, every `HEARTBEAT_PERIOD_S` of the client)."""
+    """The window is alive (one-way, every `HEARTBEAT_PERIOD_S` of the client's requests thread)."""
+
+    window_id: str = ""
+    """Which window (`window_watch.new_window_id`); another id than the watched one is an attach."""
+    window_pid: int = 0
+    """The window's process id: the core holds the arms as soon as it no longer exists."""
+    qt_silent_s: float = 0.0
+    """How long the window's Qt thread had shown no life when this was sent (s)."""
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,11 @@ class SessionView(Protocol):
     replay_path: str | None
     note: str
     gui_lost: bool
+    """The core lost this window (or the one before it) and has not heard it since."""
+    gui_lost_why: str
+    """Why the core last lost its window ('' if it never did)."""
+    estop_reason: str
+    """Why the arms are e-stopped ('' when they are not): 'operator', 'fault', a `HoldReason`."""
 
     @property
     def running(self) -> bool: ...

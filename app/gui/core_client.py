@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import queue
 import socket
 import subprocess
@@ -31,7 +32,9 @@ from app.config import Config
 from app.control.engine import Command
 from app.control.snapshot import Snapshot
 from app.core import wire
-from app.core.launcher import CoreEndpoints, launch_core, pid_alive
+from app.core.launcher import CoreEndpoints, launch_core
+from app.core.pids import pid_alive
+from app.core.window_watch import new_window_id
 from app.gui.core_view import CoreView, StatusReads
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
@@ -59,18 +62,12 @@ STATUS_HANDOVER_TIMEOUT_S = 2.0
 when the receiver has stopped: a closing client)."""
 
 HEARTBEAT_PERIOD_S = 0.1
-"""How often the window tells the core it is alive (the core holds the arms after 0.5 s without)."""
+"""How often the requests thread tells the core the window lives, and how long its Qt thread has
+been silent (`wire.Heartbeat.qt_silent_s`). The core judges the window by that silence
+(`core.heartbeat_timeout_s`); the window's death it sees at once through the lifeline
+(`app.core.window_watch`), which this client holds open for as long as it is connected."""
 
-WINDOW_STALL_TOLERANCE_S = 0.8
-"""The requests thread sends the heartbeat while the window's Qt thread has shown life (called
-`heartbeat`) within this long. The window's own work never blocks its Qt thread for long (files
-are read, cores started and requests answered off it: gaps of 0.3 s at most while a 20 MB review
-loads on a loaded machine, the same as an idle window's). A Qt thread silent for longer is hung,
-and a hung Qt thread cannot take the Space e-stop: the heartbeat stops and the core holds the arms
-`core.heartbeat_timeout_s` (0.5 s) later, so a hung window holds the arms within 1.3 s, a killed
-or frozen process within 0.5 s (docs/safety.md). A machine so overloaded that an idle window's Qt
-thread stalls for 0.8 s (seen at load average 11 on 2 cores) holds the arms too: the
-operator could not have e-stopped from it either."""
+LIFELINE_CONNECT_TIMEOUT_S = 2.0
 
 Done = Callable[[Any, "BaseException | None"], None]
 """Receives a request's answer: (value, None), or (None, the error)."""
@@ -89,9 +86,6 @@ def _answer(on_done: Done | None, value: Any, error: BaseException | None) -> No
 
 class CoreUnavailable(PipelineError):
     """The core did not answer (it died or hangs); the message says which request."""
-
-
-_HEARTBEAT = wire.Heartbeat()
 
 
 @dataclass(frozen=True)
@@ -184,8 +178,9 @@ class StreamProxy:
 class CoreClient(StatusReads):
     def __init__(self, cfg: Config, endpoints: CoreEndpoints, process: subprocess.Popen | None = None,
                  scene: Scene | None = None, buffers: PlotBuffers | None = None,
-                 remote: "ClientConfig | None" = None) -> None:
-        """Talk to the core at `endpoints` (`process`: when this GUI started it).
+                 remote: "ClientConfig | None" = None, window_id: str = "") -> None:
+        """Talk to the core at `endpoints` (`process`: when this GUI started it; `window_id`: the
+        id this window launched it with, else a new one: to a running core, this is an attach).
 
         Threads: the window's Qt thread calls the request methods (each a queue put) and reads;
         the **receiver** thread owns what the updates bring (`buffers`, `_latest`, the mirror's
@@ -237,6 +232,9 @@ class CoreClient(StatusReads):
         self._waker_r, self._waker_w = socket.socketpair()
         self._waker_r.setblocking(False)
         self._waker_w.setblocking(False)
+        self.window_id = window_id or new_window_id()
+        """This window's id in its heartbeats (the core it launched knows it; another core sees an attach)."""
+        self._lifeline = self._open_lifeline()
         self._window_alive_s = 0.0
         """When the Qt thread last showed life (`heartbeat`): written by it, read by the requests thread."""
         self.heartbeats_sent = 0
@@ -244,6 +242,7 @@ class CoreClient(StatusReads):
         self.last_sent_s = 0.0
         """`perf_counter` time the requests thread last handed the core a message (a heartbeat or a
         request: each is a sign of life, from which the core times its GUI-lost hold)."""
+        self._pid = os.getpid()
         self._stop = threading.Event()
         # The receiver must get the interpreter lock soon after an update arrives (an e-stop's
         # snapshot above all); the window's threads may otherwise hold it for Python's default 5 ms.
@@ -259,10 +258,26 @@ class CoreClient(StatusReads):
 
     @classmethod
     def launch(cls, cfg: Config, config_path: str | None, state_dir: Path | None, remote: "ClientConfig | None" = None,
-               connect: str | None = None, **kwargs) -> "CoreClient":
-        """Start a core process and connect to it (CoreLaunchError when it cannot start)."""
-        process, endpoints = launch_core(config_path, state_dir, connect)
-        return cls(cfg, endpoints, process, remote=remote, **kwargs)
+               connect: str | None = None, held: str = "", **kwargs) -> "CoreClient":
+        """Start a core process and connect to it (CoreLaunchError when it cannot start). `held`:
+        the new core starts e-stopped for this reason (`app.core.holds.HoldReason`; a restart)."""
+        window_id = new_window_id()
+        process, endpoints = launch_core(config_path, state_dir, connect, window_id=window_id, held=held)
+        return cls(cfg, endpoints, process, remote=remote, window_id=window_id, **kwargs)
+
+    def _open_lifeline(self) -> socket.socket | None:
+        """The connection whose closing tells the core at once that this window is gone (its
+        process ended, or it disconnected): the token and the window id, then nothing more."""
+        host, _, port = self.endpoints.lifeline.rpartition(":")
+        if not host:
+            return None
+        try:
+            conn = socket.create_connection((host, int(port)), timeout=LIFELINE_CONNECT_TIMEOUT_S)
+            conn.sendall(self.endpoints.token + self.window_id.encode("ascii"))
+        except (OSError, ValueError) as exc:
+            log.warning("no lifeline to the core (%s): a closed window is seen only when its heartbeat stops", exc)
+            return None
+        return conn
 
     # ----- requests (the requests thread owns the socket) -----
 
@@ -311,9 +326,9 @@ class CoreClient(StatusReads):
                 pass
 
     def heartbeat(self) -> None:
-        """The window's Qt thread is alive (its timer calls this every `HEARTBEAT_PERIOD_S`): the
-        requests thread tells the core so every `HEARTBEAT_PERIOD_S` for as long as this was called
-        within the last `WINDOW_STALL_TOLERANCE_S`."""
+        """The window's Qt thread is alive (its timer calls this every `HEARTBEAT_PERIOD_S`). From
+        the first call on, the requests thread sends the core a heartbeat every `HEARTBEAT_PERIOD_S`
+        with the time since the last call (the Qt thread's silence), which the core judges."""
         first = self._window_alive_s == 0.0
         self._window_alive_s = time.monotonic()
         if first:
@@ -334,8 +349,8 @@ class CoreClient(StatusReads):
         next_beat = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
-            if self._window_alive_s and now - self._window_alive_s <= WINDOW_STALL_TOLERANCE_S and now >= next_beat:
-                self._send(0, _HEARTBEAT)
+            if self._window_alive_s and now >= next_beat:
+                self._send(0, wire.Heartbeat(self.window_id, self._pid, max(0.0, now - self._window_alive_s)))
                 self.heartbeats_sent += 1
                 next_beat = now + HEARTBEAT_PERIOD_S
             wait_s = min([0.05, max(0.0, next_beat - now)] + [max(0.0, o.deadline - now) for o in pending.values()])
@@ -610,6 +625,8 @@ class CoreClient(StatusReads):
         self._waker_w.close()
         self._status_waker_r.close()
         self._status_waker_w.close()
+        if self._lifeline is not None:
+            self._lifeline.close()  # the core holds the arms at once, if we were its window
         self._ctx.term()
 
     def send(self, command: Command) -> None:
@@ -656,5 +673,4 @@ class CoreClient(StatusReads):
         self._request(wire.StopRecording(), on_done=on_done)
 
 
-__all__ = ["CoreClient", "CoreUnavailable", "Done", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy",
-           "WINDOW_STALL_TOLERANCE_S"]
+__all__ = ["CoreClient", "CoreUnavailable", "Done", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy"]

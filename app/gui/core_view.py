@@ -67,6 +67,16 @@ class StatusReads(ABC):
         st = self._shown_status()
         return bool(st and st.gui_lost)
 
+    @property
+    def gui_lost_why(self) -> str:
+        st = self._shown_status()
+        return st.gui_lost_why if st is not None else ""
+
+    @property
+    def estop_reason(self) -> str:
+        st = self._shown_status()
+        return st.estop_reason if st is not None else ""
+
     def core_description(self) -> str:
         """The core's pid, the priority the OS granted it and what it is busy with (a source start
         in progress: "starting Demo operator, connecting to ..."), for the status panel."""

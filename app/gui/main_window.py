@@ -39,6 +39,7 @@ from app.gui.collision_view import collision_markers, review_collision
 from app.gui.help import about, shortcuts_dialog
 from app.gui.qt_post import OffQtWorker, QtPoster
 from app.gui.icon import app_icon
+from app.core.holds import HoldReason
 from app.gui.presenter import (LIVE_WINDOW_LABEL, Presentation, WindowPresenter, live_again_banner, review_banner,
                                source_label)
 from app.gui.plots import PlotsPanel
@@ -238,7 +239,9 @@ class MainWindow(QMainWindow):
             cfg = base_cfg
             settings_note = f"Your saved settings were not used: {exc}"
             log.error("%s", settings_note)
-        self.runner_factory = runner_factory or (lambda c: TeleopRunner(c, remote=remote))
+        self.runner_factory = runner_factory or (lambda c, held="": TeleopRunner(c, remote=remote, held=held))
+        """`runner_factory(cfg)` makes the first backend; `runner_factory(cfg, held=REASON)` a
+        replacement (Restart core), which starts e-stopped: a new core never clears an e-stop."""
         self.runner: SessionBackend = self.runner_factory(cfg)
         self.session: SessionView = self.runner.view()
         """What the display reads: the session as of the last status handed to the Qt thread (by
@@ -266,7 +269,6 @@ class MainWindow(QMainWindow):
         if self.viewport.error:
             self.show_error("3D view unavailable", self.viewport.error, modal=False)
         if self.session.running:  # attached to a core that was already running: show it as it is
-            self.presenter.attached = True
             self._show_source(self.session.note)
         else:
             self._start_source(SourceKind.parse(source), replay_path, initial=True, record_path=record_path)
@@ -936,7 +938,8 @@ class MainWindow(QMainWindow):
         self.sb_render.setText(f"3D {self.viewport.fps():.0f} fps")
 
     def restart_core(self) -> None:
-        """Replace a dead (or any) core with a new one running the same source."""
+        """Replace a dead (or any) core with a new one running the same source, e-stopped
+        (`HoldReason.CORE_STARTED`) until the operator resets: a restart never releases the arms."""
         old = self.runner
         kind, path = self.session.source_kind or SourceKind.DEMO, self.session.replay_path
         factory = self.runner_factory
@@ -950,7 +953,7 @@ class MainWindow(QMainWindow):
                     old.close()
             except Exception:
                 log.exception("closing the old core failed")
-            return factory(old.live_cfg)
+            return factory(old.live_cfg, held=str(HoldReason.CORE_STARTED))
 
         def replaced(runner: SessionBackend) -> None:
             self.runner = runner
@@ -1069,7 +1072,9 @@ def _core_factory(config_path: str | None, state_dir: Path, remote, connect: str
     from app.core.launcher import find_running_core
     from app.gui.core_client import CoreClient
 
-    def make(cfg: Config):
+    def make(cfg: Config, held: str = ""):
+        """`held`: a new core starts e-stopped for this reason (a restart). A core already
+        running holds its arms for the attach (its window watch) until this window's operator resets."""
         found = find_running_core(state_dir)
         if found is not None:
             client = CoreClient(cfg, found, remote=remote)
@@ -1080,7 +1085,7 @@ def _core_factory(config_path: str | None, state_dir: Path, remote, connect: str
             except PipelineError as exc:
                 log.warning("the core %d in %s did not answer (%s); starting a new one", found.pid, state_dir, exc)
                 client.disconnect()
-        return CoreClient.launch(cfg, config_path, state_dir, remote=remote, connect=connect)
+        return CoreClient.launch(cfg, config_path, state_dir, remote=remote, connect=connect, held=held)
 
     return make
 

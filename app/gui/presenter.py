@@ -23,6 +23,7 @@ from app.control.snapshot import Snapshot
 from app.gui import remote_view
 from app.gui.collision_view import HoldWatch, held_text, review_collision
 from app.gui.plot_buffers import COL
+from app.core.holds import HOLD_TEXT, HoldReason
 from app.pipeline import SOURCE_LABELS
 from app.tracking.source import SourceKind
 from app.sessions.metrics import TimingFigures, timing_figures
@@ -102,17 +103,19 @@ def loop_end_banner(fatal_error: str, source_kind: SourceKind | None) -> Banner 
 
 
 def core_lost_banner(problem: str) -> Banner:
-    return (f"The control loop is not running: {problem}. The view is frozen. "
-            "Session > Restart core (Ctrl+Shift+R) starts a new one."), "error"
+    return (f"The control loop is not running: {problem}. The view is frozen. Session > Restart core "
+            "(Ctrl+Shift+R) starts a new one, e-stopped until you Reset."), "error"
 
 
-GUI_LOST_BANNER: Banner = ("The core stopped hearing from this window (its heartbeat was missing for longer than "
-                           "core.heartbeat_timeout_s) and held both arms. Reset (Ctrl+R) to continue.", "warn")
-"""The core held the arms because this window's heartbeat stopped (the window hung)."""
+def hold_banner(reason: str, why: str = "") -> Banner | None:
+    """While the core holds the arms for a reason of its own (`HoldReason`): what happened, and that
+    Reset releases them. None for the operator's own e-stop and a fault (the HUD and the fault
+    banner say those)."""
+    if reason not in HOLD_TEXT:
+        return None
+    detail = f" ({why})" if why and reason == HoldReason.GUI_LOST else ""
+    return f"Both arms are held: {HOLD_TEXT[reason]}{detail}. Reset (Ctrl+R) releases them.", "warn"
 
-ATTACHED_HELD_BANNER: Banner = ("Attached to a running core whose window went away: it held both arms then. "
-                                "Reset (Ctrl+R) to continue.", "warn")
-"""This window attached to a core that had held the arms when its previous window went away."""
 
 CLEAR_BANNER: Banner = ("", "info")
 """Hide the banner (what it said is over)."""
@@ -183,13 +186,9 @@ class WindowPresenter:
 
     def __init__(self) -> None:
         self.rate = RateMeter()
-        self._core_reported = ""
         self._loop_end_reported = False
-        self.attached = False
-        """The window attached to a core that was already running (set by the window)."""
-        self._held_banner: Banner | None = None
-        """The GUI-lost banner on screen until the arms run again (after Reset)."""
-        self._held_seen_estopped = False
+        self._state_shown: Banner | None = None
+        """The state banner the last refresh called for (None: none)."""
         self.holds = HoldWatch()
 
     def source_changed(self) -> None:
@@ -198,9 +197,7 @@ class WindowPresenter:
         self._loop_end_reported = False
 
     def core_replaced(self) -> None:
-        self._core_reported = ""
-        self._held_banner = None
-        self.attached = False
+        self.source_changed()
 
     def present(self, runner: Any, now_s: float, review: Any = None, banner_level: str = "",
                 banner_text: str = "") -> Presentation:
@@ -258,34 +255,36 @@ class WindowPresenter:
             p.repaint = True  # no new frames arrive from a dead core; the alert must still show
 
     def _banners(self, runner: Any, snap: Snapshot | None, p: Presentation, level: str, text: str = "") -> None:
-        """Shown in this order, the last one winning: the core's state, a fault, the loop's end.
-        The GUI-lost banner appears only while the core says it lost this window (or had lost
-        the one before, when this window attached) and goes once the arms run again (Reset)."""
-        problem = p.core_problem
-        if problem and problem != self._core_reported:
-            p.banner = core_lost_banner(problem)
-        elif not problem and runner.gui_lost and self._held_banner is None:
-            self._held_banner = ATTACHED_HELD_BANNER if self.attached else GUI_LOST_BANNER
-            self._held_seen_estopped = False
-            p.banner = self._held_banner
-        elif self._held_banner is not None and not runner.gui_lost and snap is not None:
-            if snap.teleop_state == "estopped":
-                self._held_seen_estopped = True
-            elif self._held_seen_estopped:  # reset: the arms run again, the banner's news is over
-                if text == self._held_banner[0]:
-                    p.banner = CLEAR_BANNER
-                self._held_banner = None
-                self.attached = False
-        self._core_reported = problem
-        level = p.banner[1] if p.banner is not None else level
-        if snap is not None and snap.error and level != "error":
-            p.banner = fault_banner(snap.error)
+        """Banners are state: each refresh computes the one the session's condition calls for (the
+        first that applies: the core lost, a fault, the core holding the arms for a reason of its
+        own, the loop ended) and shows it in every mode, review too; when its condition ends it is
+        cleared (if still on screen). A message the window showed (a source note, a review) stays
+        until replaced, or until a state banner covers it."""
+        state = self._state_banner(runner, snap, p.core_problem)
+        if state is not None:
+            if state[0] != text:
+                p.banner = state
+        elif self._state_shown is not None and text == self._state_shown[0]:
+            p.banner = CLEAR_BANNER
+        self._state_shown = state
         if not self._loop_end_reported and runner.finished:
             self._loop_end_reported = p.loop_ended = True
-            p.banner = loop_end_banner(runner.fatal_error, runner.source_kind) or p.banner
+
+    @staticmethod
+    def _state_banner(runner: Any, snap: Snapshot | None, problem: str) -> Banner | None:
+        if problem:
+            return core_lost_banner(problem)
+        if snap is not None and snap.error:
+            return fault_banner(snap.error)
+        held = hold_banner(runner.estop_reason, runner.gui_lost_why)
+        if held is not None:
+            return held
+        if runner.finished:
+            return loop_end_banner(runner.fatal_error, runner.source_kind)
+        return None
 
 
-__all__ = ["ATTACHED_HELD_BANNER", "CLEAR_BANNER", "CORE_LOST_ALERT", "GUI_LOST_BANNER", "Hud", "LIVE_WINDOW_LABEL", "LIVE_WINDOW_S", "Presentation",
+__all__ = ["CLEAR_BANNER", "CORE_LOST_ALERT", "Hud", "hold_banner", "LIVE_WINDOW_LABEL", "LIVE_WINDOW_S", "Presentation",
            "REVIEW_WINDOW_LABEL", "RateMeter", "WindowPresenter", "core_lost_banner", "fault_banner", "hud_lines",
            "live_again_banner", "loop_end_banner", "review_banner", "source_label", "statusbar_loop_text", "statusbar_record_text",
            "window_timing"]

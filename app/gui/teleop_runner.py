@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from app.config import Config
+from app.control.engine import Command, CommandKind
 from app.control.loop import ControlLoop
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import Pipeline
@@ -30,8 +31,11 @@ if TYPE_CHECKING:
 
 class TeleopRunner(Pipeline):
     def __init__(self, cfg: Config, scene: Scene | None = None, buffers: PlotBuffers | None = None,
-                 remote: "ClientConfig | None" = None) -> None:
+                 remote: "ClientConfig | None" = None, held: str = "") -> None:
+        """`held`: start e-stopped for this reason (a replacement's, as a new core would)."""
         super().__init__(cfg, scene, remote)
+        if held:
+            self.send(Command(CommandKind.ESTOP, label=held))  # no loop yet: the first one starts held
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.subscribe(self.buffers.on_snapshot)
 
@@ -46,6 +50,7 @@ class TeleopRunner(Pipeline):
         return ""
 
     gui_lost = False
+    gui_lost_why = ""
 
     def core_description(self) -> str:
         return "in the window's process (--in-process): the loop shares the GUI's interpreter lock"
