@@ -38,7 +38,12 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals (
 REPO = Path(__file__).resolve().parents[1]
 ESTOP_EVENT = Event(EventKind.ESTOP, label=GUI_LOST_LABEL)
 GONE_HOLD_S = 0.1
-"""A window whose process ended or whose connection closed is held within this long (docs/safety.md)."""
+"""A window whose process ended or whose connection closed is held within this long (docs/safety.md),
+counted from when the process is gone (the kernel has torn it down and closed its sockets)."""
+KILL_TO_GONE_S = 0.5
+"""How long a SIGKILLed window process may take to be torn down on a busy machine (every thread of
+it must run to exit; measured 10-40 ms on an idle machine, up to 0.7 s at load 10 beside processes
+with real-time threads): the tests' bound from the kill itself."""
 
 
 # ----- helpers -----
@@ -339,6 +344,7 @@ def test_a_killed_gui_leaves_the_core_holding_and_recording(tmp_path, procs):
     gui.send_signal(signal.SIGKILL)
     t_kill = time.perf_counter()
     gui.wait(5)
+    t_gone = time.perf_counter()  # the kernel has torn the process down (its sockets closed by then)
     assert not process_gone(found.pid), "the core outlives its window"
 
     attached = procs.client(CoreClient(Config(), find_running_core(state_dir), scene=observer.scene))
@@ -347,9 +353,11 @@ def test_a_killed_gui_leaves_the_core_holding_and_recording(tmp_path, procs):
     held = lost.after(t_kill)
     assert held is not None, "an estop:gui_lost tick after the kill"
     delay_s = held.wall_time_s - t_kill
-    print(f"\nGUI killed: arms held {delay_s * 1e3:.0f} ms after SIGKILL (its lifeline closed; the heartbeat "
-          f"timeout, {Config().core.heartbeat_timeout_s:g} s, is not waited for)")
-    assert 0 < delay_s <= GONE_HOLD_S
+    print(f"\nGUI killed: arms held {delay_s * 1e3:.0f} ms after SIGKILL, {(held.wall_time_s - t_gone) * 1e3:.0f} ms "
+          f"after its process was gone (its lifeline closed; the heartbeat timeout, "
+          f"{Config().core.heartbeat_timeout_s:g} s, is not waited for)")
+    assert 0 < delay_s and held.wall_time_s - t_gone <= GONE_HOLD_S
+    assert delay_s <= KILL_TO_GONE_S + GONE_HOLD_S
 
     rows_before = attached.refresh_status().recorder.rows_written
     time.sleep(0.5)

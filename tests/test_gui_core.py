@@ -231,6 +231,8 @@ def test_restart_core_on_a_live_estopped_core_keeps_the_estop(window, qtbot):
     qtbot.waitUntil(lambda: new.latest() is not None and new.latest().tick > 200, timeout=30000)
     assert new.latest().teleop_state == "estopped", "a restart never clears an e-stop"
     assert new.refresh_status().estop_reason == "core_started"
+    window.reset()  # the next tests start from running arms
+    qtbot.waitUntil(lambda: new.latest().teleop_state == "running", timeout=10000)
 
 
 def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):

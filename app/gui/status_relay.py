@@ -27,7 +27,14 @@ class StatusRelay(QObject):
         self.received.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
 
     def attach(self, backend: SessionBackend) -> None:
-        backend.subscribe_status(self.received.emit)
+        backend.subscribe_status(self._emit)
+
+    def _emit(self, view: SessionView) -> None:
+        """Any thread."""
+        try:
+            self.received.emit(view)
+        except RuntimeError:  # the relay's Qt object is gone (its window closed before its backend)
+            pass
 
     def detach(self) -> None:
         """Views still queued (from a backend being replaced) are not delivered."""
