@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import MutableMapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from app.paths import user_cache_dir
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 NUMBA_CACHE_ENV_VAR = "NUMBA_CACHE_DIR"
 
 
-def numba_cache_dir(environ: MutableMapping[str, str] | None = None) -> Path | None:
+def numba_cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The folder for numba's cache: `$NUMBA_CACHE_DIR` when set (by the user, or inherited from the
     process that started this one), else `numba/` in the user's cache folder (`app.paths.user_cache_dir`).
     Created if missing; None when it cannot be created or written to."""
