@@ -249,6 +249,21 @@ def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):
     assert code == EXIT_USAGE and "go with --stream" in err
 
 
+def test_help_lists_the_public_commands_only_and_the_hidden_core_still_parses(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "SUPPRESS" not in out and "core" not in out, out
+    assert "{run,serve,probe,analyze,inspect,export}" in out
+    for command in ("run", "serve", "probe", "analyze", "inspect", "export"):
+        assert f"\n    {command} " in out, command  # each public command with its one-line help
+    with pytest.raises(SystemExit) as done:
+        main(["core", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "usage: pico-teleop core" in out and "--state-dir" in out
+
+
 def test_parsing_the_command_line_loads_no_mujoco():
     """The GUI and the self-check choose MuJoCo's GL backend after parsing: parsing must not
     import MuJoCo (it fixes the backend at import). The packages' lazy exports still resolve."""

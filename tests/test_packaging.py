@@ -34,3 +34,20 @@ def test_the_slow_marker_is_registered_run_by_the_readme_command_and_skippable_f
     assert any(m.startswith("slow:") for m in markers)
     assert _readme_test_command().endswith("-m pytest -q")  # no marker filter: the full run includes the slow tests
     assert '-m "not slow"' in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _apt_packages(text: str) -> set[str]:
+    """The package names of the first `apt-get install` command in `text` (its options left out)."""
+    command = text.split("apt-get install", 1)[1].replace("\\\n", " ")
+    words = command.split(">", 1)[0].split("\n", 1)[0].split()
+    return {w for w in words if not w.startswith("-")}
+
+
+def test_the_readme_lists_the_system_packages_ci_installs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## System packages (Linux)", 1)[1]
+    ci = _apt_packages((ROOT / ".ci/run").read_text(encoding="utf-8"))
+    assert "libegl1" in ci and "xvfb" in ci  # the parse found the list
+    assert _apt_packages(readme) == ci
+    for package in ci - {"libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0", "libxcb-xkb1",
+                         "libxcb-cursor0", "libxcb-shape0", "libxcb-randr0", "libxcb-xinerama0"}:
+        assert f"`{package}`" in readme, f"the README does not say what {package} is for"

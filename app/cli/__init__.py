@@ -27,7 +27,7 @@ from app.log_queue import nonblocking
 
 def build_parser() -> argparse.ArgumentParser:
     from app.cli.analyze import add_analyze_parser
-    from app.cli.core import add_core_parser
+    from app.cli.core import CORE_COMMAND, add_core_parser
     from app.cli.export import add_export_parser
     from app.cli.gui import add_gui_arguments
     from app.cli.inspect import add_inspect_parser
@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_core_parser(sub)
     add_inspect_parser(sub)
     add_export_parser(sub)
+    # The usage line's list of commands, without the hidden one (argparse would list every choice).
+    sub.metavar = "{" + ",".join(name for name in sub.choices if name != CORE_COMMAND) + "}"
     return p
 
 

@@ -9,8 +9,14 @@ from app.cli.common import UsageError, load_config
 from app.core.holds import HoldReason
 
 
+CORE_COMMAND = "core"
+"""Hidden from `--help`: the GUI starts it (`app.core.launcher`), a user never types it."""
+
+
 def add_core_parser(sub) -> argparse.ArgumentParser:
-    core = sub.add_parser("core", help=argparse.SUPPRESS)  # started by the GUI: its control-loop process
+    # No help=: argparse lists every command given one, and prints help=SUPPRESS literally there.
+    core = sub.add_parser(CORE_COMMAND, description="The desktop application's control-loop process, "
+                          "started by the window (not meant to be run by hand).")
     core.add_argument("--config", metavar="PATH", dest="run_config")
     core.add_argument("--state-dir", metavar="DIR")
     core.add_argument("--connect", metavar="ENDPOINT")

@@ -37,7 +37,7 @@ from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
 from app.control.config import CollisionConfig
 from app.sessions.schema import ARMS
-from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s
+from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s, rows_recorded
 
 GRASP_CLOSE_THRESHOLD = 0.6
 """Gripper command (0 open .. 1 closed) at or above which the gripper counts as closed."""
@@ -473,6 +473,7 @@ class _Analyzer:
         file = {
             "path": str(path),
             "rows": rows,
+            "sidecar_rows": rows_recorded(sc),
             "first_t_s": first_t,
             "last_t_s": last_t,
             "duration_s": (last_t - first_t + period_s) if rows else 0.0,

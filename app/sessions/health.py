@@ -8,6 +8,7 @@ and the threshold it crossed; the verdict is the worst finding's level (OK when 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -87,6 +88,26 @@ def _num(x) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
 
 
+def _check_row_count(file: dict, rows: int, add: Callable[[Level, str], None]) -> None:
+    """The file against its sidecar: the recorder writes whole rows only and counts them (`n_rows`),
+    so fewer or more rows, or a last line cut mid-row, mean the file is not what was recorded (a
+    partial copy or download, a full disk, an edit). FAIL when the sidecar says the recording
+    completed; WARN when it says it did not (the recording's own failure already explains a gap)."""
+    said = file.get("sidecar_rows")
+    complete = file.get("complete") is True
+    torn = bool(file.get("truncated_last_line"))
+    if isinstance(said, int) and not isinstance(said, bool) and said != rows:
+        sidecar = (f"its sidecar says the recording completed with {said}" if complete
+                   else f"its sidecar counts {said} written")
+        why = (f"({said - rows} rows missing): the file was cut short" if rows < said
+               else f"({rows - said} rows more): the sidecar is not this file's, or rows were added to it")
+        add(Level.FAIL if complete else Level.WARN,
+            f"the file holds {rows} data rows{' and a last line cut mid-row' if torn else ''} but {sidecar} {why}")
+    elif torn and complete:
+        add(Level.FAIL, f"the file ends mid-row after {rows} data rows while its sidecar says the recording "
+                        "completed: the file was cut short")
+
+
 def assess(metrics: dict) -> Verdict:
     out: list[Finding] = []
 
@@ -105,6 +126,7 @@ def assess(metrics: dict) -> Verdict:
         add(Level.FAIL, f"{events['faults']} fault(s) in the control loop (see the events)")
     if file.get("fatal_error"):
         add(Level.FAIL, f"the run ended with a fatal error: {file['fatal_error']}")
+    _check_row_count(file, rows, add)
     if file.get("ended_abnormally"):
         add(Level.WARN, "session ended abnormally (sidecar complete: false): killed, crashed or power lost")
     if file.get("error"):

@@ -202,7 +202,7 @@ def render_markdown(an: SessionAnalysis, plots: dict[str, str]) -> str:
             ["complete", complete],
             ["torn last line dropped", fmt(f["truncated_last_line"])],
             ["missing ticks", fmt(f["missing_ticks"])]]
-    for k in ("started_at", "ended_at", "source", "app_version", "dropped_rows", "error", "fatal_error"):
+    for k in ("sidecar_rows", "started_at", "ended_at", "source", "app_version", "dropped_rows", "error", "fatal_error"):
         if f.get(k) is not None:
             rows.append([k.replace("_", " "), fmt(f[k])])
     lines += ["## Session", ""] + _table(["", ""], rows)

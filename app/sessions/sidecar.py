@@ -34,6 +34,13 @@ def recorded_config(sidecar: dict | None, what: str = "settings") -> tuple[Confi
     return Config(), ""
 
 
+def rows_recorded(sidecar: dict | None) -> int | None:
+    """The data rows the recorder says it wrote to the CSV (`n_rows`, written when the recording
+    stops, counted from the file after a write error); None when the sidecar does not say."""
+    n = (sidecar or {}).get("n_rows")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
 def loop_period_s(sidecar: dict | None, t_s: np.ndarray) -> tuple[float, str]:
     """(the loop period a session was recorded at (s), where it came from): the sidecar's
     `loop_rate_hz`, else its configuration's `loop.rate_hz` ('sidecar'); else the median step of
@@ -49,4 +56,4 @@ def loop_period_s(sidecar: dict | None, t_s: np.ndarray) -> tuple[float, str]:
     return 1.0 / DEFAULT_RATE_HZ, "default"
 
 
-__all__ = ["DEFAULT_RATE_HZ", "config_in", "loop_period_s", "recorded_config"]
+__all__ = ["DEFAULT_RATE_HZ", "config_in", "loop_period_s", "recorded_config", "rows_recorded"]

@@ -1,4 +1,5 @@
-"""Hostile and damaged session files: refused in one line within bounded memory, or replayed with a note.
+"""Hostile and damaged session files: refused in one line within bounded memory, replayed with a note,
+or analysed with the verdict they deserve (a file cut short after the recording FAILs).
 
 Each test builds its fault from a real short recording (or the schema's columns) and checks the
 promise the reader makes: a wide header or a long row is refused before it is held in memory,
@@ -226,3 +227,73 @@ def test_the_recording_itself_still_reads_unchanged(recorded):
     s = read_session(recorded)
     assert s.n_rows == 200 and not s.truncated_last_line and s.sidecar["complete"] is True
     assert json.loads(sidecar_path(recorded).read_text())["n_rows"] == 200
+
+
+# --- a file that disagrees with its sidecar (cut short after the recording) -------------------
+
+
+def _analyze(path, tmp_path) -> tuple[str, dict]:
+    out = io.StringIO()
+    assert analyze_command(str(path), str(tmp_path / f"{path.stem}-rep"), stream=out, err=io.StringIO(),
+                           plots=False) == EXIT_OK
+    return out.getvalue(), json.loads((tmp_path / f"{path.stem}-rep" / "report.json").read_text())
+
+
+def _copy(recorded, path, data: bytes, **sidecar_changes):
+    path.write_bytes(data)
+    sidecar = dict(json.loads(sidecar_path(recorded).read_text()), **sidecar_changes)
+    sidecar_path(path).write_text(json.dumps(sidecar))
+    return path
+
+
+def _row_count_reasons(doc: dict) -> list[dict]:
+    return [r for r in doc["verdict"]["reasons"] if "data rows" in r["message"]]
+
+
+def test_a_completed_recording_cut_short_fails_naming_both_row_counts(recorded, tmp_path):
+    lines = recorded.read_bytes().split(b"\n")
+    assert json.loads(sidecar_path(recorded).read_text())["n_rows"] == 200
+    at_a_row = _copy(recorded, tmp_path / "copied_in_part.csv", b"\n".join(lines[:121]) + b"\n")
+    mid_row = _copy(recorded, tmp_path / "cut_mid_row.csv", b"\n".join(lines[:122])[:-30])
+    for path, torn in ((at_a_row, False), (mid_row, True)):
+        out, doc = _analyze(path, tmp_path)
+        assert doc["verdict"]["level"] == "FAIL", out
+        assert doc["metrics"]["file"]["rows"] == 120 and doc["metrics"]["file"]["sidecar_rows"] == 200
+        [reason] = _row_count_reasons(doc)
+        assert reason["level"] == "FAIL"
+        assert "120 data rows" in reason["message"] and "completed with 200" in reason["message"]
+        assert ("cut mid-row" in reason["message"]) is torn
+        assert f"FAIL: {reason['message']}" in out  # the terminal says it too, not only the report
+
+
+def test_more_rows_than_the_sidecar_says_fails_too(recorded, tmp_path):
+    text = recorded.read_bytes()
+    path = _copy(recorded, tmp_path / "other_sidecar.csv", text, n_rows=150)
+    _, doc = _analyze(path, tmp_path)
+    [reason] = _row_count_reasons(doc)
+    assert doc["verdict"]["level"] == "FAIL" and "200 data rows" in reason["message"] and "150" in reason["message"]
+
+
+def test_a_file_ending_mid_row_while_its_sidecar_says_complete_fails_without_a_row_count(recorded, tmp_path):
+    """An older or edited sidecar without `n_rows`: the torn last line alone gives it away (the
+    recorder ends every row it writes, and a completed recording was closed cleanly)."""
+    sidecar = json.loads(sidecar_path(recorded).read_text())
+    del sidecar["n_rows"]
+    path = tmp_path / "no_count.csv"
+    path.write_bytes(recorded.read_bytes()[:-30])
+    sidecar_path(path).write_text(json.dumps(sidecar))
+    _, doc = _analyze(path, tmp_path)
+    [reason] = [r for r in doc["verdict"]["reasons"] if "mid-row" in r["message"]]
+    assert doc["verdict"]["level"] == reason["level"] == "FAIL" and "199 data rows" in reason["message"]
+
+
+def test_a_failed_recordings_missing_rows_warn_and_a_matching_file_says_nothing(recorded, tmp_path):
+    """`complete: false` already explains a short file (the recording failed); the mismatch is still
+    named, as WARN. A file that matches its sidecar gets no row-count finding at all."""
+    lines = recorded.read_bytes().split(b"\n")
+    path = _copy(recorded, tmp_path / "failed.csv", b"\n".join(lines[:121]) + b"\n", complete=False)
+    _, doc = _analyze(path, tmp_path)
+    [reason] = _row_count_reasons(doc)
+    assert reason["level"] == "WARN" and "120 data rows" in reason["message"] and "200" in reason["message"]
+    _, doc = _analyze(recorded, tmp_path)
+    assert _row_count_reasons(doc) == [] and doc["metrics"]["file"]["sidecar_rows"] == 200
