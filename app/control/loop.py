@@ -18,6 +18,7 @@ from app.control.config import LoopConfig
 from app.control.engine import Command, TeleopEngine
 from app.control.lock_wait import LockWaitFigures, ThreadWaitProbe
 from app.control.snapshot import Snapshot
+from app.control.teleop_state import TeleopState
 from app.control.timing import LoopTimer
 from app.stats import TimingFigures
 from app.tracking.source import TrackingSource
@@ -207,6 +208,9 @@ class ControlLoop:
                 snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks,
                                    timer.skipped_ticks)
                 timer.record(lateness, snap.timing.compute_s, wall)
+                # A scripted operator cannot see the window: without this it would go on with its
+                # script through an e-stop, away from the arms it holds.
+                source.show_estopped(snap.teleop_state is TeleopState.ESTOPPED)
                 self._latest = snap
                 for fn in self._subscribers:
                     try:

@@ -23,9 +23,16 @@ like a person, the operator lets go of the grip and brings the hand back (keepin
 squeezed) wherever a carry would take it out of reach.
 
 Motion between waypoints follows minimum-jerk profiles, as human reaching does. The sample for a
-time t is a pure function of t, so runs are reproducible. The cycle (`CYCLE_S`: the cubes in its
-first 20 s, the handover after) repeats forever, carrying each cube back and forth between its
-start and its place marker and passing the block one way, then back.
+time t is a pure function of t and of the e-stops the operator has been shown, so runs are
+reproducible. The cycle (`CYCLE_S`: the cubes in its first 20 s, the handover after) repeats
+forever, carrying each cube back and forth between its start and its place marker and passing the
+block one way, then back.
+
+The script only holds while the arms are where its hands put them, so it waits out an e-stop
+(`show_estopped`, `app.tracking.script_clock`): it keeps still while the arms hold, and after the
+Reset lets go of the grips and takes them again where its hands stopped, then goes on from there.
+Going on through the e-stop instead, the grips taken again after the Reset would latch the arms
+wherever the e-stop had left them against hands elsewhere in the script, an offset for good.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingResult, TrackingSample
+from app.tracking.script_clock import ScriptClock
 from app.tracking.source import SourceBase
 from calibration import frames
 from calibration import quat as Q
@@ -236,6 +244,8 @@ class DemoOperator(SourceBase):
         self._yaw0 = math.radians(room_yaw_deg)
         self._turn = math.radians(turn_deg)
         self._half_h = object_half_height_m
+        self.clock = ScriptClock()
+        """The script's time: the loop's, less the time spent waiting out e-stops."""
         # Where the operator stands in the room (robot axes, metres) and their hands' rest points
         # in their own frame (x forward, y left, z up from the floor).
         self._stand = np.array([0.4, -0.2, 0.0])
@@ -374,39 +384,49 @@ class DemoOperator(SourceBase):
         q = frames.quat_robot_to_vr(quat_room)
         return tuple(float(v) for v in p), tuple(float(v) for v in q)
 
+    def show_estopped(self, estopped: bool) -> None:
+        """Waits out an e-stop: the script stands still, and after the Reset goes on where it stopped
+        once the grips have been let go and taken again (`ScriptClock`)."""
+        self.clock.show_estopped(estopped)
+
     def read(self, loop_time_s: float) -> TrackingSample:
-        t_total = max(0.0, loop_time_s)
-        cycle = int(t_total // CYCLE_S)
+        t_loop = max(0.0, loop_time_s)
+        now = self.clock.at(t_loop)
+        t_script = now.script_s
+        cycle = int(t_script // CYCLE_S)
         if not self.repeat:
             cycle = min(cycle, 0)
-        t = t_total - cycle * CYCLE_S if self.repeat else min(t_total, CYCLE_S)
+        t = t_script - cycle * CYCLE_S if self.repeat else min(t_script, CYCLE_S)
         plans = self._plans_swapped if cycle % 2 else self._plans
         body_yaw = self._body_yaw(cycle, t)
-        # Device time is the script's time; the read time is the host clock, like a real source's,
-        # so pose age means the same thing whatever the source.
+        # Device time is the loop time (a device's clock runs on while the script waits out an
+        # e-stop); the read time is the host clock, like a real source's, so pose age means the
+        # same thing whatever the source. The tremor and the head's sway run on loop time too: a
+        # person waiting still shakes and sways.
         read_time = time.perf_counter()
         poses: dict[str, DevicePose] = {}
         buttons: dict[str, ControllerButtons] = {}
         for i, (arm, plan) in enumerate(plans.items()):
-            pos = _interp(plan["hand"], t) + self._tremor(t_total, 1.3 * i + 0.4)  # type: ignore[arg-type]
+            pos = _interp(plan["hand"], t) + self._tremor(t_loop, 1.3 * i + 0.4)  # type: ignore[arg-type]
             yaw = float(_interp(plan["yaw"], t)[0])  # type: ignore[arg-type]
             roll = float(_interp(plan["roll"], t)[0])  # type: ignore[arg-type]
             # The wrist's roll is about the operator's forward axis, after the turn about the vertical.
             pos_vr, quat_vr = self._to_vr(pos, Q.multiply(_roll_quat(roll), _yaw_quat(yaw)), body_yaw)
-            poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
+            poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_loop, read_time)
             trig = float(_interp(plan["trigger"], t)[0])  # type: ignore[arg-type]
-            buttons[arm] = ControllerButtons(trigger=trig, grip=self._grip(plan, t), a=self._a_pressed(arm, t))
+            grip = self._grip(plan, t) and not now.grips_open
+            buttons[arm] = ControllerButtons(trigger=trig, grip=grip, a=self._a_pressed(arm, t))
         bend = float(np.interp(t, self._bend_t, self._bends[cycle % 2]))
-        head_standing = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_total), math.sin(0.5 * t_total), 0.3 * math.sin(1.1 * t_total)])
+        head_standing = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_loop), math.sin(0.5 * t_loop), 0.3 * math.sin(1.1 * t_loop)])
         head_pos = self.posture.apply(head_standing[None, :], np.array([bend]))[0]
         # The head turns with the trunk, the neck taking back a third of the bend to look at the hands.
-        pitch = math.radians(12.0) + 0.03 * math.sin(0.4 * t_total) + (2.0 / 3.0) * bend * self.posture.max_hip_bend_rad
+        pitch = math.radians(12.0) + 0.03 * math.sin(0.4 * t_loop) + (2.0 / 3.0) * bend * self.posture.max_hip_bend_rad
         head_q = np.array([math.cos(pitch / 2), 0.0, math.sin(pitch / 2), 0.0])
         hp, hq = self._to_vr(head_pos, head_q, body_yaw)
-        head = DevicePose(hp, hq, True, True, int(TrackingResult.RUNNING_OK), t_total, read_time)
+        head = DevicePose(hp, hq, True, True, int(TrackingResult.RUNNING_OK), t_loop, read_time)
         return TrackingSample(left=poses.get("left", DevicePose()), right=poses.get("right", DevicePose()), head=head,
                               left_buttons=buttons.get("left", ControllerButtons()),
-                              right_buttons=buttons.get("right", ControllerButtons()), sample_time_s=t_total)
+                              right_buttons=buttons.get("right", ControllerButtons()), sample_time_s=t_loop)
 
     def finished(self) -> bool:
         return False

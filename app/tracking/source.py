@@ -92,6 +92,12 @@ class TrackingSource(Protocol):
         """Ask the controller for a short vibration; sources without haptics ignore it."""
         ...
 
+    def show_estopped(self, estopped: bool) -> None:
+        """The teleop state after each tick: e-stopped or running. A person sees it in the window;
+        the demo operator waits out an e-stop with its script; live and replayed sources ignore it
+        (a replay's operator commands are in its recording)."""
+        ...
+
     def device_info(self) -> "dict[str, dict[str, Any]] | None":
         """Per-device model and battery (OpenVR); None for sources without devices."""
         ...
@@ -144,6 +150,9 @@ class SourceBase:
         return False
 
     def pulse_haptic(self, controller: str, duration_us: int) -> None:
+        return None
+
+    def show_estopped(self, estopped: bool) -> None:
         return None
 
     def device_info(self) -> dict[str, dict[str, Any]] | None:
