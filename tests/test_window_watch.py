@@ -3,6 +3,7 @@ sets, a process table the test edits, and real loopback sockets for the lifeline
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import time
@@ -109,7 +110,7 @@ def test_another_window_is_an_attach_and_is_watched_from_then_on(rig):
     alive[4242] = False  # the first window's death no longer matters
     assert watch.check(clock.now) is None
     alive[5151] = False
-    assert watch.check(clock.now) is not None
+    assert watch.check(clock.now + 0.02) is not None  # at the next process lookup
 
 
 def test_a_window_that_never_heartbeats_is_lost_after_the_startup_grace(rig):
@@ -135,3 +136,25 @@ def test_a_core_without_a_live_window_counts_its_orphaned_time(rig):
 def test_window_ids_are_new_each_time():
     a, b = new_window_id(), new_window_id()
     assert a != b and len(a) == 16 and int(a, 16) >= 0
+
+
+def test_a_process_is_not_alive_from_the_moment_it_is_killed_to_its_reaping():
+    import signal
+    import subprocess
+    import sys
+
+    from app.core.pids import pid_alive
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert pid_alive(child.pid) and pid_alive(os.getpid())
+        child.send_signal(signal.SIGSTOP)
+        assert pid_alive(child.pid), "a frozen process lives (its heartbeat judges it)"
+        child.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pid_alive(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert not pid_alive(child.pid), "killed, not yet reaped: a zombie is not alive"
+    finally:
+        child.kill()
+        child.wait(10)
+    assert not pid_alive(child.pid) and not pid_alive(0)
