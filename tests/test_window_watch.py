@@ -14,7 +14,7 @@ from app.core.window_watch import WindowWatch, new_window_id
 
 TOKEN = bytes(range(16))
 TIMEOUT_S = 3.0
-GRACE_S = 3.0
+GRACE_S = 10.0
 
 
 class Clock:
@@ -158,3 +158,13 @@ def test_a_process_is_not_alive_from_the_moment_it_is_killed_to_its_reaping():
         child.kill()
         child.wait(10)
     assert not pid_alive(child.pid) and not pid_alive(0)
+
+
+def test_the_launching_window_dying_before_its_first_heartbeat_is_lost_at_once(rig):
+    watch, clock, _ = rig
+    starting = lifeline(watch, "a" * 16)  # the id the core was launched with
+    watch.request(clock.now)
+    starting.close()
+    pump(watch, 0.1)
+    loss = watch.check(clock.now + 0.02)
+    assert loss is not None and loss.gone, "no start-up grace for a window that is gone"

@@ -80,10 +80,10 @@ SESSION_JOIN_TIMEOUT_S = 30.0
 """On exit, how long the core waits for the session thread's request in progress (a remote
 connect gives up after `client.connect_timeout_s`) before it closes the session anyway."""
 
-STARTUP_GRACE_S = 3.0
+STARTUP_GRACE_S = 10.0
 """A window that has made requests but sent no heartbeat yet is still starting up (first paint,
-renderer set-up: its Qt thread may be busy for a moment). It is watched from its first heartbeat,
-or from this long after its first request if no heartbeat ever comes (it died while starting)."""
+renderer set-up: on a loaded machine its Qt thread may be busy for seconds). If it dies meanwhile
+its lifeline says so at once; if it hangs, it is lost this long after its first request."""
 
 
 class CoreServer:

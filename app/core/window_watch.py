@@ -208,12 +208,12 @@ class WindowWatch:
         return loss
 
     def _find_loss(self, now_s: float) -> WindowLoss | None:
+        if self.window_id in self._lifeline_closed:  # the launching window too, before its first heartbeat
+            return WindowLoss(True, "its connection closed")
         if not self.watching:
             if self.first_request_s is not None and now_s - self.first_request_s > self.startup_grace_s:
                 return WindowLoss(False, f"no heartbeat within {self.startup_grace_s:g} s of its first request")
             return None
-        if self.window_id in self._lifeline_closed:
-            return WindowLoss(True, "its connection closed")
         if self.window_pid and now_s >= self._next_pid_check_s:
             self._next_pid_check_s = now_s + PID_CHECK_PERIOD_S
             if not self._is_alive(self.window_pid):
