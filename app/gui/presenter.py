@@ -139,21 +139,44 @@ def window_timing(rows: np.ndarray, period_ms: float) -> TimingFigures:
     return timing_figures(rows[:, COL["lateness_ms"]], rows[:, COL["compute_ms"]], period_ms, start_s=start_s)
 
 
+RATE_SPAN_S = 1.0
+"""The loop rate is measured over at least this much of the loop's own time (s)."""
+RATE_STALE_S = 2.0
+"""A loop whose newest tick has not changed for this long on the window's clock (s) reads 0 Hz."""
+
+
 class RateMeter:
-    """The loop's tick rate, measured over at least one second of the host clock."""
+    """The loop's tick rate on the loop's own clock: ticks run over the time between the starts of
+    the first and the last of them (`Snapshot.wall_time_s`), over at least `RATE_SPAN_S` of it.
+
+    Snapshots reach the window in batches (the core's statuses, a busy Qt thread, a loaded
+    machine): counted against the window's clock at each refresh, ticks that arrived in one burst
+    read many times the rate (2929 Hz for a 200 Hz loop) and the refreshes between bursts too little. Ticks
+    and their start times come from the same snapshots, so when they arrive does not matter.
+    Deadlines the loop skipped are not ticks: a loop that skips reads below its configured rate."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self._t0, self._tick0, self.hz = 0.0, 0, 0.0
+        self._tick0, self._start0_s = -1, 0.0
+        self._last_tick, self._last_change_s = -1, 0.0
+        self.hz = 0.0
 
-    def update(self, now_s: float, tick: int) -> float:
-        if self._t0 == 0.0:
-            self._t0, self._tick0 = now_s, tick
-        elif now_s - self._t0 >= 1.0:
-            self.hz = (tick - self._tick0) / (now_s - self._t0)
-            self._t0, self._tick0 = now_s, tick
+    def update(self, snap: Snapshot, now_s: float) -> float:
+        """The rate as of the newest snapshot `snap`; `now_s`: the window's clock (only to tell a
+        loop that stopped ticking)."""
+        if snap.tick != self._last_tick:
+            self._last_tick, self._last_change_s = snap.tick, now_s
+        elif now_s - self._last_change_s > RATE_STALE_S:
+            self.hz = 0.0
+            self._tick0 = -1  # measure afresh when it ticks again
+            return self.hz
+        if self._tick0 < 0 or snap.tick < self._tick0:  # the first snapshot, or a new loop's
+            self._tick0, self._start0_s = snap.tick, snap.wall_time_s
+        elif snap.wall_time_s - self._start0_s >= RATE_SPAN_S:
+            self.hz = (snap.tick - self._tick0) / (snap.wall_time_s - self._start0_s)
+            self._tick0, self._start0_s = snap.tick, snap.wall_time_s
         return self.hz
 
 
@@ -207,7 +230,7 @@ class WindowPresenter:
         """`review`: the `SessionReview` on screen (None when live); `banner_level`, `banner_text`:
         the current banner's."""
         snap = runner.latest()
-        rate_hz = self.rate.update(now_s, snap.tick) if snap is not None and review is None else 0.0
+        rate_hz = self.rate.update(snap, now_s) if snap is not None and review is None else 0.0
         hud = Hud(source="session review" if review is not None else SOURCE_LABELS.get(runner.source_kind,
                                                                                          str(runner.source_kind or "")),
                   recording=runner.recording)
