@@ -593,8 +593,16 @@ class MainWindow(QMainWindow):
 
     # ----- recording -----
 
+    _record_wanted: bool | None = None
+    """A recording start (True) or stop (False) asked for and not answered yet; None: none is."""
+
     def toggle_recording(self, on: bool) -> None:
-        if on == self.session.recording:
+        """F9 / Record: `on` is the opposite of what the toggle showed (Qt has just flipped it), and
+        the toggle shows the recorder's state (`_sync_record_action`), so F9 does the opposite of it."""
+        if on and self.session.recording and self._record_wanted is None:
+            # Only a status older than the toggle's own sync gets here (a recording started elsewhere).
+            self._sync_record_action()
+            self.statusBar().showMessage("Already recording: F9 again stops it", 5000)
             return
         if on:
             self.start_recording(self.sessions_dir / generated_session_name())
@@ -628,31 +636,50 @@ class MainWindow(QMainWindow):
 
     def start_recording(self, path: Path) -> None:
         def started(written: Path) -> None:
+            self._recording_answered()
             self.statusBar().showMessage(f"Recording to {written}", 8000)
-            self._sync_record_action()
 
         def failed(exc: BaseException) -> None:
-            self._sync_record_action()
+            self._recording_answered()
             self.report(exc)
 
+        self._record_wanted = True
+        self._sync_record_action()
         self.request(self.runner.start_recording, path, then=started, failed=failed)
 
     def stop_recording(self) -> None:
         def stopped(st) -> None:
+            self._recording_answered()
             msg = f"Recorded {st.rows_written} rows to {st.path}" + (f" ({st.dropped_rows} dropped)" if st.dropped_rows else "")
             if st.error:
                 self.show_error("Recording failed", f"{msg}: {st.error}")
             else:
                 self.statusBar().showMessage(msg, 10000)
-            self._sync_record_action()
 
-        self.request(self.runner.stop_recording, then=stopped)
+        def failed(exc: BaseException) -> None:
+            self._recording_answered()
+            self.report(exc)
+
+        self._record_wanted = False
+        self._sync_record_action()
+        self.request(self.runner.stop_recording, then=stopped, failed=failed)
+
+    def _recording_answered(self) -> None:
+        self._record_wanted = None
+        self._sync_record_action()
 
     def _sync_record_action(self) -> None:
-        self.act["record"].blockSignals(True)
-        self.act["record"].setChecked(self.session.recording)
-        self.act["record"].setText("Stop recording" if self.session.recording else "Record")
-        self.act["record"].blockSignals(False)
+        """The Record toggle shows the recorder's state as the newest status says (a recording
+        started by --record, stopped when the loop ended, or failed to start), or, while a start
+        or stop is on its way, the state asked for; runs at every display refresh."""
+        on = self.session.recording if self._record_wanted is None else self._record_wanted
+        act, text = self.act["record"], "Stop recording" if on else "Record"
+        if act.isChecked() == on and act.text() == text:
+            return
+        act.blockSignals(True)
+        act.setChecked(on)
+        act.setText(text)
+        act.blockSignals(False)
 
     # ----- sources and settings -----
 
@@ -914,6 +941,7 @@ class MainWindow(QMainWindow):
             self.banner.show_message(*shown.banner)
         if shown.loop_ended and session.recording:
             self.stop_recording()
+        self._sync_record_action()
 
     def _refresh_status(self, snap, shown: Presentation) -> None:
         """The status panel and the status bar (half the display rate)."""
