@@ -37,6 +37,7 @@ class FakeRunner:
     buffers: PlotBuffers = field(default_factory=PlotBuffers)
     source_kind: SourceKind = SourceKind.DEMO
     recording: bool = False
+    running: bool = True
     snap: object = None
     problem: str = ""
     gui_lost: bool = False
@@ -279,3 +280,33 @@ def test_back_to_live_names_the_arms_real_states():
     text, _ = P.live_again_banner(snap, running=True)
     assert "left arm engaged" in text and "right arm idle" in text and "restart" not in text
     assert "not running" in P.live_again_banner(None, running=False)[0]
+
+
+def _live_snap(teleop_state: str, left: str = "engaged", left_held: bool = False, tick: int = 1):
+    arms = {"left": SimpleNamespace(state=left, precision=False, tracking_ok=left != "holding",
+                                    **{**NOTHING_NEAR, "collision_held": left_held,
+                                       "collision_pair": "left/hand~right/hand" if left_held else "",
+                                       "collision_distance_m": 0.011 if left_held else 0.1}),
+            "right": SimpleNamespace(state="engaged", precision=False, tracking_ok=True, **NOTHING_NEAR)}
+    return SimpleNamespace(tick=tick, wall_time_s=tick * 0.005, error="", teleop_state=teleop_state,
+                           arm=lambda name: arms[name], clamp_counts=())
+
+
+def test_a_review_says_what_holds_the_live_arms_behind_it():
+    """Space e-stops the live arms during a review: the review must not hide it (nor a hold)."""
+    runner, pres = FakeRunner(), P.WindowPresenter()
+    review = SimpleNamespace(rows=_rows(100), index=50, session=SimpleNamespace(data={}))
+    runner.snap = _live_snap("running")
+    assert pres.present(runner, now_s=1.0, review=review).hud.live_holds == []
+    runner.snap = _live_snap("estopped", left="idle")
+    shown = pres.present(runner, now_s=1.1, review=review)
+    assert shown.hud.live_holds == ["LIVE ARMS E-STOPPED: Ctrl+R resets"]
+    assert pres.present(runner, now_s=1.2).hud.live_holds == []  # live, the view shows its own e-stop
+    runner.gui_lost = True
+    assert pres.present(runner, now_s=1.3, review=review).hud.live_holds == [
+        "LIVE ARMS E-STOPPED (the core stopped hearing from this window): Ctrl+R resets"]
+    runner.gui_lost, runner.snap = False, _live_snap("running", left="holding", left_held=True, tick=2)
+    assert pres.present(runner, now_s=1.4, review=review).hud.live_holds == [
+        "LIVE LEFT arm holding: its controller is not tracked", "LIVE LEFT held: hand near right hand, 11 mm"]
+    runner.running = False  # no loop: nothing holds them but its absence, which the banner says
+    assert pres.present(runner, now_s=1.5, review=review).hud.live_holds == []

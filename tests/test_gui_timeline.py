@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from PySide6.QtGui import QImage  # noqa: E402
+
 from tests.recording import record_demo  # noqa: E402
 from app.config import Config  # noqa: E402
 from app.gui import theme  # noqa: E402
@@ -115,15 +117,41 @@ def test_play_advances_the_cursor_and_pause_stops_it(window, qtbot, session_path
     assert window.review.index == held
 
 
-def test_estop_while_reviewing_is_not_an_error(window, qtbot, session_path):
+def _red_pixels(widget) -> int:
+    """Pixels of the view's lower third in the red of an e-stop banner."""
+    img = widget.grab().toImage().convertToFormat(QImage.Format.Format_RGB888)
+    h, w = img.height(), img.width()
+    rgb = np.frombuffer(img.constBits(), np.uint8, img.bytesPerLine() * h).reshape(h, -1)[:, : 3 * w].reshape(h, w, 3)
+    low = rgb[2 * h // 3:].astype(int)
+    return int(np.count_nonzero((low[..., 0] > 150) & (low[..., 1] < 80) & (low[..., 2] < 80)))
+
+
+def _refreshed(window) -> None:
+    for _ in range(2):  # the status panel refreshes at half the display rate
+        window._refresh()
+
+
+def test_estop_while_reviewing_is_not_an_error_and_the_review_says_the_live_arms_are_stopped(
+        window, qtbot, session_path):
     if window.review is None:
         _review(window, qtbot, session_path)
+    panel = window.status_panel
+    _refreshed(window)
+    assert not panel.live_label.isVisible() and window.viewport.hud.live_holds == []
+    red_before = _red_pixels(window.viewport)
     window.last_error = ""
     window.act["estop"].trigger()
     assert window.last_error == "" and window.review is not None
     qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)  # the live arms hold
+    _refreshed(window)
+    assert "REVIEW" in panel.state_label.text()
+    assert panel.live_label.isVisible() and panel.live_label.text() == "LIVE ARMS E-STOPPED: Ctrl+R resets"
+    assert window.viewport.hud.live_holds == ["LIVE ARMS E-STOPPED: Ctrl+R resets"]
+    assert _red_pixels(window.viewport) > red_before + 2000  # the view paints it, as a banner
     window.reset()
     qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=2000)
+    _refreshed(window)
+    assert not panel.live_label.isVisible() and window.viewport.hud.live_holds == []
 
 
 def test_closing_the_review_goes_live_again_without_a_restart(window, qtbot):

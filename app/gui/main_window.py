@@ -952,7 +952,7 @@ class MainWindow(QMainWindow):
                                         ok=shown.remote_status_text is not None and not shown.hud.alert)
         review = self.review
         if review is not None:  # review mode: the file's figures at the cursor, not the live session's behind it
-            self.status_panel.update_review(review)
+            self.status_panel.update_review(review, shown.hud.live_holds)
         else:
             self.status_panel.update_status(
                 snap, source_label=shown.hud.source, device_info=session.device_info(), recorder=session.recorder_status(),

@@ -56,6 +56,9 @@ class Hud:
     """A condition the view must shout about (the simulation server is STALE, the core is lost): a red banner."""
     holds: list[str] = field(default_factory=list)
     """Arms a collision constraint holds back, now or a moment ago ('LEFT held: hand near right link7, 11 mm')."""
+    live_holds: list[str] = field(default_factory=list)
+    """Review mode: what holds the live arms behind the review ('LIVE ARMS E-STOPPED: ...'); [] when
+    nothing does, and always while live (the live view shows its own e-stop and holds)."""
 
 
 def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
@@ -69,6 +72,21 @@ def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
         lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
                                 for n in ARMS))
     return lines + hud.lines
+
+
+def live_hold_lines(snap: Snapshot | None, running: bool, gui_lost: bool, collision_holds: list[str]) -> list[str]:
+    """What holds the live arms, said while a review hides them, loudest first: their e-stop (Space
+    e-stops them during a review too), an arm holding for its lost controller, a collision hold
+    (`collision_holds`: the `HoldWatch`'s lines). [] when nothing does or no loop runs."""
+    if snap is None or not running:
+        return []
+    out = []
+    if snap.teleop_state == "estopped":
+        why = " (the core stopped hearing from this window)" if gui_lost else ""
+        out.append(f"LIVE ARMS E-STOPPED{why}: Ctrl+R resets")
+    out += [f"LIVE {n.upper()} arm holding: its controller is not tracked" for n in ARMS
+            if snap.arm(n).state == "holding"]
+    return out + [f"LIVE {text}" for text in collision_holds]
 
 
 def statusbar_loop_text(rate_hz: float, lateness_p99_ms: float) -> str:
@@ -243,17 +261,19 @@ class WindowPresenter:
             figures, label = window_timing(rows, runner.cfg.loop.period_s * 1e3), LIVE_WINDOW_LABEL
         hud.loop_rate_hz, hud.window_label = rate_hz, label
         hud.lateness_p99_ms, hud.lateness_max_ms = figures.lateness_p99_ms, figures.lateness_max_ms
-        hud.holds = self._holds(review, snap, now_s)
+        live_holds = self.holds.update(snap, now_s)  # watched in review too: the live arms run on behind it
+        hud.holds = live_holds if review is None else self._recorded_holds(review)
+        if review is not None:
+            hud.live_holds = live_hold_lines(snap, runner.running, runner.gui_lost, live_holds)
         p = Presentation(hud, figures, label, rate_hz, statusbar_loop_text(rate_hz, figures.lateness_p99_ms),
                          statusbar_record_text(runner.recorder_status()), None, runner.core_problem())
         self._remote(runner, p)
         self._banners(runner, snap, p, banner_level, banner_text)
         return p
 
-    def _holds(self, review: Any, snap: Snapshot | None, now_s: float) -> list[str]:
-        """Live: the hold watch over the newest snapshot; in review: the recorded held flags at the cursor."""
-        if review is None:
-            return self.holds.update(snap, now_s)
+    @staticmethod
+    def _recorded_holds(review: Any) -> list[str]:
+        """The recorded held flags at the review's cursor."""
         out = []
         for arm in ARMS:
             c = review_collision(review, arm)

@@ -476,8 +476,10 @@ class SceneViewport(QWidget):
         top = self.height() - 44
         if h.alert:
             top = self._banner(p, h.alert, QColor(200, 40, 30, 220), top=top, big=True) - 44
-        if snap is None:
-            self._paint_holds(p, top)  # a review's recorded holds
+        if snap is None:  # a review: what holds the live arms behind it, then the file's recorded holds
+            for text in h.live_holds:
+                top = self._banner(p, text, QColor(200, 40, 30, 220), top=top, big=True) - 44
+            self._paint_holds(p, top)
             return
         if snap.teleop_state == "estopped":
             top = self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top,
