@@ -314,7 +314,14 @@ class MainWindow(QMainWindow):
         self.raw_panel = RawInputPanel()
         self.raw_panel.set_button_map(cfg.buttons)
         self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
-        self.status_dock = self._dock("Status", self.status_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        # The right-hand docks take the window's full height, the plots the width under the 3D view:
+        # under the plots the status panel had ~400 px at 1600x1000 and cut its Devices table off.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        status_scroll = QScrollArea()  # a smaller window or a layout of the operator's scrolls, never clips
+        status_scroll.setWidget(self.status_panel)
+        status_scroll.setWidgetResizable(True)
+        status_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.status_dock = self._dock("Status", status_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         raw_scroll = QScrollArea()
         raw_scroll.setWidget(self.raw_panel)
         raw_scroll.setWidgetResizable(True)
