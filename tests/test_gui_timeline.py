@@ -71,8 +71,10 @@ def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_p
     window.plots.refresh(None)
     name, curve = window.plots.tab_series[0][0].curves[1]
     x, y = curve.getData()
-    assert len(x) > 10 and x[-1] == pytest.approx(0.0)
-    assert y[-1] == pytest.approx(rec.data[name][window.review.index])
+    # The plot shows at most two points (min, max) per pixel column: decimated, the last pair is
+    # the newest bin's, which starts a few ticks before the cursor and holds its value.
+    assert len(x) > 10 and -0.05 < x[-1] <= 0.0
+    assert min(y[-2:]) <= rec.data[name][window.review.index] <= max(y[-2:])
 
 
 def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_says_review(
@@ -137,7 +139,8 @@ def test_estop_while_reviewing_is_not_an_error_and_the_review_says_the_live_arms
         _review(window, qtbot, session_path)
     panel = window.status_panel
     _refreshed(window)
-    assert not panel.live_label.isVisible() and window.viewport.hud.live_holds == []
+    # (the demo's own collision holds may show: a live arm held is said too)
+    assert not any("E-STOPPED" in line for line in window.viewport.hud.live_holds)
     red_before = _red_pixels(window.viewport)
     window.last_error = ""
     window.act["estop"].trigger()
@@ -145,13 +148,13 @@ def test_estop_while_reviewing_is_not_an_error_and_the_review_says_the_live_arms
     qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)  # the live arms hold
     _refreshed(window)
     assert "REVIEW" in panel.state_label.text()
-    assert panel.live_label.isVisible() and panel.live_label.text() == "LIVE ARMS E-STOPPED: Ctrl+R resets"
-    assert window.viewport.hud.live_holds == ["LIVE ARMS E-STOPPED: Ctrl+R resets"]
+    assert panel.live_label.isVisible() and panel.live_label.text().startswith("LIVE ARMS E-STOPPED: Ctrl+R resets")
+    assert window.viewport.hud.live_holds[0] == "LIVE ARMS E-STOPPED: Ctrl+R resets"
     assert _red_pixels(window.viewport) > red_before + 2000  # the view paints it, as a banner
     window.reset()
     qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=2000)
     _refreshed(window)
-    assert not panel.live_label.isVisible() and window.viewport.hud.live_holds == []
+    assert "E-STOPPED" not in panel.live_label.text() and not any("E-STOPPED" in x for x in window.viewport.hud.live_holds)
 
 
 def test_closing_the_review_goes_live_again_without_a_restart(window, qtbot):
