@@ -307,6 +307,6 @@ def test_a_review_says_what_holds_the_live_arms_behind_it():
         "LIVE ARMS E-STOPPED (the core stopped hearing from this window): Ctrl+R resets"]
     runner.gui_lost, runner.snap = False, _live_snap("running", left="holding", left_held=True, tick=2)
     assert pres.present(runner, now_s=1.4, review=review).hud.live_holds == [
-        "LIVE LEFT arm holding: its controller is not tracked", "LIVE LEFT held: hand near right hand, 11 mm"]
+        "LIVE LEFT arm holding: its controller is not tracked", "LIVE LEFT held: left hand near right hand, 11 mm"]
     runner.running = False  # no loop: nothing holds them but its absence, which the banner says
     assert pres.present(runner, now_s=1.5, review=review).hud.live_holds == []

@@ -55,7 +55,7 @@ def test_the_marks_are_the_recorded_estops_holds_and_marks():
     assert [(m.index, m.kind, m.text) for m in got.marks] == [
         (1000, MarkKind.ESTOP, "E-STOP (operator)"),
         (2000, MarkKind.MARK, "mark (right B button)"),
-        (2600, MarkKind.HOLD, "LEFT held: hand near right hand"),
+        (2600, MarkKind.HOLD, "LEFT held: left hand near right hand"),
         (3000, MarkKind.HOLD, "RIGHT controller lost (jump)"),
         (3000, MarkKind.HOLD, "RIGHT arm holding: its controller is not tracked"),
         (3400, MarkKind.MARK, "mark: gui-120000"),

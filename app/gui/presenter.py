@@ -55,7 +55,7 @@ class Hud:
     alert: str = ""
     """A condition the view must shout about (the simulation server is STALE, the core is lost): a red banner."""
     holds: list[str] = field(default_factory=list)
-    """Arms a collision constraint holds back, now or a moment ago ('LEFT held: hand near right link7, 11 mm')."""
+    """Arms a collision constraint holds back, now or a moment ago ('LEFT held: left hand near right link7, 11 mm')."""
     live_holds: list[str] = field(default_factory=list)
     """Review mode: what holds the live arms behind the review ('LIVE ARMS E-STOPPED: ...'); [] when
     nothing does, and always while live (the live view shows its own e-stop and holds)."""

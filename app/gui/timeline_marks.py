@@ -48,7 +48,7 @@ class TimelineMark:
     """The session row (the slider's value)."""
     kind: MarkKind
     text: str
-    """What happened, for the operator ('E-STOP (operator)', 'LEFT held: hand near right hand')."""
+    """What happened, for the operator ('E-STOP (operator)', 'LEFT held: left hand near right hand')."""
 
 
 @dataclass(frozen=True)
