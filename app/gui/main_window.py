@@ -727,6 +727,7 @@ class MainWindow(QMainWindow):
             self.presenter.source_changed()
             self._uncheck_engage()
         self._sync_source_actions()
+        self._sync_record_action()  # a start with --record records from its first tick
         if note:
             self.banner.show_message(note, "info")
         elif self.banner.level != "warn":
