@@ -18,25 +18,30 @@ from app.gui.collision_view import (HELD_RGBA, ArmCollision, HoldWatch, collisio
 from app.gui.viewport import markers_for
 
 
-def test_pairs_are_said_from_the_arms_side():
-    assert pair_words("left", "left/hand~right/link7") == ("hand", "right link7")
-    assert pair_words("right", "left/link5~right/hand") == ("hand", "left link5")
-    assert pair_words("left", "left/link7~table") == ("link7", "table")
-    assert pair_words("left", "left/link2~left/hand") == ("link2", "own hand")
+def test_pairs_are_said_from_the_arms_side_and_every_part_with_its_arm():
+    assert pair_words("left", "left/hand~right/link7") == ("left hand", "right link7")
+    assert pair_words("right", "left/link5~right/hand") == ("right hand", "left link5")
+    assert pair_words("left", "left/link7~table") == ("left link7", "table")
+    assert pair_words("left", "left/link2~left/hand") == ("left link2", "left hand")
+    # Both hands have a left and a right finger: the finger is said with its hand.
+    assert pair_words("left", "left/right_finger~table") == ("left hand's right finger", "table")
+    assert pair_words("right", "left/left_finger~right/right_finger") == ("right hand's right finger",
+                                                                          "left hand's left finger")
     held = ArmCollision(0.0114, "left/link5~right/hand", (0, 0, 0), (0, 0.0114, 0), held=True)
-    assert held_text("right", held) == "RIGHT held: hand near left link5, 11 mm"
-    assert near_text("right", held) == "HELD: hand near left link5, 11 mm"
+    assert held_text("right", held) == "RIGHT held: right hand near left link5, 11 mm"
+    assert near_text("right", held) == "HELD: right hand near left link5, 11 mm"
     assert near_text("left", ArmCollision(0.034, "left/hand~right/hand", (0, 0, 0), (0, 0, 0))) == \
-        "hand near right hand, 34 mm"
+        "left hand near right hand, 34 mm"
     assert near_text("left", ArmCollision(0.1)) == "clear"
     # held by a pair that is not the closest: both are said, the holding one first
     other = ArmCollision(0.013, "left/left_finger~table", (0, 0, 0), (0, 0, 0.013), held=True,
                          held_pair="left/hand~right/hand")
-    assert held_text("left", other) == "LEFT held: hand near right hand (closest: left_finger near table, 13 mm)"
-    assert near_text("left", other) == "HELD: hand near right hand; closest left_finger near table, 13 mm"
+    assert held_text("left", other) == \
+        "LEFT held: left hand near right hand (closest: left hand's left finger near table, 13 mm)"
+    assert near_text("left", other) == "HELD: left hand near right hand; closest left hand's left finger near table, 13 mm"
     same = ArmCollision(0.0114, "left/link5~right/hand", (0, 0, 0), (0, 0.0114, 0), held=True,
                         held_pair="left/link5~right/hand")
-    assert held_text("right", same) == "RIGHT held: hand near left link5, 11 mm"
+    assert held_text("right", same) == "RIGHT held: right hand near left link5, 11 mm"
     assert near_text("left", ArmCollision(math.inf)) == "off"
     assert near_text("left", None) == "not recorded"
 
@@ -59,11 +64,11 @@ def test_the_hud_says_a_hold_while_it_lasts_and_a_moment_after_even_one_missed_b
     w = HoldWatch(linger_s=1.0)
     assert w.update(_snap(near, clear, {"left": 0}), 0.0) == []
     held = dataclasses.replace(near, held=True)
-    assert w.update(_snap(held, clear, {"left": 3}), 0.1) == ["LEFT held: hand near right hand, 12 mm"]
-    assert w.update(_snap(near, clear, {"left": 3}), 0.9) == ["LEFT held: hand near right hand, 12 mm"]
+    assert w.update(_snap(held, clear, {"left": 3}), 0.1) == ["LEFT held: left hand near right hand, 12 mm"]
+    assert w.update(_snap(near, clear, {"left": 3}), 0.9) == ["LEFT held: left hand near right hand, 12 mm"]
     assert w.update(_snap(near, clear, {"left": 3}), 1.2) == []
     # Held for two ticks between refreshes: neither refresh saw it, the count did.
-    assert w.update(_snap(near, clear, {"left": 5}), 1.3) == ["LEFT held: hand near right hand, 12 mm"]
+    assert w.update(_snap(near, clear, {"left": 5}), 1.3) == ["LEFT held: left hand near right hand, 12 mm"]
     assert w.update(_snap(clear, clear, {"left": 5}), 2.5) == []
 
 
@@ -113,7 +118,7 @@ def test_review_reads_the_recorded_columns_or_says_not_recorded():
     review = SimpleNamespace(session=SimpleNamespace(data=data, n_rows=n), index=2)
     c = review_collision(review, "left")
     assert c.held and c.pair == "left/hand~right/hand" and c.point_a_m is None  # points not in this file
-    assert near_text("left", c) == "HELD: hand near right hand, 11 mm"
+    assert near_text("left", c) == "HELD: left hand near right hand, 11 mm"
     assert review_collision(review, "right") is None
     assert markers_for(None, ()) == ()
 

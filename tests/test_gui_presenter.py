@@ -37,6 +37,7 @@ class FakeRunner:
     buffers: PlotBuffers = field(default_factory=PlotBuffers)
     source_kind: SourceKind = SourceKind.DEMO
     recording: bool = False
+    running: bool = True
     snap: object = None
     problem: str = ""
     gui_lost: bool = False
@@ -68,9 +69,10 @@ NOTHING_NEAR = dict(collision_distance_m=0.1, collision_pair="", collision_point
 """An `ArmSnapshot`'s collision fields when nothing is within the constraint's influence."""
 
 
-def _snap(tick: int = 0, error: str = ""):
+def _snap(tick: int = 0, error: str = "", wall_time_s: float | None = None):
     arm = SimpleNamespace(state="engaged", precision=False, **NOTHING_NEAR)
-    return SimpleNamespace(tick=tick, error=error, arm=lambda name: arm, clamp_counts=())
+    return SimpleNamespace(tick=tick, error=error, arm=lambda name: arm, clamp_counts=(),
+                           wall_time_s=tick * 0.005 if wall_time_s is None else wall_time_s)
 
 
 def test_live_figures_are_the_metrics_of_the_last_10_s_of_ticks():
@@ -90,17 +92,64 @@ def test_live_figures_are_the_metrics_of_the_last_10_s_of_ticks():
     assert shown.hud.source == "Demo operator" and shown.banner is None and shown.hud.alert == ""
 
 
-def test_the_loop_rate_is_measured_over_a_second_of_host_time():
+def _loop(rate_hz: float, ticks: int, seed: int, skip_every: int = 0) -> list:
+    """Snapshots of a loop ticking at `rate_hz` (each start up to 40 % of a period late); with
+    `skip_every`, every that many deadlines one is skipped (no tick runs at it)."""
+    rng = np.random.default_rng(seed)
+    out, deadline = [], 0
+    for tick in range(ticks):
+        deadline += 1
+        if skip_every and deadline % skip_every == 0:
+            deadline += 1
+        out.append(_snap(tick, wall_time_s=100.0 + (deadline + 0.4 * rng.random()) / rate_hz))
+    return out
+
+
+def _read_in_bursts(snaps: list, seed: int) -> list[float]:
+    """The rate the presenter shows at each 10 Hz refresh while the snapshots arrive in bursts of
+    0.02 .. 0.6 s of ticks (as statuses from a busy core do), each burst up to 0.3 s late."""
+    runner, pres, rng = FakeRunner(), P.WindowPresenter(), np.random.default_rng(seed)
+    arrivals, i = [], 0
+    while i < len(snaps):
+        i = min(len(snaps), i + int(rng.integers(4, 120)))
+        arrivals.append((snaps[i - 1].wall_time_s + 0.3 * rng.random(), i - 1))
+    shown, a, now = [], 0, snaps[0].wall_time_s
+    while a < len(arrivals):
+        now += 0.1
+        while a < len(arrivals) and arrivals[a][0] <= now:
+            runner.snap = snaps[arrivals[a][1]]
+            a += 1
+        if runner.snap is not None:
+            shown.append(pres.present(runner, now_s=now).loop_rate_hz)
+    return shown
+
+
+def test_the_loop_rate_is_measured_on_the_loops_own_clock_whatever_the_arrivals():
+    """Snapshots arriving in bursts read the loop's rate, not the bursts' (the window's clock read
+    2929 Hz, then 859 Hz, for a 200 Hz loop)."""
+    for seed in range(3):
+        shown = _read_in_bursts(_loop(200.0, 2400, seed), seed)  # 12 s of loop time
+        measured = [hz for hz in shown if hz > 0.0]
+        assert len(measured) > 0.7 * len(shown)  # 0 only until a second of loop time has arrived
+        assert measured == pytest.approx([200.0] * len(measured), rel=0.01)
+    # A loop that skips one deadline in four runs 150 ticks a second: that is what it reads.
+    measured = [hz for hz in _read_in_bursts(_loop(200.0, 1800, 7, skip_every=4), 7) if hz > 0.0]
+    assert measured and measured == pytest.approx([150.0] * len(measured), rel=0.01)
+
+
+def test_the_loop_rate_needs_a_second_of_loop_time_starts_afresh_and_drops_to_zero_when_ticks_stop():
     runner, pres = FakeRunner(), P.WindowPresenter()
     runner.snap = _snap(tick=100)
     assert pres.present(runner, now_s=10.0).loop_rate_hz == 0.0
     runner.snap = _snap(tick=150)
-    assert pres.present(runner, now_s=10.5).loop_rate_hz == 0.0  # not a second yet
+    assert pres.present(runner, now_s=50.0).loop_rate_hz == 0.0  # 0.25 s of loop time, however long the window waited
     runner.snap = _snap(tick=300)
-    assert pres.present(runner, now_s=11.0).loop_rate_hz == pytest.approx(200.0)
+    assert pres.present(runner, now_s=50.1).loop_rate_hz == pytest.approx(200.0)
+    assert pres.present(runner, now_s=52.0).loop_rate_hz == pytest.approx(200.0)  # the same tick, for 1.9 s
+    assert pres.present(runner, now_s=52.2).loop_rate_hz == 0.0  # no tick for over RATE_STALE_S: not ticking
     pres.source_changed()
     runner.snap = _snap(tick=5)
-    assert pres.present(runner, now_s=11.2).loop_rate_hz == 0.0  # a new loop starts afresh
+    assert pres.present(runner, now_s=53.0).loop_rate_hz == 0.0  # a new loop starts afresh
 
 
 def test_hud_lines_show_the_figures_with_their_window_and_the_arms():
@@ -214,7 +263,7 @@ def test_a_real_in_process_runner_drives_the_presenter_without_a_window():
 
 def _held_snap(state: str):
     arm = SimpleNamespace(state="idle" if state == "estopped" else "engaged", precision=False, **NOTHING_NEAR)
-    return SimpleNamespace(tick=1, error="", teleop_state=state, arm=lambda name: arm, clamp_counts=())
+    return SimpleNamespace(tick=1, wall_time_s=0.005, error="", teleop_state=state, arm=lambda name: arm, clamp_counts=())
 
 
 @pytest.mark.parametrize("reason", ["gui_lost", "window_attached", "core_started"])
@@ -248,3 +297,33 @@ def test_back_to_live_names_the_arms_real_states():
     text, _ = P.live_again_banner(snap, running=True)
     assert "left arm engaged" in text and "right arm idle" in text and "restart" not in text
     assert "not running" in P.live_again_banner(None, running=False)[0]
+
+
+def _live_snap(teleop_state: str, left: str = "engaged", left_held: bool = False, tick: int = 1):
+    arms = {"left": SimpleNamespace(state=left, precision=False, tracking_ok=left != "holding",
+                                    **{**NOTHING_NEAR, "collision_held": left_held,
+                                       "collision_pair": "left/hand~right/hand" if left_held else "",
+                                       "collision_distance_m": 0.011 if left_held else 0.1}),
+            "right": SimpleNamespace(state="engaged", precision=False, tracking_ok=True, **NOTHING_NEAR)}
+    return SimpleNamespace(tick=tick, wall_time_s=tick * 0.005, error="", teleop_state=teleop_state,
+                           arm=lambda name: arms[name], clamp_counts=())
+
+
+def test_a_review_says_what_holds_the_live_arms_behind_it():
+    """Space e-stops the live arms during a review: the review must not hide it (nor a hold)."""
+    runner, pres = FakeRunner(), P.WindowPresenter()
+    review = SimpleNamespace(rows=_rows(100), index=50, session=SimpleNamespace(data={}))
+    runner.snap = _live_snap("running")
+    assert pres.present(runner, now_s=1.0, review=review).hud.live_holds == []
+    runner.snap = _live_snap("estopped", left="idle")
+    shown = pres.present(runner, now_s=1.1, review=review)
+    assert shown.hud.live_holds == ["LIVE ARMS E-STOPPED: Ctrl+R resets"]
+    assert pres.present(runner, now_s=1.2).hud.live_holds == []  # live, the view shows its own e-stop
+    runner.gui_lost = True
+    assert pres.present(runner, now_s=1.3, review=review).hud.live_holds == [
+        "LIVE ARMS E-STOPPED (the core stopped hearing from this window): Ctrl+R resets"]
+    runner.gui_lost, runner.snap = False, _live_snap("running", left="holding", left_held=True, tick=2)
+    assert pres.present(runner, now_s=1.4, review=review).hud.live_holds == [
+        "LIVE LEFT arm holding: its controller is not tracked", "LIVE LEFT held: left hand near right hand, 11 mm"]
+    runner.running = False  # no loop: nothing holds them but its absence, which the banner says
+    assert pres.present(runner, now_s=1.5, review=review).hud.live_holds == []

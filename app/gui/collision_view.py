@@ -7,8 +7,10 @@ Both become an `ArmCollision`, from which the status panel's words, the HUD's ho
 view's closest-pair segment are made.
 
 Pair names are the constraint's (`app.control.collision_pairs`): 'left/hand~right/link7',
-'left/link7~table', 'left/link2~left/hand'. They are said from the arm's side: for the right
-arm, 'left/link5~right/hand' reads 'hand near left link5'.
+'left/link7~table', 'left/link2~left/hand'. They are said from the arm's side and every part is
+named with its arm (both hands have a 'left_finger'): for the right arm, 'left/link5~right/hand'
+reads 'right hand near left link5', and 'left/left_finger~table' reads "left hand's left finger
+near table".
 """
 
 from __future__ import annotations
@@ -64,9 +66,19 @@ class ArmCollision:
         return bool(self.pair)
 
 
+def part_name(name: str) -> str:
+    """One side of a pair name said with its arm: 'left/hand' -> 'left hand', 'right/left_finger' ->
+    "right hand's left finger", 'left/link7' -> 'left link7', 'table' -> 'table'."""
+    arm, sep, body = name.partition("/")
+    if not sep or arm not in ARMS:
+        return name.replace("_", " ")
+    words = body.replace("_", " ")
+    return f"{arm} hand's {words}" if body.endswith("_finger") else f"{arm} {words}"
+
+
 def pair_words(arm: str, pair: str) -> tuple[str, str]:
-    """(this arm's part, what it is near) of `pair` said from `arm`'s side: ('hand', 'right link7'),
-    ('link7', 'table'), ('hand', 'own link2')."""
+    """(this arm's part, what it is near) of `pair` said from `arm`'s side, each with its arm:
+    ('left hand', 'right link7'), ('left link7', 'table'), ('left link2', 'left hand')."""
     parts = pair.split("~", 1)
     if len(parts) != 2:
         return pair, ""
@@ -74,12 +86,7 @@ def pair_words(arm: str, pair: str) -> tuple[str, str]:
     own = f"{arm}/"
     if b.startswith(own) and not a.startswith(own):
         a, b = b, a
-    mine = a[len(own):] if a.startswith(own) else a
-    if b.startswith(own):
-        other = "own " + b[len(own):]
-    else:
-        other = b.replace("/", " ", 1) if b.split("/", 1)[0] in ARMS else b
-    return mine, other
+    return part_name(a), part_name(b)
 
 
 def _mm(d_m: float) -> str:
@@ -87,7 +94,7 @@ def _mm(d_m: float) -> str:
 
 
 def near_text(arm: str, c: ArmCollision | None) -> str:
-    """The status panel's words: 'HELD: hand near right link7, 11 mm', 'hand near right link7, 34 mm',
+    """The status panel's words: 'HELD: left hand near right link7, 11 mm', 'left hand near right link7, 34 mm',
     'clear', 'off' (avoidance off), 'not recorded' (None: a review of a file without the columns)."""
     if c is None:
         return "not recorded"
@@ -103,8 +110,8 @@ def near_text(arm: str, c: ArmCollision | None) -> str:
 
 
 def held_text(arm: str, c: ArmCollision) -> str:
-    """The HUD's hold line: 'LEFT held: hand near right link7, 11 mm'; held by another pair than the
-    closest: 'LEFT held: hand near right hand (closest: finger near table, 13 mm)'."""
+    """The HUD's hold line: 'LEFT held: left hand near right link7, 11 mm'; held by another pair than
+    the closest: "LEFT held: left hand near right hand (closest: left hand's left finger near table, 13 mm)"."""
     if not c.near:
         return f"{arm.upper()} held by a collision constraint"
     mine, other = pair_words(arm, c.pair)
@@ -200,5 +207,5 @@ def review_collision(review: Any, arm: str) -> ArmCollision | None:
     return ArmCollision(d, pair, point("a"), point("b"), held)
 
 
-__all__ = ["ArmCollision", "HOLD_LINGER_S", "HoldWatch", "collision_markers", "held_text", "near_text", "pair_words",
+__all__ = ["ArmCollision", "HOLD_LINGER_S", "HoldWatch", "collision_markers", "held_text", "near_text", "pair_words", "part_name",
            "review_collision", "snapshot_collisions"]

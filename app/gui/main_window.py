@@ -316,7 +316,14 @@ class MainWindow(QMainWindow):
         self.raw_panel = RawInputPanel()
         self.raw_panel.set_button_map(cfg.buttons)
         self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
-        self.status_dock = self._dock("Status", self.status_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        # The right-hand docks take the window's full height, the plots the width under the 3D view:
+        # under the plots the status panel had ~400 px at 1600x1000 and cut its Devices table off.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        status_scroll = QScrollArea()  # a smaller window or a layout of the operator's scrolls, never clips
+        status_scroll.setWidget(self.status_panel)
+        status_scroll.setWidgetResizable(True)
+        status_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.status_dock = self._dock("Status", status_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         raw_scroll = QScrollArea()
         raw_scroll.setWidget(self.raw_panel)
         raw_scroll.setWidgetResizable(True)
@@ -595,8 +602,16 @@ class MainWindow(QMainWindow):
 
     # ----- recording -----
 
+    _record_wanted: bool | None = None
+    """A recording start (True) or stop (False) asked for and not answered yet; None: none is."""
+
     def toggle_recording(self, on: bool) -> None:
-        if on == self.session.recording:
+        """F9 / Record: `on` is the opposite of what the toggle showed (Qt has just flipped it), and
+        the toggle shows the recorder's state (`_sync_record_action`), so F9 does the opposite of it."""
+        if on and self.session.recording and self._record_wanted is None:
+            # Only a status older than the toggle's own sync gets here (a recording started elsewhere).
+            self._sync_record_action()
+            self.statusBar().showMessage("Already recording: F9 again stops it", 5000)
             return
         if on:
             self.start_recording(self.sessions_dir / generated_session_name())
@@ -630,31 +645,50 @@ class MainWindow(QMainWindow):
 
     def start_recording(self, path: Path) -> None:
         def started(written: Path) -> None:
+            self._recording_answered()
             self.statusBar().showMessage(f"Recording to {written}", 8000)
-            self._sync_record_action()
 
         def failed(exc: BaseException) -> None:
-            self._sync_record_action()
+            self._recording_answered()
             self.report(exc)
 
+        self._record_wanted = True
+        self._sync_record_action()
         self.request(self.runner.start_recording, path, then=started, failed=failed)
 
     def stop_recording(self) -> None:
         def stopped(st) -> None:
+            self._recording_answered()
             msg = f"Recorded {st.rows_written} rows to {st.path}" + (f" ({st.dropped_rows} dropped)" if st.dropped_rows else "")
             if st.error:
                 self.show_error("Recording failed", f"{msg}: {st.error}")
             else:
                 self.statusBar().showMessage(msg, 10000)
-            self._sync_record_action()
 
-        self.request(self.runner.stop_recording, then=stopped)
+        def failed(exc: BaseException) -> None:
+            self._recording_answered()
+            self.report(exc)
+
+        self._record_wanted = False
+        self._sync_record_action()
+        self.request(self.runner.stop_recording, then=stopped, failed=failed)
+
+    def _recording_answered(self) -> None:
+        self._record_wanted = None
+        self._sync_record_action()
 
     def _sync_record_action(self) -> None:
-        self.act["record"].blockSignals(True)
-        self.act["record"].setChecked(self.session.recording)
-        self.act["record"].setText("Stop recording" if self.session.recording else "Record")
-        self.act["record"].blockSignals(False)
+        """The Record toggle shows the recorder's state as the newest status says (a recording
+        started by --record, stopped when the loop ended, or failed to start), or, while a start
+        or stop is on its way, the state asked for; runs at every display refresh."""
+        on = self.session.recording if self._record_wanted is None else self._record_wanted
+        act, text = self.act["record"], "Stop recording" if on else "Record"
+        if act.isChecked() == on and act.text() == text:
+            return
+        act.blockSignals(True)
+        act.setChecked(on)
+        act.setText(text)
+        act.blockSignals(False)
 
     # ----- sources and settings -----
 
@@ -695,6 +729,7 @@ class MainWindow(QMainWindow):
             self.presenter.source_changed()
             self._uncheck_engage()
         self._sync_source_actions()
+        self._sync_record_action()  # a start with --record records from its first tick
         if note:
             self.banner.show_message(note, "info")
         elif self.banner.level != "warn":
@@ -916,6 +951,7 @@ class MainWindow(QMainWindow):
             self.banner.show_message(*shown.banner)
         if shown.loop_ended and session.recording:
             self.stop_recording()
+        self._sync_record_action()
 
     def _refresh_status(self, snap, shown: Presentation) -> None:
         """The status panel and the status bar (half the display rate)."""
@@ -926,7 +962,7 @@ class MainWindow(QMainWindow):
                                         ok=shown.remote_status_text is not None and not shown.hud.alert)
         review = self.review
         if review is not None:  # review mode: the file's figures at the cursor, not the live session's behind it
-            self.status_panel.update_review(review)
+            self.status_panel.update_review(review, shown.hud.live_holds)
         else:
             self.status_panel.update_status(
                 snap, source_label=shown.hud.source, device_info=session.device_info(), recorder=session.recorder_status(),

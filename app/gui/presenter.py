@@ -56,7 +56,10 @@ class Hud:
     alert: str = ""
     """A condition the view must shout about (the simulation server is STALE, the core is lost): a red banner."""
     holds: list[str] = field(default_factory=list)
-    """Arms a collision constraint holds back, now or a moment ago ('LEFT held: hand near right link7, 11 mm')."""
+    """Arms a collision constraint holds back, now or a moment ago ('LEFT held: left hand near right link7, 11 mm')."""
+    live_holds: list[str] = field(default_factory=list)
+    """Review mode: what holds the live arms behind the review ('LIVE ARMS E-STOPPED: ...'); [] when
+    nothing does, and always while live (the live view shows its own e-stop and holds)."""
 
 
 def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
@@ -70,6 +73,21 @@ def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
         lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
                                 for n in ARMS))
     return lines + hud.lines
+
+
+def live_hold_lines(snap: Snapshot | None, running: bool, gui_lost: bool, collision_holds: list[str]) -> list[str]:
+    """What holds the live arms, said while a review hides them, loudest first: their e-stop (Space
+    e-stops them during a review too), an arm holding for its lost controller, a collision hold
+    (`collision_holds`: the `HoldWatch`'s lines). [] when nothing does or no loop runs."""
+    if snap is None or not running:
+        return []
+    out = []
+    if snap.teleop_state == "estopped":
+        why = " (the core stopped hearing from this window)" if gui_lost else ""
+        out.append(f"LIVE ARMS E-STOPPED{why}: Ctrl+R resets")
+    out += [f"LIVE {n.upper()} arm holding: its controller is not tracked" for n in ARMS
+            if snap.arm(n).state == "holding"]
+    return out + [f"LIVE {text}" for text in collision_holds]
 
 
 def statusbar_loop_text(rate_hz: float, lateness_p99_ms: float) -> str:
@@ -142,21 +160,44 @@ def window_timing(rows: np.ndarray, period_ms: float) -> TimingFigures:
     return timing_figures(rows[:, COL["lateness_ms"]], rows[:, COL["compute_ms"]], period_ms, start_s=start_s)
 
 
+RATE_SPAN_S = 1.0
+"""The loop rate is measured over at least this much of the loop's own time (s)."""
+RATE_STALE_S = 2.0
+"""A loop whose newest tick has not changed for this long on the window's clock (s) reads 0 Hz."""
+
+
 class RateMeter:
-    """The loop's tick rate, measured over at least one second of the host clock."""
+    """The loop's tick rate on the loop's own clock: ticks run over the time between the starts of
+    the first and the last of them (`Snapshot.wall_time_s`), over at least `RATE_SPAN_S` of it.
+
+    Snapshots reach the window in batches (the core's statuses, a busy Qt thread, a loaded
+    machine): counted against the window's clock at each refresh, ticks that arrived in one burst
+    read many times the rate (2929 Hz for a 200 Hz loop) and the refreshes between bursts too little. Ticks
+    and their start times come from the same snapshots, so when they arrive does not matter.
+    Deadlines the loop skipped are not ticks: a loop that skips reads below its configured rate."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self._t0, self._tick0, self.hz = 0.0, 0, 0.0
+        self._tick0, self._start0_s = -1, 0.0
+        self._last_tick, self._last_change_s = -1, 0.0
+        self.hz = 0.0
 
-    def update(self, now_s: float, tick: int) -> float:
-        if self._t0 == 0.0:
-            self._t0, self._tick0 = now_s, tick
-        elif now_s - self._t0 >= 1.0:
-            self.hz = (tick - self._tick0) / (now_s - self._t0)
-            self._t0, self._tick0 = now_s, tick
+    def update(self, snap: Snapshot, now_s: float) -> float:
+        """The rate as of the newest snapshot `snap`; `now_s`: the window's clock (only to tell a
+        loop that stopped ticking)."""
+        if snap.tick != self._last_tick:
+            self._last_tick, self._last_change_s = snap.tick, now_s
+        elif now_s - self._last_change_s > RATE_STALE_S:
+            self.hz = 0.0
+            self._tick0 = -1  # measure afresh when it ticks again
+            return self.hz
+        if self._tick0 < 0 or snap.tick < self._tick0:  # the first snapshot, or a new loop's
+            self._tick0, self._start0_s = snap.tick, snap.wall_time_s
+        elif snap.wall_time_s - self._start0_s >= RATE_SPAN_S:
+            self.hz = (snap.tick - self._tick0) / (snap.wall_time_s - self._start0_s)
+            self._tick0, self._start0_s = snap.tick, snap.wall_time_s
         return self.hz
 
 
@@ -204,7 +245,7 @@ class WindowPresenter:
         """`review`: the `SessionReview` on screen (None when live); `banner_level`, `banner_text`:
         the current banner's."""
         snap = runner.latest()
-        rate_hz = self.rate.update(now_s, snap.tick) if snap is not None and review is None else 0.0
+        rate_hz = self.rate.update(snap, now_s) if snap is not None and review is None else 0.0
         hud = Hud(source="session review" if review is not None else SOURCE_LABELS.get(runner.source_kind,
                                                                                          str(runner.source_kind or "")),
                   recording=runner.recording)
@@ -217,17 +258,19 @@ class WindowPresenter:
             figures, label = window_timing(rows, runner.cfg.loop.period_s * 1e3), LIVE_WINDOW_LABEL
         hud.loop_rate_hz, hud.window_label = rate_hz, label
         hud.lateness_p99_ms, hud.lateness_max_ms = figures.lateness_p99_ms, figures.lateness_max_ms
-        hud.holds = self._holds(review, snap, now_s)
+        live_holds = self.holds.update(snap, now_s)  # watched in review too: the live arms run on behind it
+        hud.holds = live_holds if review is None else self._recorded_holds(review)
+        if review is not None:
+            hud.live_holds = live_hold_lines(snap, runner.running, runner.gui_lost, live_holds)
         p = Presentation(hud, figures, label, rate_hz, statusbar_loop_text(rate_hz, figures.lateness_p99_ms),
                          statusbar_record_text(runner.recorder_status()), None, runner.core_problem())
         self._remote(runner, p)
         self._banners(runner, snap, p, banner_level, banner_text)
         return p
 
-    def _holds(self, review: Any, snap: Snapshot | None, now_s: float) -> list[str]:
-        """Live: the hold watch over the newest snapshot; in review: the recorded held flags at the cursor."""
-        if review is None:
-            return self.holds.update(snap, now_s)
+    @staticmethod
+    def _recorded_holds(review: Any) -> list[str]:
+        """The recorded held flags at the review's cursor."""
         out = []
         for arm in ARMS:
             c = review_collision(review, arm)

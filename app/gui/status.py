@@ -53,6 +53,13 @@ class StatusPanel(QWidget):
         big.setBold(True)
         self.state_label.setFont(big)
         layout.addWidget(self.state_label)
+        self.live_label = QLabel()
+        self.live_label.setWordWrap(True)
+        self.live_label.setToolTip("The live session runs on behind the review: what holds its arms now")
+        self.live_label.setFont(big)
+        self.live_label.setStyleSheet(f"color: white; background: {theme.ALERT}; padding: 4px 6px; border-radius: 3px;")
+        self.live_label.hide()
+        layout.addWidget(self.live_label)
 
         form = QFormLayout()
         form.setHorizontalSpacing(12)
@@ -143,6 +150,7 @@ class StatusPanel(QWidget):
                       period_s: float = 0.005) -> None:
         """`period_s`: the loop's period, turning held-tick counts into seconds."""
         self._period_s = period_s
+        self.live_label.hide()  # the state label says it live
         self.source_label.setText(source_label)
         self._update_recording(recorder)
         if fatal:
@@ -166,10 +174,14 @@ class StatusPanel(QWidget):
         self.faults_label.setText(_chip(f"fault: {snap.error}", theme.ALERT) + "<br>" + safety if snap.error else safety)
         self._update_devices(snap, device_info or {})
 
-    def update_review(self, review: Any) -> None:
-        """Session review (`SessionReview`): REVIEW, and the file's figures at the cursor, not the live ones."""
+    def update_review(self, review: Any, live_holds: list[str] = ()) -> None:
+        """Session review (`SessionReview`): REVIEW, and the file's figures at the cursor, not the live
+        ones; under it, in white on red, what holds the live arms behind the review (`live_holds`,
+        `presenter.live_hold_lines`), which the review would otherwise hide."""
         self.source_label.setText(f"review: {review.path.name}")
         self.state_label.setText(_chip("REVIEW", theme.ACCENT))
+        self.live_label.setText("\n".join(live_holds))
+        self.live_label.setVisible(bool(live_holds))
         i = max(review.index, 0)
         tick = review.row("tick")
         state = _recorded_text(review, "teleop_state")

@@ -15,18 +15,20 @@ the loop sharing the GUI's interpreter lock already makes this mode unfit for re
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from app.config import Config
 from app.control.engine import Command, CommandKind
 from app.control.loop import ControlLoop
 from app.gui.plot_buffers import PlotBuffers
-from app.pipeline import Pipeline
+from app.pipeline import Pipeline, StartOptions
 from app.sim.scene import Scene
-from app.tracking.source import TrackingSource
+from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
     from app.remote.config import ClientConfig
+    from app.sessions.reader import Session
 
 
 class TeleopRunner(Pipeline):
@@ -41,6 +43,14 @@ class TeleopRunner(Pipeline):
 
     asynchronous = False
     """Requests are answered before they return (the in-process debugging mode blocks; see above)."""
+
+    def start(self, kind: SourceKind | str = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
+              record_path: str | Path | None = None, *, options: StartOptions | None = None,
+              session: "Session | None" = None) -> str:
+        """`Pipeline.start` with `SessionBackend.start`'s positional order: the window passes
+        `record_path` fourth, where the pipeline has `options` (`--in-process --record` gave the
+        path as the options)."""
+        return super().start(kind, replay_path, cfg, options=options, session=session, record_path=record_path)
 
     def heartbeat(self) -> None:
         """Nothing to tell: the loop shares this process (the core client's heartbeat keeps its core holding on)."""

@@ -8,8 +8,11 @@ untouched: closing the review shows it again as it is. Re-simulating a session's
 other option ("Replay session file", a tracking source).
 
 `SessionReview` (Qt-free, built off the Qt thread: reading a 20 MB file takes seconds) converts
-the session once into plot rows and scene poses; `seek` costs one block copy. `TimelineBar` is
-the play / pause / slider widget.
+the session once into plot rows, scene poses and the timeline's marks; `seek` costs one block copy.
+`TimelineBar` is the play / pause / slider widget, with the recording's e-stops, holds and marks
+on a strip under the slider (`app.gui.mark_strip`; click one to go there). A click on the slider's
+track or Page Up / Down moves the cursor 1 s or 5 % of the recording, whichever is longer
+(`app.gui.timeline_marks.page_step_rows`); the arrow keys one recorded tick.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from typing import Callable
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
 from app.sim.config import ARMS
+from app.gui.mark_strip import MarkStrip
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
+from app.gui.timeline_marks import page_step_rows, timeline_marks
 from app.sim.mirror import SceneMirror
 from app.sessions.metrics import tracking_errors
 from app.sessions.reader import Session, SessionFormatError, read_session_in_steps
@@ -152,6 +157,7 @@ class SessionReview:
         self.rows = session_plot_rows(self.session)
         self.qpos = session_qpos(self.session, scene)
         self.t_s = self.rows[:, COL["t_s"]]
+        self.marks = timeline_marks(self.session)
         self.buffers = buffers
         self.mirror = mirror
         self.window_rows = max(2, int(window_rows))
@@ -196,12 +202,21 @@ class TimelineBar(QWidget):
         self.play_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Space stays the E-stop
         self.play_button.setToolTip("Play the recorded session from the cursor, or pause")
         self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setToolTip("Scrub through the recorded session")
+        self.slider.setToolTip("Scrub through the recorded session: a click on the track moves 1 s or 5 % of it, "
+                               "the arrow keys one tick; the marks below it: red e-stops, orange holds, blue marks")
+        self.strip = MarkStrip(self.slider)
+        self.strip.rowClicked.connect(self.slider.setValue)
+        track = QWidget()
+        column = QVBoxLayout(track)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.slider)
+        column.addWidget(self.strip)
         self.time_label = QLabel("-")
         self.close_button = QPushButton("Close review")
         self.close_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         lay.addWidget(self.play_button)
-        lay.addWidget(self.slider, 1)
+        lay.addWidget(track, 1)
         lay.addWidget(self.time_label)
         lay.addWidget(self.close_button)
         self.review: SessionReview | None = None
@@ -218,8 +233,16 @@ class TimelineBar(QWidget):
             return
         self.slider.blockSignals(True)
         self.slider.setRange(0, review.n_rows - 1)
+        self.slider.setSingleStep(1)
+        self.slider.setPageStep(page_step_rows(review.t_s))
         self.slider.setValue(0)
         self.slider.blockSignals(False)
+        self.strip.set_marks(review.t_s, review.marks)
+        # As wide as its widest text: a label that grows and shrinks as the cursor moves would move
+        # the slider's track under the mouse (and redraw the marks).
+        longest = f"{review.duration_s:7.2f}".replace(" ", "8") + f" / {review.duration_s:.2f} s"
+        widest = "".join("8" if c.isdigit() else c for c in longest)
+        self.time_label.setMinimumWidth(self.time_label.fontMetrics().horizontalAdvance(widest) + 4)
         self._on_slider(0)
 
     @property

@@ -11,7 +11,9 @@ Each frame poses the renderer's own MjData from the `SceneMirror` (never
 the loop's data) and draws each arm's target frame, coloured by its teleop state, and for each arm
 with a pair within the collision constraint's influence the closest pair's segment (its witness
 points; `app.gui.collision_view`). Text overlays
-(loop rate, lateness, e-stop, tracking loss) are painted by Qt over the image.
+(loop rate, lateness, e-stop, tracking loss) are painted by Qt over the image, and so are the
+markers' labels (arm names, distances), laid out so that none covers another
+(`app.gui.label_layout`), and the closest-pair segments, a few pixels wide whatever the zoom.
 
 Mouse: left drag orbits, right drag pans, middle drag or wheel zooms (Shift: the horizontal
 variants), as in MuJoCo's own viewer.
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QMouseEvent, QPainter, QWheelEvent
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QMouseEvent, QPainter, QPen, QWheelEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.config import Config
@@ -39,9 +41,11 @@ from app.sim.config import ARMS
 from app.control.snapshot import Snapshot
 from app.sim.mirror import SceneMirror
 from app.gui.collision_view import collision_markers, snapshot_collisions
+from app.gui.label_layout import place_labels, segment_points
 from app.gui.presenter import Hud, hud_lines
 from app.gui.render_budget import RenderBudget, RenderBudgetConfig
-from app.render.scene import CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer, TextMarker
+from app.render.scene import (CAMERA_VIEWS, DEFAULT_VIEW, BoxMarker, FrameMarker, SceneRenderer, ScreenLabel, ScreenSegment,
+                              TextMarker)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,13 @@ SOFTWARE_MAX_PIXELS = 640 * 480
 """On a software renderer the image is rendered at most this large and scaled up to the widget;
 smaller while a render takes longer than its budget (`app.gui.render_budget`)."""
 
+SEGMENT_WIDTH_PX = 4.0
+"""Width of a closest-pair segment drawn over the picture (px), in a dark outline 3 px wider: in
+the scene it was a capsule of 8 mm, two or three pixels from the operator's view."""
+SEGMENT_END_RADIUS_PX = 4.5
+LABEL_ORDER = {"frame": 0, "segment": 1, "text": 2}
+"""Which labels keep their preferred place first: the hands', then the distances, then the bases'."""
+
 
 @dataclass(frozen=True)
 class _Frame:
@@ -73,6 +84,10 @@ class _Frame:
     """Pixels rendered (scaled up to the widget when fewer than its own)."""
     rendered: bool = True
     """False when nothing had changed since the last rendered frame, whose image this is."""
+    labels: tuple[ScreenLabel, ...] = ()
+    """The markers' labels, where they stand in the image (painted by the view, over it)."""
+    segments: tuple[ScreenSegment, ...] = ()
+    """The closest-pair segments in the image (painted by the view, over it)."""
 
 
 BASE_LABEL_OFFSET_M = (-0.15, 0.0, 0.01)
@@ -160,7 +175,7 @@ class _RenderJob:
         self.collision: CollisionConfig | None = None
         self.qpos = np.zeros(model.nq)
         self._last: tuple | None = None
-        """(qpos, markers, (width, height, posed), image) of the last rendered frame."""
+        """(qpos, markers, (width, height, posed), image, labels, segments) of the last rendered frame."""
 
     def open(self) -> None:
         try:
@@ -200,15 +215,17 @@ class _RenderJob:
         if (last is not None and not camera_moved and last[2] == key
                 and np.array_equal(last[0], self.qpos) and _same(last[1], markers)):
             image = last[3]
-            return _Frame(image, snap, published, 0.0, image.width() * image.height(), rendered=False)
+            return _Frame(image, snap, published, 0.0, image.width() * image.height(), rendered=False,
+                          labels=last[4], segments=last[5])
         if mirror is not None and published:  # a tick's pose, or a reviewed recording's (which comes without a snapshot)
             r.set_qpos(self.qpos)
         t0 = time.perf_counter()
-        rgb = r.render(width, height, markers)
+        rgb = r.render(width, height, markers, labels_in_image=False)
         h, w = rgb.shape[:2]
         image = QImage(rgb.data, w, h, rgb.strides[0], QImage.Format.Format_RGB888).convertToFormat(QImage.Format.Format_RGB32)
-        self._last = (self.qpos.copy(), markers, key, image)
-        return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3, w * h)
+        labels, segments = r.screen_labels, r.screen_segments
+        self._last = (self.qpos.copy(), markers, key, image, labels, segments)
+        return _Frame(image, snap, published, (time.perf_counter() - t0) * 1e3, w * h, labels=labels, segments=segments)
 
     def close(self) -> None:
         if self.renderer is not None:
@@ -442,6 +459,7 @@ class SceneViewport(QWidget):
         if frame is not None:
             p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
             p.drawImage(rect, frame.image)
+            self._paint_markers(p, frame)
             if not self._frame_painted:
                 self._frame_painted = True
                 now = time.perf_counter()
@@ -450,6 +468,56 @@ class SceneViewport(QWidget):
                     self.latency_ms.append((now - frame.published_s) * 1e3)
         self._paint_hud(p, frame.snap if frame is not None else None)
         p.end()
+
+    def label_font(self) -> QFont:
+        font = QFont(self.font())
+        font.setPointSizeF(10.5)
+        font.setBold(True)
+        return font
+
+    def label_places(self, frame: _Frame) -> list:
+        """(label, `Placement`) of each of `frame`'s labels in this view, none covering another."""
+        labels = sorted(frame.labels, key=lambda lb: LABEL_ORDER.get(lb.kind, 3))
+        if not labels:
+            return []
+        fm = QFontMetrics(self.label_font())
+        w, h = self.width(), self.height()
+        anchors = np.array([(lb.x * w, lb.y * h) for lb in labels])
+        sizes = np.array([(fm.horizontalAdvance(lb.text) + 12, fm.height() + 4) for lb in labels], dtype=float)
+        scale = np.array([w, h], dtype=float)
+        clear = [segment_points(np.asarray(sg.a) * scale, np.asarray(sg.b) * scale) for sg in frame.segments]
+        return list(zip(labels, place_labels(anchors, sizes, w, h, np.concatenate(clear) if clear else None)))
+
+    def _paint_markers(self, p: QPainter, frame: _Frame) -> None:
+        """The closest-pair segments, then the labels, over the picture."""
+        w, h = self.width(), self.height()
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        for seg in frame.segments:
+            a, b = QPointF(seg.a[0] * w, seg.a[1] * h), QPointF(seg.b[0] * w, seg.b[1] * h)
+            colour = QColor.fromRgbF(*seg.rgba[:3])
+            for pen_colour, width in ((QColor(0, 0, 0, 170), SEGMENT_WIDTH_PX + 3), (colour, SEGMENT_WIDTH_PX)):
+                p.setPen(QPen(pen_colour, width, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+                p.drawLine(a, b)
+            p.setPen(QPen(QColor(0, 0, 0, 170), 1.5))
+            p.setBrush(colour)
+            for end in (a, b):
+                p.drawEllipse(end, SEGMENT_END_RADIUS_PX, SEGMENT_END_RADIUS_PX)
+        p.setFont(self.label_font())
+        for label, place in self.label_places(frame):
+            box = QRectF(place.left, place.top, place.width, place.height)
+            colour = QColor.fromRgbF(*label.rgba[:3])
+            if place.displaced:  # a leader line to what it labels
+                anchor = QPointF(label.x * w, label.y * h)
+                p.setPen(QPen(QColor(230, 233, 237, 200), 1.0))
+                p.drawLine(anchor, QPointF(min(max(anchor.x(), box.left()), box.right()),
+                                           min(max(anchor.y(), box.top()), box.bottom())))
+            p.setPen(QPen(colour, 1.5) if label.kind != "text" else Qt.PenStyle.NoPen)
+            p.setBrush(QColor(0, 0, 0, 170))
+            p.drawRoundedRect(box, 4, 4)
+            p.setPen(colour if label.kind == "segment" else QColor("#ffffff"))
+            p.drawText(box, int(Qt.AlignmentFlag.AlignCenter), label.text)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
 
     def _paint_hud(self, p: QPainter, snap: Snapshot | None) -> None:
         font = QFont(self.font())
@@ -476,8 +544,10 @@ class SceneViewport(QWidget):
         top = self.height() - 44
         if h.alert:
             top = self._banner(p, h.alert, QColor(200, 40, 30, 220), top=top, big=True) - 44
-        if snap is None:
-            self._paint_holds(p, top)  # a review's recorded holds
+        if snap is None:  # a review: what holds the live arms behind it, then the file's recorded holds
+            for text in h.live_holds:
+                top = self._banner(p, text, QColor(200, 40, 30, 220), top=top, big=True) - 44
+            self._paint_holds(p, top)
             return
         if snap.teleop_state == "estopped":
             top = self._banner(p, "E-STOP: arms holding. Reset with Ctrl+R", QColor(200, 40, 30, 220), top=top,

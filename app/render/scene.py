@@ -68,6 +68,52 @@ class SegmentMarker:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class ScreenLabel:
+    """A marker's text and the point of the picture it labels, for a caller that lays its labels
+    out itself (`SceneRenderer.render(..., labels_in_image=False)`)."""
+
+    text: str
+    x: float
+    """Fraction of the picture's width from its left edge (the picture may be shown scaled)."""
+    y: float
+    """Fraction of its height from its top edge."""
+    kind: str
+    """What it labels: 'frame' (a target frame), 'text' (a `TextMarker`) or 'segment' (at the segment's middle)."""
+    rgba: Rgba = (1.0, 1.0, 1.0, 1.0)
+    """The marker's colour (a segment's: red while held)."""
+
+
+@dataclass(frozen=True)
+class ScreenSegment:
+    """A `SegmentMarker`'s ends in the picture (fractions from its top-left corner), for drawing it
+    over the picture at a width of its own: a few millimetres apart, its ends are pixels apart."""
+
+    a: tuple[float, float]
+    b: tuple[float, float]
+    rgba: Rgba
+
+
+def project_points(cam: mujoco.MjvGLCamera, aspect: float, points_m: np.ndarray) -> np.ndarray:
+    """(n, 2) fractions of the picture's width and height, from its top-left corner, at which
+    `mjr_render` draws the world points `points_m` (n, 3) seen by `cam` in a picture of
+    width / height `aspect`; nan for a point behind the near plane."""
+    p = np.atleast_2d(np.asarray(points_m, dtype=float))
+    fwd, up = np.asarray(cam.forward, dtype=float), np.asarray(cam.up, dtype=float)
+    rel = p - np.asarray(cam.pos, dtype=float)
+    depth = rel @ fwd
+    x, y = rel @ np.cross(fwd, up), rel @ up  # mjr_render's view: right = forward x up
+    near, bottom, top = float(cam.frustum_near), float(cam.frustum_bottom), float(cam.frustum_top)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not cam.orthographic:
+            x, y = x * near / depth, y * near / depth
+        half_w = 0.5 * aspect * (top - bottom)  # mjr_render widens the frustum to the picture's aspect
+        out = np.stack([(x - (float(cam.frustum_center) - half_w)) / (2.0 * half_w), 1.0 - (y - bottom) / (top - bottom)],
+                       axis=1)
+    out[~(depth > (0.0 if cam.orthographic else near))] = np.nan
+    return out
+
+
 _AXIS_RGBA = (np.array([0.95, 0.25, 0.2, 1.0], np.float32), np.array([0.3, 0.9, 0.3, 1.0], np.float32),
               np.array([0.3, 0.5, 1.0, 1.0], np.float32))
 
@@ -110,6 +156,10 @@ class SceneRenderer(OffscreenRenderer):
         self._mat = np.zeros(9)
         self.overlay_start = 0
         """Index in `scene.geoms` of the last frame's first overlay geom (markers come after the model's)."""
+        self.screen_labels: tuple[ScreenLabel, ...] = ()
+        """The last frame's marker labels, where they stand in its picture (`render(labels_in_image=False)`)."""
+        self.screen_segments: tuple[ScreenSegment, ...] = ()
+        """The last frame's segments in its picture (`render(labels_in_image=False)`)."""
         log.info("scene renderer on %r (software: %s), %dx%d max", self.gl_renderer, self.software,
                  self.max_width, self.max_height)
 
@@ -121,20 +171,53 @@ class SceneRenderer(OffscreenRenderer):
         mujoco.mj_camlight(self.model, self.data)
 
     def render(self, width: int, height: int,
-               markers: tuple[FrameMarker | BoxMarker | TextMarker | SegmentMarker, ...] = ()) -> np.ndarray:
-        """An (height, width, 3) uint8 image, top row first; the size is clipped by `fit`."""
+               markers: tuple[FrameMarker | BoxMarker | TextMarker | SegmentMarker, ...] = (),
+               labels_in_image: bool = True) -> np.ndarray:
+        """An (height, width, 3) uint8 image, top row first; the size is clipped by `fit`.
+        `labels_in_image` False: the markers' texts are not drawn; `screen_labels` and
+        `screen_segments` say where they go, for the caller to draw (the 3D view does, so that
+        its labels never cover one another and its segments have a width in pixels)."""
         self.update_scene(self.data, self.camera)
         self.overlay_start = self.scene.ngeom
         for m in markers:
             if isinstance(m, FrameMarker):
-                self._add_frame(m)
+                self._add_frame(m, labels_in_image)
             elif isinstance(m, TextMarker):
-                self._add_label(m.pos_m, m.text)
+                if labels_in_image:
+                    self._add_label(m.pos_m, m.text)
             elif isinstance(m, SegmentMarker):
-                self._add_segment(m)
+                self._add_segment(m, labels_in_image)
             else:
                 self._add_box(m)
+        if not labels_in_image:
+            self._project(markers, *self.fit(width, height))
         return self.draw(width, height)
+
+    def _project(self, markers: tuple, width: int, height: int) -> None:
+        labelled = [m for m in markers if isinstance(m, (FrameMarker, TextMarker, SegmentMarker))]
+        segments = [m for m in labelled if isinstance(m, SegmentMarker)]
+        anchors = []
+        for m in labelled:
+            if isinstance(m, SegmentMarker):
+                anchors.append((np.asarray(m.a_m, dtype=float) + np.asarray(m.b_m, dtype=float)) / 2.0)
+            else:
+                anchors.append(np.asarray(m.pos_m, dtype=float))
+        ends = [p for m in segments for p in (m.a_m, m.b_m)]
+        points = np.array(anchors + ends, dtype=float).reshape(-1, 3)
+        cam = mujoco.mjv_averageCamera(self.scene.camera[0], self.scene.camera[1])
+        xy = project_points(cam, width / max(1, height), points) if len(points) else np.zeros((0, 2))
+        labels = []
+        for m, (x, y) in zip(labelled, xy[: len(labelled)]):
+            text = m.text if isinstance(m, TextMarker) else m.label
+            if text and np.isfinite(x) and np.isfinite(y):
+                kind = "frame" if isinstance(m, FrameMarker) else "text" if isinstance(m, TextMarker) else "segment"
+                labels.append(ScreenLabel(text, float(x), float(y), kind, tuple(getattr(m, "rgba", (1.0, 1.0, 1.0, 1.0)))))
+        out = []
+        for k, m in enumerate(segments):
+            (ax, ay), (bx, by) = xy[len(labelled) + 2 * k], xy[len(labelled) + 2 * k + 1]
+            if np.all(np.isfinite((ax, ay, bx, by))):
+                out.append(ScreenSegment((float(ax), float(ay)), (float(bx), float(by)), tuple(m.rgba)))
+        self.screen_labels, self.screen_segments = tuple(labels), tuple(out)
 
     def move_camera(self, action: mujoco.mjtMouse, reldx: float, reldy: float) -> None:
         """MuJoCo's viewer camera motion; `reldx`, `reldy` are mouse moves over the image height."""
@@ -154,7 +237,7 @@ class SceneRenderer(OffscreenRenderer):
         scn.ngeom += 1
         return g
 
-    def _add_frame(self, m: FrameMarker) -> None:
+    def _add_frame(self, m: FrameMarker, label: bool = True) -> None:
         pos = np.asarray(m.pos_m, dtype=float)
         if not np.all(np.isfinite(pos)):
             return
@@ -176,10 +259,10 @@ class SceneRenderer(OffscreenRenderer):
                 return
             mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_ARROW, self._size, pos, self._mat, _AXIS_RGBA[k])
             mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + m.axis_len_m * rot[:, k])
-        if m.label:
+        if m.label and label:
             self._add_label(pos + np.array([0.0, 0.0, 1.5 * m.radius_m]), m.label)
 
-    def _add_segment(self, m: SegmentMarker) -> None:
+    def _add_segment(self, m: SegmentMarker, label: bool = True) -> None:
         a, b = np.asarray(m.a_m, dtype=float), np.asarray(m.b_m, dtype=float)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
             return
@@ -196,7 +279,7 @@ class SceneRenderer(OffscreenRenderer):
             if g is None:
                 return
             mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, self._size, p, np.eye(3).ravel(), rgba)
-        if m.label:
+        if m.label and label:
             # Above the target frames' own labels, which stand just over the grippers.
             self._add_label((a + b) / 2.0 + np.array([0.0, 0.0, 0.09]), m.label)
 
@@ -217,6 +300,6 @@ class SceneRenderer(OffscreenRenderer):
                             np.eye(3).ravel(), np.asarray(m.rgba, dtype=np.float32))
 
 
-__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer", "SegmentMarker",
-           "TextMarker",
+__all__ = ["BoxMarker", "CAMERA_VIEWS", "DEFAULT_VIEW", "FrameMarker", "RenderError", "SceneRenderer", "ScreenLabel",
+           "ScreenSegment", "SegmentMarker", "TextMarker", "project_points",
            "is_software_renderer", "set_camera_view"]
