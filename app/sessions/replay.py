@@ -6,6 +6,11 @@ replays from tick 0; since the loop passes its nominal time (tick x period), row
 recorded at the same rate comes back at tick k exactly. Before the first row the first row
 is held; after the last row the last row is held and `finished()` turns True. Samples are
 built lazily from the column arrays, one per row actually used.
+
+A file of format 2 also says what the loop and the physics did in each tick
+(`schema.TICK_PHYSICS_COLUMNS`): `recorded_ticks` gives them to the loop and the engine, which then
+run exactly the recorded ticks (one per row, at its time, with its steps), and the replay is exact
+whatever the load on either machine. `inexact_replay_reasons` says why a file's replay may differ.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from typing import Callable
 
 import numpy as np
 
+from app.control.recorded_ticks import RecordedTicks, RecordedTicksError
 from app.tracking.config import ButtonMapConfig
 from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
-from app.sessions.schema import INPUT_COLUMNS, row_to_sample
+from app.sessions.schema import INPUT_COLUMNS, TICK_PHYSICS_COLUMNS, row_to_sample
+from app.sessions.sidecar import loop_period_s
 from app.tracking.sample import TrackingSample
 from app.tracking.source import SourceBase
 
@@ -28,6 +35,46 @@ log = logging.getLogger(__name__)
 
 _TIME_TOL_S = 1e-9
 """A row is due when its time is at most this far after the loop time (float rounding of k x period)."""
+
+
+def recorded_ticks(session: Session) -> RecordedTicks | None:
+    """The ticks the session's loop ran and what its physics did in each (format 2), for the loop
+    and the engine of its replay; None for a file without `schema.TICK_PHYSICS_COLUMNS` (format 1,
+    or input columns only), which replays by the loop's own pacing. `SessionFormatError` for counts
+    no loop records (negative, fractional)."""
+    if session.n_rows == 0 or any(c not in session.data for c in TICK_PHYSICS_COLUMNS):
+        return None
+    d = session.data
+    period_s, _ = loop_period_s(session.sidecar, d["t_s"])
+    try:
+        return RecordedTicks.from_columns(d["t_s"], period_s, d["skipped_ticks"], d["physics_steps"],
+                                          d["physics_dropped_steps"])
+    except RecordedTicksError as exc:
+        raise SessionFormatError(f"{session.path}: {exc}") from None
+
+
+def inexact_replay_reasons(session: Session) -> tuple[str, ...]:
+    """Why a replay of `session` may not reproduce its recorded outputs (empty when it does: a
+    format-2 file recorded from the loop's first tick, no row missing)."""
+    d = session.data
+    reasons = []
+    if any(c not in d for c in TICK_PHYSICS_COLUMNS):
+        version = (session.sidecar or {}).get("format_version", "unknown")
+        reasons.append(f"the file (format {version}) does not record the physics of each tick, so the replay paces "
+                       "itself: after skipped deadlines or dropped physics it differs")
+    tick = d.get("tick")
+    gaps = 0
+    if tick is not None and session.n_rows:
+        if tick[0] != 0:
+            reasons.append(f"the recording started at tick {int(tick[0])}, not at the loop's start (the state "
+                           "then is not recorded)")
+        gaps = int(np.count_nonzero(np.diff(tick) != 1))
+        if gaps:
+            reasons.append(f"ticks are missing from the file ({gaps} gap(s) in the tick numbers)")
+    dropped = (session.sidecar or {}).get("dropped_rows")
+    if not gaps and isinstance(dropped, int) and not isinstance(dropped, bool) and dropped > 0:
+        reasons.append(f"the recorder dropped {dropped} row(s)")
+    return tuple(reasons)
 
 
 class ReplaySource(SourceBase):
