@@ -203,7 +203,8 @@ class Pipeline:
                 cfg = replay_config(session, self.live_cfg)
         recorded, replay_note = None, ""
         if session is not None and kind is SourceKind.REPLAY:
-            from app.sessions.replay import inexact_replay_reasons, recorded_ticks
+            from app.sessions.replay import recorded_ticks
+            from app.sessions.replay_exactness import inexact_replay_reasons
             recorded = recorded_ticks(session)  # the loop and the engine run the recorded ticks
             reasons = inexact_replay_reasons(session)
             if reasons:

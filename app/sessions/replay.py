@@ -10,7 +10,7 @@ built lazily from the column arrays, one per row actually used.
 A file of format 2 also says what the loop and the physics did in each tick
 (`schema.TICK_PHYSICS_COLUMNS`): `recorded_ticks` gives them to the loop and the engine, which then
 run exactly the recorded ticks (one per row, at its time, with its steps), and the replay is exact
-whatever the load on either machine. `inexact_replay_reasons` says why a file's replay may differ.
+whatever the load on either machine. `replay_exactness` says why a file's replay may differ.
 """
 
 from __future__ import annotations
@@ -51,30 +51,6 @@ def recorded_ticks(session: Session) -> RecordedTicks | None:
                                           d["physics_dropped_steps"])
     except RecordedTicksError as exc:
         raise SessionFormatError(f"{session.path}: {exc}") from None
-
-
-def inexact_replay_reasons(session: Session) -> tuple[str, ...]:
-    """Why a replay of `session` may not reproduce its recorded outputs (empty when it does: a
-    format-2 file recorded from the loop's first tick, no row missing)."""
-    d = session.data
-    reasons = []
-    if any(c not in d for c in TICK_PHYSICS_COLUMNS):
-        version = (session.sidecar or {}).get("format_version", "unknown")
-        reasons.append(f"the file (format {version}) does not record the physics of each tick, so the replay paces "
-                       "itself: after skipped deadlines or dropped physics it differs")
-    tick = d.get("tick")
-    gaps = 0
-    if tick is not None and session.n_rows:
-        if tick[0] != 0:
-            reasons.append(f"the recording started at tick {int(tick[0])}, not at the loop's start (the state "
-                           "then is not recorded)")
-        gaps = int(np.count_nonzero(np.diff(tick) != 1))
-        if gaps:
-            reasons.append(f"ticks are missing from the file ({gaps} gap(s) in the tick numbers)")
-    dropped = (session.sidecar or {}).get("dropped_rows")
-    if not gaps and isinstance(dropped, int) and not isinstance(dropped, bool) and dropped > 0:
-        reasons.append(f"the recorder dropped {dropped} row(s)")
-    return tuple(reasons)
 
 
 class ReplaySource(SourceBase):
