@@ -89,9 +89,15 @@ def assert_replayed_exactly(original: Path, replayed: Path) -> None:
     assert not differing, f"columns differ (count, first row, recorded, replayed): {differing}"
 
 
-def test_a_replay_reproduces_every_tick_of_a_recording_with_forced_stalls(tmp_path):
-    # 0.7 s is more than `sim.max_catchup_s` (0.5): debt is dropped at once. 0.1 s is caught up.
-    original = stalled_recording(tmp_path / "stalled.csv", 500, {100: 0.1, 250: 0.7})
+@pytest.fixture(scope="module")
+def stalled(tmp_path_factory) -> Path:
+    """500 ticks with two forced stalls: 0.1 s (caught up) and 0.7 s (more than `sim.max_catchup_s`,
+    0.5 s: debt is dropped at once)."""
+    return stalled_recording(tmp_path_factory.mktemp("stalled") / "stalled.csv", 500, {100: 0.1, 250: 0.7})
+
+
+def test_a_replay_reproduces_every_tick_of_a_recording_with_forced_stalls(stalled, tmp_path):
+    original = stalled
     s = read_session(original)
     assert s.sidecar["format_version"] == 2
     skipped = s.data["skipped_ticks"]
@@ -186,3 +192,14 @@ def test_inexact_reasons_name_a_mid_run_start_and_missing_ticks(tmp_path):
     assert any("started at tick 1" in r for r in reasons), reasons
     assert any("1 tick(s) are missing" in r for r in reasons), reasons
     assert np.all(recorded_ticks(read_session(cut)).physics_steps >= 1)
+
+
+def test_the_video_export_replays_a_recording_with_skipped_deadlines_exactly(stalled):
+    from app.replay_render import ReplayRenderer
+    s = read_session(stalled)
+    stall_row = int(np.argmax(np.diff(s.data["skipped_ticks"]))) + 1  # the tick after the long stall
+    rows = np.array([0, 99, 101, stall_row, stall_row + 1, s.n_rows - 1])
+    renderer = ReplayRenderer(64, 48)
+    model, qpos = renderer.replay_poses(stalled, rows)  # ReplayDivergedError when the joints differ
+    assert renderer.notes == []  # not even a small difference
+    assert qpos.shape == (len(rows), model.nq)
