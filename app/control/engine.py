@@ -261,7 +261,8 @@ class TeleopEngine:
         `wall_time_s` (perf_counter s) and `lateness_s` are when and how late the tick started;
         `input_s` is the time the loop spent on this tick before calling (reading the input), so
         the snapshot's `compute_s` covers the whole tick. `overruns`, `late_ticks` and
-        `skipped_ticks` are the loop timer's cumulative counts; the physics advances by one
+        `skipped_ticks` are the loop timer's cumulative counts (a replay's loop passes the recorded
+        skipped count); the physics advances by one
         period plus one per newly skipped deadline (sub-stepped, bounded by `cfg.sim`). The IK's
         velocity limits stay per period, so a stall never makes the arms jump.
         """

@@ -19,6 +19,10 @@ one tick would make that tick compute for tens of milliseconds and the next tick
 Counting whole periods and whole steps (not summing seconds) keeps sim time from drifting.
 Pure bookkeeping: the caller measures the time (`plan` takes the tick's elapsed compute,
 `record` the physics stage's), so tests drive it with exact figures.
+
+These decisions depend on the time the machine took, so they are recorded per tick
+(`physics_steps`, `physics_dropped_steps`); a replay's engine takes them back with a
+`ScriptedPacer` (the same `Pacer` interface, chosen when the engine is built), never re-plans them.
 """
 
 from __future__ import annotations
