@@ -39,14 +39,16 @@ TIMING_COLUMNS = ("lateness_ms", "compute_ms")
 EXACT_COLUMNS = ("t_s", "tick", "sim_time_s", "skipped_ticks", "physics_steps", "physics_dropped_steps")
 
 
-def stalled_recording(path: Path, ticks: int, stalls_s: dict[int, float]) -> Path:
+def stalled_recording(path: Path, ticks: int, stalls_s: dict[float, float]) -> Path:
     """Record `ticks` periods of loop time of the demo operator, paced, with the loop thread held
-    for `stalls_s[k]` seconds after tick k's snapshot; returns the CSV."""
+    for `stalls_s[t]` seconds after the snapshot of the first tick at loop time t (s) or later (loop
+    time, not tick numbers: a busy machine skips deadlines of its own); returns the CSV."""
+    pending = dict(stalls_s)
 
     def stall(snap) -> None:
-        hold_s = stalls_s.get(snap.tick)
-        if hold_s:
-            time.sleep(hold_s)
+        due = [t for t in pending if snap.t_s >= t]
+        for t in due:
+            time.sleep(pending.pop(t))
 
     cfg = Config()
     pipe = Pipeline(cfg)
@@ -93,7 +95,7 @@ def assert_replayed_exactly(original: Path, replayed: Path) -> None:
 def stalled(tmp_path_factory) -> Path:
     """500 ticks with two forced stalls: 0.1 s (caught up) and 0.7 s (more than `sim.max_catchup_s`,
     0.5 s: debt is dropped at once)."""
-    return stalled_recording(tmp_path_factory.mktemp("stalled") / "stalled.csv", 500, {100: 0.1, 250: 0.7})
+    return stalled_recording(tmp_path_factory.mktemp("stalled") / "stalled.csv", 500, {0.5: 0.1, 1.25: 0.7})
 
 
 def test_a_replay_reproduces_every_tick_of_a_recording_with_forced_stalls(stalled, tmp_path):
@@ -159,7 +161,7 @@ def as_format_1(src: Path, dst: Path) -> Path:
 
 
 def test_a_format_1_file_reads_replays_and_says_its_replay_may_not_be_exact(tmp_path, capsys):
-    original = stalled_recording(tmp_path / "stalled.csv", 200, {60: 0.05})
+    original = stalled_recording(tmp_path / "stalled.csv", 200, {0.3: 0.05})
     old = as_format_1(original, tmp_path / "old.csv")
     s = read_session(old)
     assert s.n_rows == read_session(original).n_rows
@@ -182,7 +184,8 @@ def test_inexact_reasons_name_a_mid_run_start_and_missing_ticks(tmp_path):
     original = stalled_recording(tmp_path / "s.csv", 60, {})
     cols = csv_columns(original)
     n = len(cols["t_s"])
-    keep = [i for i in range(n) if i not in (0, 30)]  # the first row and one in the middle lost
+    assert n >= 3
+    keep = [i for i in range(n) if i not in (0, n // 2)]  # the first row and one in the middle lost
     cut = tmp_path / "cut.csv"
     with open(cut, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -198,7 +201,7 @@ def test_the_video_export_replays_a_recording_with_skipped_deadlines_exactly(sta
     from app.replay_render import ReplayRenderer
     s = read_session(stalled)
     stall_row = int(np.argmax(np.diff(s.data["skipped_ticks"]))) + 1  # the tick after the long stall
-    rows = np.array([0, 99, 101, stall_row, stall_row + 1, s.n_rows - 1])
+    rows = np.array(sorted({0, 50, stall_row - 1, stall_row, stall_row + 1, s.n_rows - 1}))
     renderer = ReplayRenderer(64, 48)
     model, qpos = renderer.replay_poses(stalled, rows)  # ReplayDivergedError when the joints differ
     assert renderer.notes == []  # not even a small difference
