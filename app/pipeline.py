@@ -201,12 +201,22 @@ class Pipeline:
                 session = read_session_in_steps(replay_path, REPLAY_READ_CHUNK_ROWS, self._yield_to_loop)
             if cfg is None:
                 cfg = replay_config(session, self.live_cfg)
+        recorded, replay_note = None, ""
+        if session is not None and kind is SourceKind.REPLAY:
+            from app.sessions.replay import recorded_ticks
+            from app.sessions.replay_exactness import inexact_replay_reasons
+            recorded = recorded_ticks(session)  # the loop and the engine run the recorded ticks
+            reasons = inexact_replay_reasons(session)
+            if reasons:
+                replay_note = f"the replay of {session.path.name} may not be exact: {'; '.join(reasons)}."
+                log.warning("%s", replay_note)
         cfg = cfg if cfg is not None else self.live_cfg
         scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
         if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
             self.stop()
         source, note = make_source(kind, cfg, scene, session)
+        note = " ".join(n for n in (note, replay_note) if n)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options
@@ -222,9 +232,9 @@ class Pipeline:
             except RemoteConnectError as exc:
                 source.close()
                 raise PipelineError(f"cannot connect to the simulation server {self.remote.endpoints.state}: {exc}") from None
-        engine = build_engine(cfg, scene, source, output=output)
+        engine = build_engine(cfg, scene, source, output=output, recorded_ticks=recorded)
         loop = ControlLoop(engine, source, cfg.loop, paced=options.paced, max_ticks=options.max_ticks,
-                           idle=self.loop_idle)
+                           idle=self.loop_idle, recorded_ticks=recorded)
         self.mirror.clear()
         loop.subscribe(self.mirror.subscriber(engine.sim.data.qpos))
         self._on_loop_created(loop, source)

@@ -8,13 +8,14 @@ pose (`qpos`) of the tick that recorded each of `rows`, checks that the re-simul
 recorded ones, and then yields one picture per camera for each row, in order, rendered offscreen
 (`app.render.cameras`).
 
-Row `r` of a session was recorded by the tick whose loop time is `t_s[r] - t_s[0]`; the replay
-reads that row at the same loop time, so tick `round((t_s[r] - t_s[0]) / period)` of the replay is
-the one that recorded it. A recording with skipped deadlines (its original loop stepped the
-physics in one catch-up call, the replay does not skip) or one started after the loop had already
-moved the arms does not replay exactly: the joints are compared at every requested row, a
-difference above `MAX_DIVERGENCE_RAD` refuses (`ReplayDivergedError`), one above
-`NOTE_DIVERGENCE_RAD` is reported in `notes`.
+A session of format 2 replays exactly, one replay tick per recorded row (its recorded ticks,
+`app.sessions.replay.recorded_ticks`), so tick `r` of the replay re-ran row `r`, skipped deadlines
+and dropped physics included. In an older file, row `r` was recorded by the tick whose loop time is
+`t_s[r] - t_s[0]`; the replay reads that row at the same loop time, so its tick
+`round((t_s[r] - t_s[0]) / period)` is the one that recorded it, and a recording with skipped
+deadlines does not replay exactly. Neither does one started after the loop had already moved the
+arms: the joints are compared at every requested row, a difference above `MAX_DIVERGENCE_RAD`
+refuses (`ReplayDivergedError`), one above `NOTE_DIVERGENCE_RAD` is reported in `notes`.
 
 This module sits beside `app/pipeline.py`: it drives a `Pipeline` and an `app.render` renderer, and
 only the CLI imports it (it is what `pico-teleop export --format lerobot` hands the exporter).
@@ -32,6 +33,7 @@ import numpy as np
 from app.config import Config
 from app.pipeline import Pipeline, StartOptions, replay_config
 from app.sessions.reader import read_session
+from app.sessions.replay import recorded_ticks
 from app.sessions.schema import ARMS
 
 if TYPE_CHECKING:
@@ -98,7 +100,10 @@ class ReplayRenderer:
         pipe = Pipeline(cfg)
         period_s = cfg.loop.period_s
         t = session.data["t_s"]
-        ticks = np.rint((t[rows] - t[0]) / period_s).astype(np.int64)
+        grid = np.rint((t[rows] - t[0]) / period_s).astype(np.int64)
+        # The replay's tick that re-runs each row: the row's own index when the file holds its
+        # ticks (one replay tick per row), else the grid point of its loop time.
+        ticks = rows if recorded_ticks(session) is not None else grid
         want: dict[int, list[int]] = {}
         for i, k in enumerate(ticks):
             want.setdefault(int(k), []).append(i)
@@ -123,7 +128,8 @@ class ReplayRenderer:
 
         pipe.subscribe(keep)
         try:
-            pipe.start("replay", session=session, options=StartOptions(paced=False, max_ticks=n_ticks))
+            max_ticks = int(grid.max(initial=0)) + 1  # loop time, in periods, skipped deadlines included
+            pipe.start("replay", session=session, options=StartOptions(paced=False, max_ticks=max_ticks))
             pipe.wait()
             error = pipe.fatal_error
         finally:
@@ -150,8 +156,8 @@ class ReplayRenderer:
             raise ReplayDivergedError(
                 f"{name}: the re-simulated joints differ from the recording by up to {worst:.3g} rad "
                 f"({cols[j]} at row {int(rows[i])}; allowed {MAX_DIVERGENCE_RAD:g} rad), so the videos would not "
-                "show the recorded motion (a recording with skipped deadlines, or one started mid-run, does "
-                "not replay exactly); export without videos (--no-videos)")
+                "show the recorded motion (a recording of format 1 with skipped deadlines, or one started "
+                "mid-run, does not replay exactly); export without videos (--no-videos)")
         if worst > NOTE_DIVERGENCE_RAD:
             self.notes.append(f"{name}: the re-simulated joints differ from the recording by up to {worst:.2g} rad")
 

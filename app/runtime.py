@@ -14,6 +14,7 @@ import mujoco
 from app import __version__
 from app.config import Config
 from app.control.engine import TeleopEngine
+from app.control.recorded_ticks import RecordedTicks
 from app.sim.model_files import model_file_digests
 from app.sim.output import ArmsOutput
 from app.sim.scene import Scene, SceneError
@@ -25,11 +26,13 @@ if TYPE_CHECKING:
     from app.sessions.reader import Session
 
 def build_engine(cfg: Config, scene: Scene, source: TrackingSource | None = None,
-                 output: ArmsOutput | None = None) -> TeleopEngine:
-    """The engine on `output` (e.g. a connected `app.remote.RemoteArms`), or on a new local simulation."""
+                 output: ArmsOutput | None = None, recorded_ticks: RecordedTicks | None = None) -> TeleopEngine:
+    """The engine on `output` (e.g. a connected `app.remote.RemoteArms`), or on a new local simulation;
+    with `recorded_ticks` (a replay of a file that holds them) its physics takes the recorded steps."""
     sim = output if output is not None else make_sim(scene)
     haptic = source.pulse_haptic if source is not None else None
-    return TeleopEngine(cfg, sim, scene.arms, haptic=haptic, source_name=source.name if source else "")
+    return TeleopEngine(cfg, sim, scene.arms, haptic=haptic, source_name=source.name if source else "",
+                        recorded_ticks=recorded_ticks)
 
 
 def demo_tasks(scene: Scene, cfg: Config) -> dict[str, ArmTask]:

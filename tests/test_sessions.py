@@ -119,7 +119,7 @@ def make_snapshot(tick: int, rng: np.random.Generator, period_s: float = PERIOD_
         sample=make_sample(rng, t_s), left=make_arm(rng, "engaged"), right=make_arm(rng, "holding"),
         timing=TimingSnapshot(period_s=period_s, lateness_s=float(rng.uniform()) * 1e-3,
                               compute_s=float(rng.uniform()) * 2e-3, overruns=0, late_ticks=0,
-                              skipped_ticks=tick // 7),
+                              skipped_ticks=tick // 7, physics_steps=3 + tick % 4, physics_dropped_steps=tick % 5),
         teleop_state=TeleopState.RUNNING, heading_rad=float(rng.normal()), source_name="test",
         rejected=((CountKey("left", "jump"), tick), (CountKey("right", "invalid"), 2)),
         clamp_counts=((CountKey("left", "velocity"), 3 * tick), (CountKey("right", "collision_infeasible"), tick // 3)),
@@ -163,6 +163,8 @@ def expected_values(s: Snapshot) -> dict[str, object]:
                   f"in_{c}_stick_click": float(b.stick_click), f"in_{c}_menu": float(b.menu)})
     e.update({"tick": float(s.tick), "sim_time_s": s.sim_time_s, "lateness_ms": s.timing.lateness_s * 1000.0,
               "compute_ms": s.timing.compute_s * 1000.0, "skipped_ticks": float(s.timing.skipped_ticks),
+              "physics_steps": float(s.timing.physics_steps),
+              "physics_dropped_steps": float(s.timing.physics_dropped_steps),
               "teleop_state": s.teleop_state,
               "heading_rad": s.heading_rad, "events": ";".join(map(str, s.events))})
     for name in ("left", "right"):
@@ -341,7 +343,7 @@ def test_sidecar_is_written_at_start_and_completed_at_stop(tmp_path):
     side = json.loads(sidecar_path(path).read_text())
     assert side["complete"] is False
     assert side["app_version"] == "1.2.3" and side["config"]["loop"]["rate_hz"] == 200.0
-    assert side["format_version"] == 1
+    assert side["format_version"] == 2
     assert side["columns"] == list(COLUMNS)
     assert "started_at" in side and "ended_at" not in side
     # The header is on disk before any row.

@@ -11,7 +11,7 @@ _EXPORTS = {
     "ArmState": "app.control.teleop_state", "IllegalTransition": "app.control.teleop_state",
     "TeleopState": "app.control.teleop_state",
     "Command": "app.events", "CommandKind": "app.events", "TeleopEngine": "app.control.engine",
-    "ControlLoop": "app.control.loop",
+    "ControlLoop": "app.control.loop", "RecordedTicks": "app.control.recorded_ticks",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -31,7 +31,8 @@ from app.config import Config
 from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.config import ArmConfig
 from app.control.ik import IKResult, MultiArmIK
-from app.control.physics_pacer import PhysicsPacer
+from app.control.physics_pacer import Pacer, PhysicsPacer, ScriptedPacer
+from app.control.recorded_ticks import RecordedTicks
 from app.control.pose_input import PoseInput
 from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_box, in_box, pose_defect, step_toward
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
@@ -94,7 +95,11 @@ def _collision_fields(r: IKResult | None) -> dict:
 
 class TeleopEngine:
     def __init__(self, cfg: Config, sim: ArmsOutput, arms: dict[str, ArmHandles],
-                 haptic: Callable[[str, int], None] | None = None, source_name: str = "") -> None:
+                 haptic: Callable[[str, int], None] | None = None, source_name: str = "",
+                 recorded_ticks: RecordedTicks | None = None) -> None:
+        """`recorded_ticks`: the physics steps a recording says each tick took and dropped (a replay
+        of a file that holds them): the engine then takes those, tick after tick, instead of
+        planning its own from the time its ticks take."""
         self.cfg = cfg
         self.sim = sim
         self.period_s = cfg.loop.period_s
@@ -130,8 +135,10 @@ class TeleopEngine:
         self._output_events: list[Event] = []
         self.clock: Callable[[], float] = time.perf_counter
         """The tick's stage timer (perf_counter s); a test may replace it to make the physics pacing exact."""
-        self.pacer = PhysicsPacer(self.period_s, sim.timestep_s, cfg.sim)
-        """Physics steps per tick: loop time's debt, bounded in compute per tick (`physics_pacer`)."""
+        self.pacer: Pacer = (PhysicsPacer(self.period_s, sim.timestep_s, cfg.sim) if recorded_ticks is None
+                             else ScriptedPacer(recorded_ticks, self.period_s, sim.timestep_s))
+        """Physics steps per tick: loop time's debt, bounded in compute per tick (`physics_pacer`), or
+        the recorded ones."""
         # An output that can lose its robot and find it again (a remote server) asks the engine to
         # re-read the joints before it sends anything after each (re)connection.
         sim.set_resync_hook(self.resync_from_output)
@@ -254,7 +261,8 @@ class TeleopEngine:
         `wall_time_s` (perf_counter s) and `lateness_s` are when and how late the tick started;
         `input_s` is the time the loop spent on this tick before calling (reading the input), so
         the snapshot's `compute_s` covers the whole tick. `overruns`, `late_ticks` and
-        `skipped_ticks` are the loop timer's cumulative counts; the physics advances by one
+        `skipped_ticks` are the loop timer's cumulative counts (a replay's loop passes the recorded
+        skipped count); the physics advances by one
         period plus one per newly skipped deadline (sub-stepped, bounded by `cfg.sim`). The IK's
         velocity limits stay per period, so a stall never makes the arms jump.
         """
@@ -283,10 +291,11 @@ class TeleopEngine:
         stages.append(("ik", t_ik - t_cal))
         pacer = self.pacer
         steps = pacer.plan(skipped_ticks, input_s + (t_ik - t0))
+        dropped = pacer.dropped_now
         catching_up = pacer.catching_up
         cpu0 = time.thread_time() if catching_up else 0.0
-        if pacer.dropped_now:
-            self.sim.skip_time(pacer.dropped_now * self.sim.timestep_s)
+        if dropped:
+            self.sim.skip_time(dropped * self.sim.timestep_s)
         # Called even for zero steps: a remote output sends this tick's command in `step`.
         self.sim.step(steps * self.sim.timestep_s)
         t_phys = clock()
@@ -300,7 +309,7 @@ class TeleopEngine:
             self._output_events = []
         stages.append(("physics", t_phys - t_ik))
         snap = self._snapshot(sample, t_s, wall_time_s, lateness_s, input_s, events, stages, t0, t_phys, overruns,
-                              late_ticks, skipped_ticks)
+                              late_ticks, skipped_ticks, steps, dropped)
         self.tick_index += 1
         return snap
 
@@ -410,7 +419,8 @@ class TeleopEngine:
 
     def _snapshot(self, sample: TrackingSample, t_s: float, wall_time_s: float, lateness_s: float, input_s: float,
                   events: list[Event], stages: list[tuple[str, float]], t0: float, t_start: float,
-                  overruns: int, late_ticks: int, skipped_ticks: int) -> Snapshot:
+                  overruns: int, late_ticks: int, skipped_ticks: int, physics_steps: int,
+                  physics_dropped_steps: int) -> Snapshot:
         """`t0` is when `tick` began, `t_start` when this snapshot stage began (perf_counter)."""
         arm_snaps = {}
         for arm in self.arms.values():
@@ -435,7 +445,8 @@ class TeleopEngine:
         stages.append(("snapshot", t_snap - t_start))
         timing = TimingSnapshot(period_s=self.period_s, lateness_s=lateness_s, compute_s=input_s + (t_snap - t0),
                                 overruns=overruns, late_ticks=late_ticks, stage_s=tuple(stages),
-                                skipped_ticks=skipped_ticks)
+                                skipped_ticks=skipped_ticks, physics_steps=physics_steps,
+                                physics_dropped_steps=physics_dropped_steps)
         return Snapshot(
             tick=self.tick_index, t_s=t_s, wall_time_s=wall_time_s, sim_time_s=self.sim.sim_time_s,
             sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,

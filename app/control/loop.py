@@ -17,6 +17,7 @@ from typing import Callable
 from app.control.config import LoopConfig
 from app.control.engine import Command, TeleopEngine
 from app.control.lock_wait import LockWaitFigures, ThreadWaitProbe
+from app.control.recorded_ticks import RecordedTicks
 from app.control.snapshot import Snapshot
 from app.control.teleop_state import TeleopState
 from app.control.timing import LoopTimer
@@ -54,8 +55,13 @@ def freeze_long_lived_objects() -> None:
 
 class ControlLoop:
     def __init__(self, engine: TeleopEngine, source: TrackingSource, cfg: LoopConfig, *, paced: bool = True,
-                 max_ticks: int | None = None, idle: threading.Event | None = None) -> None:
+                 max_ticks: int | None = None, idle: threading.Event | None = None,
+                 recorded_ticks: RecordedTicks | None = None) -> None:
         """`max_ticks`: end by itself after this much loop time, in periods (skipped deadlines count).
+        `recorded_ticks`: the ticks a recording ran (a replay of a file that holds them; the engine
+        was built with the same): the loop then runs exactly those, one per recorded row, at their
+        recorded loop times and skipped counts, and ends after the last; pacing (when `paced`) waits
+        for each one's recorded deadline. Without them the loop's ticks follow its own timer.
         `idle`: set while the loop sleeps between ticks, cleared from `spin_before_deadline_s` before
         each deadline to the end of the tick (and set for good when the loop ends). Other threads of
         the process wait on it before a long piece of Python work (the stream's retargeting), so they
@@ -65,6 +71,7 @@ class ControlLoop:
         self.cfg = cfg
         self.paced = paced
         self.max_ticks = max_ticks
+        self.recorded_ticks = recorded_ticks
         self.timer = LoopTimer(cfg.period_s, cfg.spin_before_deadline_s, paced=paced,
                                pause_when_late=source.follows_recording)
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
@@ -176,21 +183,33 @@ class ControlLoop:
         period = self.cfg.period_s
         engine, source, timer = self.engine, self.source, self.timer
         probe = self._probe = ThreadWaitProbe()
+        recorded = self.recorded_ticks
+        k = 0
         try:
             origin = timer.start()
             log.info("control loop running: thread %d, grid origin %.6f s (perf_counter), %g Hz",
                      threading.get_native_id(), origin, 1.0 / period)
             while not self._stop.is_set():
+                if recorded is not None and k >= len(recorded):
+                    break
                 probe.work_done(time.perf_counter())
                 self.idle.set()
-                wall, lateness = timer.wait()
+                wall, lateness = timer.wait(None if recorded is None else int(recorded.grid_index[k]))
                 self.idle.clear()
                 probe.tick(wall, timer.last_sleep_s, lateness)
-                if self.max_ticks is not None and timer.index >= self.max_ticks:
+                if recorded is None:
+                    grid_index = timer.index
+                    # The grid index, not the tick count: after skipped deadlines loop time keeps up
+                    # with the wall clock (replay reads its rows by this time).
+                    t_nominal = timer.index * period
+                    skipped = timer.skipped_ticks
+                else:  # the recorded tick, not this loop's own timing: the replay is exact by construction
+                    grid_index = int(recorded.grid_index[k])
+                    t_nominal = float(recorded.t_s[k])
+                    skipped = int(recorded.skipped_ticks[k])
+                k += 1
+                if self.max_ticks is not None and grid_index >= self.max_ticks:
                     break  # the budget is loop time: deadlines skipped in a stall count against it
-                # The grid index, not the tick count: after skipped deadlines loop time keeps up
-                # with the wall clock (replay reads its rows by this time).
-                t_nominal = timer.index * period
                 while True:
                     try:
                         engine.submit(self._commands.get_nowait())
@@ -205,8 +224,7 @@ class ControlLoop:
                 # Everything since the tick woke is its input stage, so the snapshot's compute
                 # time covers the whole tick and the timer records that same value.
                 input_s = time.perf_counter() - wall
-                snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks,
-                                   timer.skipped_ticks)
+                snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks, skipped)
                 timer.record(lateness, snap.timing.compute_s, wall)
                 # A scripted operator cannot see the window: without this it would go on with its
                 # script through an e-stop, away from the arms it holds.

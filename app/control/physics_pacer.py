@@ -19,6 +19,10 @@ one tick would make that tick compute for tens of milliseconds and the next tick
 Counting whole periods and whole steps (not summing seconds) keeps sim time from drifting.
 Pure bookkeeping: the caller measures the time (`plan` takes the tick's elapsed compute,
 `record` the physics stage's), so tests drive it with exact figures.
+
+These decisions depend on the time the machine took, so they are recorded per tick
+(`physics_steps`, `physics_dropped_steps`); a replay's engine takes them back with a
+`ScriptedPacer` (the same `Pacer` interface, chosen when the engine is built), never re-plans them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
+from app.control.recorded_ticks import RecordedTicks
 from app.sim.config import SimConfig
 
 STEP_COST_SMOOTHING = 0.05
@@ -59,6 +65,27 @@ class CatchupFigures:
     dropped_steps: int
     dropped_s: float
     """Simulated time (s) never simulated: debt beyond `max_catchup_s`, or unpaid after `catchup_within_s`."""
+
+
+class Pacer(Protocol):
+    """How many physics steps each tick takes: planned live (`PhysicsPacer`) or read from a
+    recording (`ScriptedPacer`). The engine calls `plan` once per tick, skips the simulation's
+    clock over `dropped_now` steps, runs the planned steps, then `record`s the physics stage."""
+
+    dropped_now: int
+    """Steps the last `plan` dropped."""
+
+    def plan(self, skipped_ticks: int, elapsed_s: float) -> int: ...
+
+    @property
+    def catching_up(self) -> bool: ...
+
+    def record(self, steps: int, physics_s: float, physics_cpu_s: float = 0.0, tick_cpu_s: float = 0.0) -> None: ...
+
+    @property
+    def dropped_s(self) -> float: ...
+
+    def figures(self) -> CatchupFigures: ...
 
 
 class PhysicsPacer:
@@ -185,4 +212,66 @@ class PhysicsPacer:
             dropped_steps=self.dropped_steps, dropped_s=self.dropped_s)
 
 
-__all__ = ["CatchupFigures", "PhysicsPacer"]
+class ScriptedPacer:
+    """The steps a recording says each tick took and dropped, tick after tick: a replay's physics
+    does what the original's did, whatever the time either took (no planning, no cost estimate).
+
+    Its figures describe the recorded decisions (catch-up ticks: those with more steps than a
+    period's share), with the replay's own physics times.
+    """
+
+    def __init__(self, ticks: RecordedTicks, period_s: float, timestep_s: float) -> None:
+        if not (period_s > 0 and timestep_s > 0):
+            raise ValueError(f"period_s and timestep_s must be positive, got {period_s!r} and {timestep_s!r}")
+        self.ticks = ticks
+        self.timestep_s = timestep_s
+        self._share = max(1, int(round(period_s / timestep_s)))
+        self._next = 0
+        self.dropped_now = 0
+        self._planned_catchup = False
+        self.dropped_steps = 0
+        self.catchup_ticks = 0
+        self.max_steps_per_tick = 0
+        self.max_catchup_physics_s = 0.0
+        self.max_catchup_physics_cpu_s = 0.0
+        self.max_catchup_tick_cpu_s = 0.0
+
+    def plan(self, skipped_ticks: int, elapsed_s: float) -> int:
+        """The recorded steps of the next tick (`skipped_ticks` and `elapsed_s` are not used: the
+        recording already holds what they decided). RuntimeError past the last recorded tick."""
+        k = self._next
+        if k >= len(self.ticks):
+            raise RuntimeError(f"the recording holds {len(self.ticks)} ticks; tick {k} has no recorded physics")
+        self._next = k + 1
+        steps = int(self.ticks.physics_steps[k])
+        self.dropped_now = int(self.ticks.physics_dropped_steps[k])
+        self.dropped_steps += self.dropped_now
+        self._planned_catchup = steps > self._share
+        self.max_steps_per_tick = max(self.max_steps_per_tick, steps)
+        return steps
+
+    @property
+    def catching_up(self) -> bool:
+        return self._planned_catchup
+
+    @property
+    def dropped_s(self) -> float:
+        return self.dropped_steps * self.timestep_s
+
+    def record(self, steps: int, physics_s: float, physics_cpu_s: float = 0.0, tick_cpu_s: float = 0.0) -> None:
+        if self._planned_catchup:
+            self.catchup_ticks += 1
+            self.max_catchup_physics_s = max(self.max_catchup_physics_s, physics_s)
+            self.max_catchup_physics_cpu_s = max(self.max_catchup_physics_cpu_s, physics_cpu_s)
+            self.max_catchup_tick_cpu_s = max(self.max_catchup_tick_cpu_s, tick_cpu_s)
+
+    def figures(self) -> CatchupFigures:
+        return CatchupFigures(
+            catchup_ticks=self.catchup_ticks, max_steps_per_tick=self.max_steps_per_tick,
+            max_catchup_physics_ms=self.max_catchup_physics_s * 1e3,
+            max_catchup_physics_cpu_ms=self.max_catchup_physics_cpu_s * 1e3,
+            max_catchup_tick_cpu_ms=self.max_catchup_tick_cpu_s * 1e3,
+            step_cost_us=0.0, budget_ms=0.0, dropped_steps=self.dropped_steps, dropped_s=self.dropped_s)
+
+
+__all__ = ["CatchupFigures", "Pacer", "PhysicsPacer", "ScriptedPacer"]

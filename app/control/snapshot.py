@@ -81,6 +81,10 @@ class TimingSnapshot:
     skipped_ticks: int = 0
     """Deadlines skipped so far (cumulative): a tick that woke more than one period late skips
     the deadlines already past instead of running them back to back."""
+    physics_steps: int = 0
+    """Physics steps this tick took (its own period's share, plus catch-up after a stall)."""
+    physics_dropped_steps: int = 0
+    """Physics steps this tick dropped: owed loop time the simulation's clock skipped unsimulated."""
 
 
 @dataclass(frozen=True)

@@ -103,15 +103,17 @@ class LoopTimer:
         assert self._start is not None
         return self._start + index * self.period_s
 
-    def wait(self) -> tuple[float, float]:
+    def wait(self, index: int | None = None) -> tuple[float, float]:
         """Wait for the next deadline; returns (tick start time, lateness in seconds).
 
+        `index`: serve this grid point (if it is not before the next one) instead of the next: a
+        replay keeps the deadlines its recording's ticks served, a stall's gap included.
         Afterwards `index` / `nominal_s` say which grid point this tick serves and
         `skipped_ticks` includes the deadlines this tick woke too late for.
         """
         if self._start is None:
             self.start()
-        index = self._next_index
+        index = self._next_index if index is None else max(index, self._next_index)
         deadline = self._deadline(index)
         self.last_sleep_s = 0.0
         if self.paced:

@@ -37,6 +37,7 @@ from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
 from app.control.config import CollisionConfig
 from app.sessions.schema import ARMS
+from app.sessions.replay_exactness import inexact_reasons
 from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s, rows_recorded
 
 GRASP_CLOSE_THRESHOLD = 0.6
@@ -596,6 +597,10 @@ def analyze_session(
         notes.append("columns missing for: " + ", ".join(f["missing"]))
     if ranges is None:
         notes.append("joint limits unknown: margins to the limits are not reported")
+    inexact = inexact_reasons(chunks.columns, chunks.sidecar, an.first.get("tick"), an.missing_ticks)
+    f["replay_exact"] = not inexact
+    if inexact:
+        notes.append(f"a replay of this session may not be exact: {'; '.join(inexact)}")
     return SessionAnalysis(
         path=path, metrics=metrics, verdict=verdict, series=an.down.series(),
         lateness_ms=an.lateness, compute_ms=an.compute,

@@ -6,6 +6,11 @@ replays from tick 0; since the loop passes its nominal time (tick x period), row
 recorded at the same rate comes back at tick k exactly. Before the first row the first row
 is held; after the last row the last row is held and `finished()` turns True. Samples are
 built lazily from the column arrays, one per row actually used.
+
+A file of format 2 also says what the loop and the physics did in each tick
+(`schema.TICK_PHYSICS_COLUMNS`): `recorded_ticks` gives them to the loop and the engine, which then
+run exactly the recorded ticks (one per row, at its time, with its steps), and the replay is exact
+whatever the load on either machine. `replay_exactness` says why a file's replay may differ.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from typing import Callable
 
 import numpy as np
 
+from app.control.recorded_ticks import RecordedTicks, RecordedTicksError
 from app.tracking.config import ButtonMapConfig
 from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
-from app.sessions.schema import INPUT_COLUMNS, row_to_sample
+from app.sessions.schema import INPUT_COLUMNS, TICK_PHYSICS_COLUMNS, row_to_sample
+from app.sessions.sidecar import loop_period_s
 from app.tracking.sample import TrackingSample
 from app.tracking.source import SourceBase
 
@@ -28,6 +35,22 @@ log = logging.getLogger(__name__)
 
 _TIME_TOL_S = 1e-9
 """A row is due when its time is at most this far after the loop time (float rounding of k x period)."""
+
+
+def recorded_ticks(session: Session) -> RecordedTicks | None:
+    """The ticks the session's loop ran and what its physics did in each (format 2), for the loop
+    and the engine of its replay; None for a file without `schema.TICK_PHYSICS_COLUMNS` (format 1,
+    or input columns only), which replays by the loop's own pacing. `SessionFormatError` for counts
+    no loop records (negative, fractional)."""
+    if session.n_rows == 0 or any(c not in session.data for c in TICK_PHYSICS_COLUMNS):
+        return None
+    d = session.data
+    period_s, _ = loop_period_s(session.sidecar, d["t_s"])
+    try:
+        return RecordedTicks.from_columns(d["t_s"], period_s, d["skipped_ticks"], d["physics_steps"],
+                                          d["physics_dropped_steps"])
+    except RecordedTicksError as exc:
+        raise SessionFormatError(f"{session.path}: {exc}") from None
 
 
 class ReplaySource(SourceBase):

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     # must not pull the control layer in at run time.
     from app.control.snapshot import ArmSnapshot, Snapshot
 
-FORMAT_VERSION = 1
-"""Bumped whenever a column changes meaning or disappears (adding columns does not bump it)."""
+FORMAT_VERSION = 2
+"""Bumped whenever a column changes meaning or disappears, or a replay reads the file differently
+(2: the per-tick physics columns, `TICK_PHYSICS_COLUMNS`, which a replay follows)."""
 
 ARMS: tuple[str, ...] = ("left", "right")
 
@@ -95,12 +96,17 @@ def collision_columns(arm: str) -> list[str]:
 
 
 OUTPUT_COLUMNS: tuple[str, ...] = tuple(
-    ["tick", "sim_time_s", "lateness_ms", "compute_ms", "skipped_ticks", "teleop_state", "heading_rad", "events"]
+    ["tick", "sim_time_s", "lateness_ms", "compute_ms", "skipped_ticks", "physics_steps", "physics_dropped_steps",
+     "teleop_state", "heading_rad", "events"]
     + [c for arm in ARMS for c in _arm_columns(arm)]
     + ["rejected_total", "clamps_total"]
 )
 COLUMNS: tuple[str, ...] = INPUT_COLUMNS + OUTPUT_COLUMNS
 """The columns the recorder writes, in order."""
+TICK_PHYSICS_COLUMNS: tuple[str, ...] = ("skipped_ticks", "physics_steps", "physics_dropped_steps")
+"""What the loop and the physics did in each tick, beside `t_s` (format 2): a replay runs exactly
+these ticks with these steps (`app.control.recorded_ticks`). A file without all of them (format 1)
+replays by its own pacing, which is not exact after skipped deadlines or dropped physics."""
 COLLISION_COLUMNS: tuple[str, ...] = tuple(c for arm in ARMS for c in collision_columns(arm))
 """The per-arm collision columns: a file recorded before they existed has none of them, and reads,
 replays, analyses and exports without them (`analyze` says "not recorded")."""
@@ -119,7 +125,8 @@ def _kind(col: str) -> str:
         return KIND_TIME
     if col in ("teleop_state", "events") or col in tuple(f"{a}_{s}" for a in ARMS for s in ("state", "collision_pair")):
         return KIND_STR
-    if col in ("tick", "skipped_ticks", "rejected_total", "clamps_total") or col.endswith(
+    if col in ("tick", "skipped_ticks", "physics_steps", "physics_dropped_steps", "rejected_total",
+               "clamps_total") or col.endswith(
             ("_result", "_ik_iterations", "_collision_infeasible_ticks")):
         return KIND_INT
     if col.endswith(("_valid", "_a", "_b", "_stick_click", "_menu", "_engaged", "_precision",
@@ -240,6 +247,8 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         _repr(float(timing.lateness_s) * 1000.0),
         _repr(float(timing.compute_s) * 1000.0),
         str(int(timing.skipped_ticks)),
+        str(int(timing.physics_steps)),
+        str(int(timing.physics_dropped_steps)),
         str(snap.teleop_state),
         _repr(float(snap.heading_rad)),
         format_events(snap.events),

@@ -1,0 +1,49 @@
+"""Whether a replay of a session reproduces it, and if not, why: the one place that says so for
+the replay (`Pipeline.start` warns), `analyze` (a note) and the LeRobot export.
+
+A replay reproduces every recorded tick (bit for bit, every column but the timing figures) when
+the file says what the physics did in each tick (format 2: `schema.TICK_PHYSICS_COLUMNS`), the
+recording started at the loop's first tick (the state before it is the home pose, not recorded)
+and no row is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+
+from app.sessions.reader import Session
+from app.sessions.schema import TICK_PHYSICS_COLUMNS
+
+
+def inexact_reasons(columns: Collection[str], sidecar: dict | None, first_tick: float | None,
+                    missing_ticks: int) -> tuple[str, ...]:
+    """The reasons (sentences) a replay may not reproduce a session with these `columns`, this
+    `sidecar`, first `tick` number (None without the column) and this many tick numbers absent
+    between its rows; empty when it reproduces it."""
+    reasons = []
+    if any(c not in columns for c in TICK_PHYSICS_COLUMNS):
+        version = (sidecar or {}).get("format_version", "unknown")
+        reasons.append(f"the file (format {version}) does not record the physics of each tick, so the replay paces "
+                       "itself: after skipped deadlines or dropped physics it differs")
+    if first_tick is not None and first_tick != 0:
+        reasons.append(f"the recording started at tick {int(first_tick)}, not at the loop's start (the state "
+                       "then is not recorded)")
+    dropped = (sidecar or {}).get("dropped_rows")
+    if missing_ticks:
+        reasons.append(f"{missing_ticks} tick(s) are missing from the file")
+    elif isinstance(dropped, int) and not isinstance(dropped, bool) and dropped > 0:
+        reasons.append(f"the recorder dropped {dropped} row(s)")
+    return tuple(reasons)
+
+
+def inexact_replay_reasons(session: Session) -> tuple[str, ...]:
+    """`inexact_reasons` of a session read whole."""
+    tick = session.data.get("tick")
+    first = float(tick[0]) if tick is not None and session.n_rows else None
+    missing = int(np.sum(np.maximum(np.diff(tick) - 1.0, 0.0))) if tick is not None and session.n_rows > 1 else 0
+    return inexact_reasons(session.columns, session.sidecar, first, missing)
+
+
+__all__ = ["inexact_reasons", "inexact_replay_reasons"]
