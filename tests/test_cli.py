@@ -1,8 +1,6 @@
 """The command line: a real run, replay reproducing it, and one clear line for every bad input."""
 
 import json
-import os
-import time
 
 import numpy as np
 import pytest
@@ -211,56 +209,25 @@ def test_replay_uses_the_recorded_configuration_and_reissues_commands(tmp_path, 
         assert np.array_equal(a.data[f"left_{c}"], b.data[f"left_{c}"])
 
 
-STREAM_WAIT_S = 120.0
-"""How long `test_stream_flag_streams_after_calibration` waits for the stream's messages: the stream's
-process starts beside the running loop (a second when idle, many on a loaded machine)."""
-
-
-def test_stream_flag_streams_after_calibration(tmp_path, capsys):
+def test_stream_flag_streams_after_calibration(capsys, tmp_path):
     """`run --stream` streams once the demo operator has calibrated. The run lasts until a subscriber
     here has received the stream's first messages, then ends as Ctrl-C ends it (not after a fixed
     time, which a loaded machine may spend starting the stream's process)."""
-    import signal
-    import socket
-    import threading
-
-    import zmq
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    from tests.run_helpers import Interrupter, free_loopback_endpoint
+    endpoint = free_loopback_endpoint()
     summary = tmp_path / "s.json"
-    received = [0]
-
-    def watch() -> None:
-        ctx = zmq.Context()
-        sub = ctx.socket(zmq.SUB)
-        sub.setsockopt(zmq.SUBSCRIBE, b"")
-        sub.setsockopt(zmq.LINGER, 0)
-        sub.connect(f"tcp://127.0.0.1:{port}")
-        end = time.monotonic() + STREAM_WAIT_S
-        try:
-            while received[0] <= 10 and time.monotonic() < end:
-                if sub.poll(100) and not sub.recv().startswith(b"manager_state"):  # that one is sent before streaming
-                    received[0] += 1
-        finally:
-            sub.close(0)
-            ctx.term()
-        while signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # the run's handler not yet in place
-            time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    watcher = threading.Thread(target=watch, name="stream-watch", daemon=True)
-    watcher.start()
-    code, out, err = run(capsys, "run", "--source", "demo", "--seconds", "600", "--quiet", "--stream", "planner-vr3pt",
-                         "--stream-endpoint", f"tcp://127.0.0.1:{port}", "--summary-json", str(summary))
-    watcher.join(5)
+    interrupter = Interrupter(endpoint, 10).start()
+    try:
+        code, out, err = run(capsys, "run", "--source", "demo", "--seconds", "600", "--quiet", "--stream",
+                             "planner-vr3pt", "--stream-endpoint", endpoint, "--summary-json", str(summary))
+    finally:
+        interrupter.join()
     assert code == 0, err
     result = json.loads(summary.read_text())
     assert result["stopped_by"] == "SIGINT"
     st = result["stream"]
-    assert received[0] > 10, f"{received[0]} stream messages within {STREAM_WAIT_S:g} s"
-    assert st["mode"] == "planner-vr3pt" and st["messages_sent"] >= received[0]
+    assert interrupter.received > 10, f"{interrupter.received} stream messages within {interrupter.timeout_s:g} s"
+    assert st["mode"] == "planner-vr3pt" and st["messages_sent"] >= interrupter.received
     assert st["state"] == "stopped"  # closing the run stops the stream (and sends the stop command)
     assert "streaming to the humanoid" in err
     assert st["input_lost"] is False and st["suppressed_ticks"] >= 0
