@@ -227,7 +227,7 @@ def test_the_foxglove_toggle_serves_the_core_session_live(window, qtbot):
     assert message.startswith("Foxglove live on ws://127.0.0.1:")
     url = message.split("on ", 1)[1]
     try:
-        _, got = asyncio.run(_subscribe_and_receive(url, ("/joint_states",), 1.0))
+        _, got = asyncio.run(_subscribe_and_receive(url, ("/joint_states",), 51))
         assert len(got["/joint_states"]) > 50
     finally:
         window.act["foxglove"].trigger()
