@@ -47,12 +47,13 @@ def window(qapp, folder):
         yield w
 
 
-@pytest.fixture
-def in_process_window(qapp, tmp_path):
-    """The window on the in-process backend (`pico-teleop --in-process`), for the tests of that
-    backend; closed at the test's end (its loop would share this process with the other window's)."""
+@pytest.fixture(scope="module")
+def in_process_window(qapp, tmp_path_factory):
+    """The window on the in-process backend (`pico-teleop --in-process`), for the two tests of that
+    backend, the module's last (its loop shares this process: the core window's tests are over)."""
     theme.apply(qapp)
-    w = MainWindow(Config(), SettingsStore(tmp_path / "config"), sessions_dir=tmp_path / "sessions", source="demo")
+    folder = tmp_path_factory.mktemp("gui_in_process")
+    w = MainWindow(Config(), SettingsStore(folder / "config"), sessions_dir=folder / "sessions", source="demo")
     w.show()
     yield w
     w.close()
@@ -70,19 +71,6 @@ def _key(qtbot, window, key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
 def _engaged_both(window) -> bool:
     s = window.runner.latest()
     return s is not None and s.left.engaged and s.right.engaged
-
-
-def test_the_in_process_backend_provides_the_whole_interface(in_process_window):
-    """`--in-process` (debugging): the pipeline in the window's process is a whole backend."""
-    from app.gui.backend import SessionBackend, SessionView, missing_members
-    from app.gui.teleop_runner import TeleopRunner
-    window = in_process_window
-    assert isinstance(window.runner, TeleopRunner)
-    assert missing_members(window.runner) == [] and isinstance(window.runner, SessionBackend)
-    assert {"start", "cfg", "scene"} <= set(missing_members(object()))  # the check sees both kinds, inherited too
-    # in-process, no status crosses a thread: the display reads the pipeline itself
-    assert window.session is window.runner.view() is window.runner
-    assert missing_members(window.session, SessionView) == [] and "recorder_status" in dir(SessionView)
 
 
 def test_the_window_runs_its_loop_in_a_core_process(window):
@@ -280,22 +268,32 @@ def test_settings_are_validated_applied_and_persist(window, qtbot, folder):
                     and window.runner.cfg.mapping.scale == window.base_cfg.mapping.scale, timeout=ANSWER_MS)
 
 
-def test_window_layout_persists(qapp, window, folder):
+def test_a_window_opened_again_restores_the_layout_and_closing_it_completes_its_recording(qapp, qtbot, window,
+                                                                                        folder):
+    """The layout saved by one window is the next one's (the same settings folder); closing a window
+    completes its recording, then its core exits. The second window has a core of its own (in the
+    same state folder it would attach to the first's), and the first is hidden meanwhile."""
     size = window.size()
     window.resize(780, 770)  # within the offscreen screen (800 x 800), which restoreGeometry respects
     window.plots_dock.hide()
     window.save_layout()
-    # The same settings folder, a core of its own (in the same state folder it would attach to the first's).
     with others_hidden():
         again = open_window(qapp, folder, state_dir=folder / "second-core")
         try:
             assert again.plots_dock.isHidden() and not again.status_dock.isHidden()
             assert (again.width(), again.height()) == (window.width(), window.height())
             assert window.width() < 1000  # the restored size is the saved one, not the default 1600 x 980
+            again.start_recording(folder / "closing.csv")
+            qtbot.waitUntil(lambda: again.session.recording and again.session.recorder_status().rows_written > 0,
+                            timeout=ANSWER_MS)
+            process = again.runner.process
         finally:
-            close_window(again)
+            close_window(again)  # the core completes the recording, then exits (checked there: code 0)
     window.plots_dock.show()
     window.resize(size)
+    assert process.returncode == 0
+    sidecar = json.loads((folder / "closing.csv.json").read_text())
+    assert sidecar["complete"] is True and sidecar["n_rows"] > 0
 
 
 def test_raw_input_shows_bits_and_learns_the_button_map(qtbot):
@@ -315,19 +313,17 @@ def test_raw_input_shows_bits_and_learns_the_button_map(qtbot):
     assert learned == [("a_bit", 34)] and not panel.learn_button.isChecked()
 
 
-def test_closing_completes_the_recording_and_ends_the_core(qapp, qtbot, folder):
-    with others_hidden():
-        w = open_window(qapp, folder / "closing")
-        try:
-            w.start_recording(folder / "closing" / "closing.csv")
-            qtbot.waitUntil(lambda: w.session.recording and w.session.recorder_status().rows_written > 0,
-                            timeout=ANSWER_MS)
-            process = w.runner.process
-        finally:
-            close_window(w)  # the core completes the recording, then exits (checked there: code 0)
-    assert process.returncode == 0
-    sidecar = json.loads((folder / "closing" / "closing.csv.json").read_text())
-    assert sidecar["complete"] is True and sidecar["n_rows"] > 0
+def test_the_in_process_backend_provides_the_whole_interface(in_process_window):
+    """`--in-process` (debugging): the pipeline in the window's process is a whole backend."""
+    from app.gui.backend import SessionBackend, SessionView, missing_members
+    from app.gui.teleop_runner import TeleopRunner
+    window = in_process_window
+    assert isinstance(window.runner, TeleopRunner)
+    assert missing_members(window.runner) == [] and isinstance(window.runner, SessionBackend)
+    assert {"start", "cfg", "scene"} <= set(missing_members(object()))  # the check sees both kinds, inherited too
+    # in-process, no status crosses a thread: the display reads the pipeline itself
+    assert window.session is window.runner.view() is window.runner
+    assert missing_members(window.session, SessionView) == [] and "recorder_status" in dir(SessionView)
 
 
 def test_the_foxglove_toggle_in_process_says_where_it_serves(in_process_window, qtbot):
