@@ -27,14 +27,20 @@ SUBPROTOCOL = "foxglove.sdk.v1"
 MESSAGE_DATA = 0x01
 
 
-async def _subscribe_and_receive(url: str, topics: tuple[str, ...], seconds: float) -> tuple[dict, dict[str, list]]:
-    """Connect, wait for the channels, subscribe to `topics`, collect (log time ns, payload) per topic."""
+RECEIVE_TIMEOUT_S = 60.0
+"""`_subscribe_and_receive`'s bound on the channels' advertisement and on the messages waited for."""
+
+
+async def _subscribe_and_receive(url: str, topics: tuple[str, ...], messages: int) -> tuple[dict, dict[str, list]]:
+    """Connect, wait for the channels, subscribe to `topics`, collect (log time ns, payload) per topic
+    until each has `messages` of them (or `RECEIVE_TIMEOUT_S` passed: a count, not a time, so that a
+    loaded machine's slower publishing is waited for)."""
     async with websockets.connect(url, subprotocols=[SUBPROTOCOL]) as ws:
         channels: dict[str, dict] = {}
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + RECEIVE_TIMEOUT_S
         while not set(topics) <= set(channels):
             assert time.monotonic() < deadline, f"channels advertised: {sorted(channels)}"
-            msg = await asyncio.wait_for(ws.recv(), 5.0)
+            msg = await asyncio.wait_for(ws.recv(), RECEIVE_TIMEOUT_S)
             if isinstance(msg, str):
                 doc = json.loads(msg)
                 if doc.get("op") == "advertise":
@@ -43,8 +49,8 @@ async def _subscribe_and_receive(url: str, topics: tuple[str, ...], seconds: flo
         await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
             {"id": sid, "channelId": channels[t]["id"]} for sid, t in sub_topic.items()]}))
         got: dict[str, list] = {t: [] for t in topics}
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        end = time.monotonic() + RECEIVE_TIMEOUT_S
+        while time.monotonic() < end and min(len(v) for v in got.values()) < messages:
             try:
                 msg = await asyncio.wait_for(ws.recv(), max(0.05, end - time.monotonic()))
             except asyncio.TimeoutError:
@@ -59,16 +65,17 @@ def test_a_client_subscribes_and_receives_joint_states_while_a_demo_runs():
     pipe = Pipeline(Config())
     try:
         live = pipe.open_foxglove("127.0.0.1:0")
-        pipe.start("demo", options=StartOptions(max_ticks=2000))
+        pipe.start("demo", options=StartOptions(max_ticks=int(2 * RECEIVE_TIMEOUT_S * Config().loop.rate_hz)))
         host, port = parse_endpoint(live.endpoint)
         assert host == "127.0.0.1" and port > 0
         before_ns = time.time_ns()
-        channels, got = asyncio.run(_subscribe_and_receive(f"ws://{live.endpoint}", ("/joint_states", "/timing"), 1.5))
+        # 1.5 s of messages at DEFAULT_MAX_RATE_HZ (waited for: a count, not a time), none out of order.
+        expected = int(1.5 * DEFAULT_MAX_RATE_HZ)
+        channels, got = asyncio.run(_subscribe_and_receive(f"ws://{live.endpoint}", ("/joint_states", "/timing"),
+                                                           expected))
         assert set(channels) == set(TOPICS)
         joints, timing = got["/joint_states"], got["/timing"]
-        # 1.5 s of the loop, published at up to DEFAULT_MAX_RATE_HZ: most of them, none out of order.
-        expected = 1.5 * DEFAULT_MAX_RATE_HZ
-        assert len(joints) > 0.6 * expected and len(timing) > 0.6 * expected
+        assert len(joints) >= expected and len(timing) >= expected
         assert all(a[0] <= b[0] for a, b in zip(joints, joints[1:]))
         assert before_ns - 5e9 < joints[0][0] < time.time_ns() + 1e9  # wall-clock log times
         ticks = [json.loads(p)["tick"] for _, p in timing]
@@ -95,7 +102,7 @@ def test_a_full_queue_drops_and_counts_and_never_blocks(monkeypatch):
     with FoxgloveLive(load_scene(cfg), "127.0.0.1:0", queue_snapshots=4) as live:
         t0 = time.perf_counter()
         accepted = [live.submit(s) for s in snaps]
-        assert time.perf_counter() - t0 < 0.5
+        assert time.perf_counter() - t0 < 10.0  # a submit waiting for room would wait out the publisher's 30 s sleep
         assert accepted == [True] * 4 + [False] * 6
         st = live.status()
         assert (st.received, st.dropped) == (10, 6)

@@ -33,7 +33,12 @@ from bench.qt_stall import QtStallMonitor  # noqa: E402
 from tests.recording import grow_session, record_demo  # noqa: E402
 
 REQUEST_RETURN_LIMIT_S = 0.05
-"""A request from the window returns within this (issue: the window never blocks on the core)."""
+"""A request from the window returns within this (issue: the window never blocks on the core):
+printed here, measured by `bench/gui_review_load.py`; asserted in the slow review-load test."""
+
+REQUEST_BLOCKED_S = 1.0
+"""A request that took this long waited for something (the core's connect takes 5 s): asserted
+here, on any machine (a loaded one's scheduler alone can hold a thread for tens of ms)."""
 
 REVIEW_BYTES = 20_000_000
 
@@ -86,23 +91,26 @@ def test_requests_return_at_once_while_the_core_is_busy_connecting(qapp, qtbot, 
                 assert f"Starting: Demo operator, connecting to the simulation server {dead}" in \
                     window.statusBar().currentMessage()
         busy_s = time.monotonic() - t0
+        # Every request returned while the core was still connecting (none waited for its answer) ...
+        still = runner.refresh_status()  # the status is answered at once, even while the core is busy
+        assert f"connecting to the simulation server {dead}" in still.busy and window.last_error == "", still.busy
         # ... and what the core is doing, from its status.
         qtbot.waitUntil(lambda: f"connecting to the simulation server {dead}" in runner.core_description(),
-                        timeout=5000)
+                        timeout=20000)
         qtbot.waitUntil(lambda: window.last_error != "", timeout=60000)  # the core's answer: no server
         answered_s = time.monotonic() - t0
         monitor.stop()
         print(f"\nrequests returned in (ms): " + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in returned_s.items())
               + f"; the core answered the first start {answered_s:.1f} s after the window was built; {monitor.describe()}"
               f" (load average {os.getloadavg()[0]:.1f})")
-        assert busy_s < 1.0 < answered_s, "the core was busy connecting while the requests were made"
         for name, took in returned_s.items():
-            assert took < REQUEST_RETURN_LIMIT_S, f"{name} took {took * 1e3:.1f} ms"
+            assert took < REQUEST_BLOCKED_S, f"{name} took {took * 1e3:.1f} ms"
         assert "server" in window.last_error.lower() or "connect" in window.last_error.lower()
     finally:
         _close(window)
 
 
+@pytest.mark.slow  # the Qt thread's gaps and the request time on the wall clock, a 20 MB file: fails at load 10+
 def test_a_20_mb_review_load_keeps_the_window_and_the_arms_going(qapp, qtbot, tmp_path):
     theme.apply(qapp)
     short = record_demo(tmp_path / "short.csv", 3)

@@ -257,7 +257,9 @@ def test_a_real_in_process_runner_drives_the_presenter_without_a_window():
     finally:
         runner.close()
     assert shown.timing.ticks >= 200 and shown.hud.source == "Demo operator"
-    assert 50.0 < shown.loop_rate_hz < 250.0
+    # Some rate, never a burst above the grid's (the figure itself, from known tick times, is checked
+    # above: a loaded machine's loop runs fewer ticks a second).
+    assert 0.0 < shown.loop_rate_hz < 250.0
     assert shown.banner is None and shown.hud.alert == "" and shown.core_problem == ""
 
 

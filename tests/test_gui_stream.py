@@ -1,5 +1,7 @@
-"""The humanoid stream dock, offscreen: opened only on demand, a far start asks first, messages
-reach a SUB socket, Stop and the E-stop stop it, the preview draws the G1."""
+"""The humanoid stream dock, offscreen, on a core process as `pico-teleop` runs it: opened only on
+demand, a far start asks first, messages reach a SUB socket, Stop and the E-stop stop it, the
+preview draws the G1. The panel's actions run in its worker thread and the core answers later:
+each step waits for the panel to have no action pending, then for the status that shows it."""
 
 from __future__ import annotations
 
@@ -11,23 +13,17 @@ import zmq
 
 pytest.importorskip("pytestqt")
 
-from app.config import Config  # noqa: E402
 from app.gui import theme  # noqa: E402
-from app.gui.main_window import MainWindow  # noqa: E402
-from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.remote.tools import free_port_pair  # noqa: E402
 from app.streaming.publisher import StreamState  # noqa: E402
+from tests.gui_helpers import ANSWER_MS, core_window, wait_running  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def window(qapp, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("gui_stream")
-    theme.apply(qapp)
-    w = MainWindow(Config(), SettingsStore(folder / "config"), source="demo", sessions_dir=folder / "sessions")
-    w.show()
-    w.stream_dock.raise_()
-    yield w
-    w.close()
+    with core_window(qapp, tmp_path_factory.mktemp("gui_stream")) as w:
+        w.stream_dock.raise_()
+        yield w
 
 
 @pytest.fixture
@@ -50,9 +46,18 @@ def _drain(sock, timeout_ms: int = 50) -> int:
     return n
 
 
-def test_publisher_is_not_opened_until_asked(window):
+def _answered(panel, qtbot) -> None:
+    """The panel's actions so far have been carried out by the core (and answered)."""
+    qtbot.waitUntil(lambda: panel.pending == 0, timeout=ANSWER_MS)
+
+
+def _state(pub, qtbot, state: StreamState) -> None:
+    qtbot.waitUntil(lambda: pub.status().state is state, timeout=ANSWER_MS)
+
+
+def test_publisher_is_not_opened_until_asked(window, qtbot):
     assert window.runner.publisher is None and window.stream_panel.status() is None
-    assert "off" in window.status_panel.streaming_label.text()
+    qtbot.waitUntil(lambda: "off" in window.status_panel.streaming_label.text(), timeout=ANSWER_MS)
     assert "not available" not in window.status_panel.streaming_label.text()
 
 
@@ -64,49 +69,55 @@ def test_stream_starts_after_confirmation_sends_and_stops(window, qtbot, sub):
     panel.inform = messages.append
     port = free_port_pair()
     panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
-    qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=8000)
     # The stream would follow the demo operator's own calibration (its A press) as soon as it sees
     # one; this test is about the operator's explicit Calibrate, so it must not happen behind it.
-    runner = window.runner
-    runner.cfg = dataclasses.replace(runner.cfg, stream=dataclasses.replace(runner.cfg.stream,
-                                                                           follow_engine_calibration=False))
+    cfg = window.runner.live_cfg
+    window.apply_config(dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, follow_engine_calibration=False)))
+    qtbot.waitUntil(lambda: not window.runner.cfg.stream.follow_engine_calibration and window.runner.running,
+                    timeout=ANSWER_MS)
+    wait_running(window)
 
     panel.start_button.click()  # not calibrated yet: refused, with the reason, not a question
+    _answered(panel, qtbot)
     assert messages and "calibrat" in messages[-1] and not questions
     pub = window.runner.publisher
     assert pub is not None and pub.status().state is StreamState.IDLE
     sub.connect(f"tcp://127.0.0.1:{port}")
-    qtbot.waitUntil(lambda: pub.status().subscribers >= 1, timeout=5000)
+    qtbot.waitUntil(lambda: pub.status().subscribers >= 1, timeout=ANSWER_MS)
 
     panel.calibrate_button.click()
-    assert pub.status().calibrated, messages
+    _answered(panel, qtbot)
+    qtbot.waitUntil(lambda: pub.status().calibrated, timeout=ANSWER_MS)
+    assert not messages[1:], messages
     assert pub.endpoint == f"tcp://127.0.0.1:{port}"
     far = pub.pose_distance().large
     panel.start_button.click()
-    assert pub.status().state is StreamState.STREAMING, messages
+    _answered(panel, qtbot)
+    _state(pub, qtbot, StreamState.STREAMING)
     if far:  # the question shows the distance
         assert questions and pub.pose_distance().describe().split(" is ")[0] in questions[-1]
     got = 0
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + ANSWER_MS / 1000
     while got < 20 and time.monotonic() < deadline:
         got += _drain(sub)
         qtbot.wait(20)
     assert got >= 20
     sent = pub.status().messages_sent
-    qtbot.wait(200)
-    assert pub.status().messages_sent > sent
-    qtbot.waitUntil(lambda: "STREAMING" in window.status_panel.streaming_label.text(), timeout=3000)
-    assert "STREAMING" in panel.status_label.text() and not panel.start_button.isEnabled()
+    qtbot.waitUntil(lambda: pub.status().messages_sent > sent, timeout=ANSWER_MS)
+    qtbot.waitUntil(lambda: "STREAMING" in window.status_panel.streaming_label.text(), timeout=ANSWER_MS)
+    qtbot.waitUntil(lambda: "STREAMING" in panel.status_label.text() and not panel.start_button.isEnabled(),
+                    timeout=ANSWER_MS)
 
     panel.stop_button.click()
-    assert pub.status().state is StreamState.STOPPED
-    qtbot.waitUntil(lambda: "STOPPED" in window.status_panel.streaming_label.text(), timeout=3000)
+    _answered(panel, qtbot)
+    _state(pub, qtbot, StreamState.STOPPED)
+    qtbot.waitUntil(lambda: "STOPPED" in window.status_panel.streaming_label.text(), timeout=ANSWER_MS)
 
     preview = panel._preview
     assert preview is not None and preview.ready.wait(20)
     if preview.error.startswith("preview unavailable"):
         pytest.skip(f"no offscreen OpenGL: {preview.error}")
-    qtbot.waitUntil(lambda: panel.preview_frames >= 1, timeout=10000)
+    qtbot.waitUntil(lambda: panel.preview_frames >= 1, timeout=ANSWER_MS)
     assert not panel.preview_label.pixmap().isNull()
 
 
@@ -114,21 +125,25 @@ def test_cancelled_far_start_and_estop(window, qtbot):
     panel = window.stream_panel
     pub = window.runner.publisher
     assert pub is not None
+    wait_running(window)
     panel.confirm = lambda text: False
     panel.inform = lambda text: None
     panel.calibrate_button.click()
+    _answered(panel, qtbot)
     if pub.pose_distance().large:
         panel.start_button.click()
+        _answered(panel, qtbot)
         assert pub.status().state is StreamState.STOPPED  # the operator said no
     panel.confirm = lambda text: True
     panel.start_button.click()
-    assert pub.status().state is StreamState.STREAMING
-    window.estop()  # one-way to the stream process: it stops as soon as it reads it
-    qtbot.waitUntil(lambda: pub.status().state is StreamState.STOPPED, timeout=5000)
-    window.reset()
+    _answered(panel, qtbot)
+    _state(pub, qtbot, StreamState.STREAMING)
+    window.estop()  # one-way to the core's stream process: it stops as soon as it reads it
+    _state(pub, qtbot, StreamState.STOPPED)
+    wait_running(window)
 
 
-def test_locomotion_box_offers_every_gait_and_sets_it_on_the_open_stream(window):
+def test_locomotion_box_offers_every_gait_and_sets_it_on_the_open_stream(window, qtbot):
     from app.streaming.config import LOCOMOTION_CHOICES
     from app.streaming.protocol import LocomotionMode
     panel = window.stream_panel
@@ -144,6 +159,7 @@ def test_locomotion_box_offers_every_gait_and_sets_it_on_the_open_stream(window)
         box.setCurrentText("run")
         box.setCurrentText("idel_squat")
         box.setCurrentText("auto")
+        _answered(panel, qtbot)
     finally:
         del pub.set_locomotion
     assert calls == ["run", "idel_squat", "auto"]
@@ -156,29 +172,38 @@ def test_mode_change_while_streaming_switches_in_place_or_is_refused(window, qtb
     messages: list[str] = []
     panel.confirm = lambda text: True
     panel.inform = messages.append
+    wait_running(window)
     panel.mode_box.setCurrentText(MODE_POSE_V1)
     panel.calibrate_button.click()
+    _answered(panel, qtbot)
     pub = window.runner.publisher
     assert pub is not None and pub.cfg.mode == MODE_POSE_V1, messages
     panel.start_button.click()
-    assert pub.status().state is StreamState.STREAMING, messages
-    assert panel.mode_box.isEnabled() and not panel.endpoint_edit.isEnabled()
+    _answered(panel, qtbot)
+    _state(pub, qtbot, StreamState.STREAMING)
+    assert not messages, messages
+    qtbot.waitUntil(lambda: panel.mode_box.isEnabled() and not panel.endpoint_edit.isEnabled(), timeout=ANSWER_MS)
 
     panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)  # same publisher, same session: switch_mode
-    assert window.runner.publisher is pub and pub.mode == MODE_PLANNER_VR3PT
+    _answered(panel, qtbot)
+    assert window.runner.publisher is pub and pub.status().mode == MODE_PLANNER_VR3PT
     assert pub.status().state is StreamState.STREAMING
     panel.mode_box.setCurrentText(MODE_POSE_V1)
-    assert window.runner.publisher is pub and pub.mode == MODE_POSE_V1
+    _answered(panel, qtbot)
+    assert window.runner.publisher is pub and pub.status().mode == MODE_POSE_V1
 
     panel.mode_box.setCurrentText(MODE_SMPL_V3)  # another pose protocol: refused, the box goes back
     assert messages and "smpl-v3" in messages[-1]
-    assert window.runner.publisher is pub and pub.mode == MODE_POSE_V1
+    _answered(panel, qtbot)
+    assert window.runner.publisher is pub and pub.status().mode == MODE_POSE_V1
     assert panel.mode_box.currentText() == MODE_POSE_V1 and pub.status().state is StreamState.STREAMING
 
     panel.calibrate_button.click()  # ensure_open keeps the streaming publisher
+    _answered(panel, qtbot)
     assert window.runner.publisher is pub and pub.status().state is StreamState.STREAMING
     panel.stop_button.click()
-    assert pub.status().state is StreamState.STOPPED
+    _answered(panel, qtbot)
+    _state(pub, qtbot, StreamState.STOPPED)
     panel.mode_box.setCurrentText(MODE_PLANNER_VR3PT)
 
 

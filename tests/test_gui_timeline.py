@@ -1,6 +1,7 @@
-"""Session review, offscreen: a recorded session shown along a timeline; scrubbing puts the
-recorded joints into the 3D view (through the review's own mirror) and the recorded curves into
-the plots, while the live session runs on behind it and is shown again, not restarted, after."""
+"""Session review, offscreen, in the window on a core process as `pico-teleop` runs it: a recorded
+session shown along a timeline; scrubbing puts the recorded joints into the 3D view (through the
+review's own mirror) and the recorded curves into the plots, while the live session runs on behind
+it in the core and is shown again, not restarted, after."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+import re  # noqa: E402
+
 from PySide6.QtGui import QImage  # noqa: E402
 
 from tests.recording import record_demo  # noqa: E402
-from app.config import Config  # noqa: E402
-from app.gui import theme  # noqa: E402
-from app.gui.main_window import MainWindow, WindowMode  # noqa: E402
+from app.gui.main_window import WindowMode  # noqa: E402
 from app.gui.plot_buffers import COL  # noqa: E402
-from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
+from tests.gui_helpers import ANSWER_MS, core_window, wait_estopped, wait_running, watch_events  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +29,8 @@ def session_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def window(qapp, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("gui_review")
-    theme.apply(qapp)
-    w = MainWindow(Config(), SettingsStore(folder / "config"), source="demo", sessions_dir=folder / "sessions")
-    w.show()
-    yield w
-    w.close()
+    with core_window(qapp, tmp_path_factory.mktemp("gui_review")) as w:
+        yield w
 
 
 def _mirror_q(window) -> np.ndarray:
@@ -44,17 +41,16 @@ def _mirror_q(window) -> np.ndarray:
 
 def _review(window, qtbot, path) -> None:
     window.review_file(path)  # read in a thread of its own: the review appears when it is read
-    qtbot.waitUntil(lambda: window.review is not None, timeout=15000)
+    qtbot.waitUntil(lambda: window.review is not None, timeout=ANSWER_MS)
 
 
 def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_path):
     rec = read_session(session_path)
-    qtbot.waitUntil(lambda: window.runner.latest() is not None, timeout=10000)
     live_tick = window.runner.latest().tick
     _review(window, qtbot, session_path)
     assert window.review is not None and not window.timeline.isHidden() and window.mode is WindowMode.REVIEW
-    assert window.runner.loop is not None and window.runner.running  # the live session goes on behind it
-    qtbot.waitUntil(lambda: window.runner.latest().tick > live_tick + 20, timeout=3000)
+    assert window.session.running  # the live session goes on behind it
+    qtbot.waitUntil(lambda: window.runner.latest().tick > live_tick + 20, timeout=ANSWER_MS)
     scene = window.runner.scene
     for t in (1.7, 0.4, 2.9):
         i = window.timeline.seek_time(t)
@@ -89,7 +85,7 @@ def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_
     for t in (0.0, 1.5, 2.9):
         i = window.timeline.seek_time(t)
         frames = window.viewport.frames
-        qtbot.waitUntil(lambda: window.viewport.frames >= frames + 2, timeout=5000)  # a frame rendered after the seek
+        qtbot.waitUntil(lambda: window.viewport.frames >= frames + 2, timeout=ANSWER_MS)  # a frame rendered after the seek
         q = job.renderer.data.qpos.copy()
         for arm, h in scene.arms.items():
             np.testing.assert_allclose(q[np.asarray(h.qpos_adr)], [rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)])
@@ -98,7 +94,7 @@ def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_
             np.testing.assert_allclose(q[np.asarray(h.finger_qpos_adr)], (1 - g) * open_m, atol=1e-9)
         drawn.append(q)
     assert not np.allclose(drawn[0], drawn[2])  # the demo moves: the picture differs along the recording
-    window._refresh_status(window.runner.latest(), window.presenter.present(window.runner, 0.0, window.review))
+    window._refresh_status(window.session.latest(), window.presenter.present(window.session, 0.0, window.review))
     assert "REVIEW" in window.status_panel.state_label.text()
     assert f"row {window.review.index + 1} of {rec.n_rows}" in window.status_panel.loop_label.text()
     assert window.status_panel.faults_label.text().startswith("recorded")
@@ -111,11 +107,11 @@ def test_play_advances_the_cursor_and_pause_stops_it(window, qtbot, session_path
     start = window.review.index
     window.timeline.play_button.click()
     assert window.timeline.playing
-    qtbot.waitUntil(lambda: window.review.index > start + 20, timeout=3000)
+    qtbot.waitUntil(lambda: window.review.index > start + 20, timeout=ANSWER_MS)
     window.timeline.play_button.click()
     assert not window.timeline.playing
     held = window.review.index
-    qtbot.wait(200)
+    qtbot.wait(200)  # two timeline steps, neither taken
     assert window.review.index == held
 
 
@@ -138,33 +134,44 @@ def test_estop_while_reviewing_is_not_an_error_and_the_review_says_the_live_arms
     if window.review is None:
         _review(window, qtbot, session_path)
     panel = window.status_panel
+    wait_running(window)
     _refreshed(window)
     # (the demo's own collision holds may show: a live arm held is said too)
     assert not any("E-STOPPED" in line for line in window.viewport.hud.live_holds)
     red_before = _red_pixels(window.viewport)
+    events = watch_events(window)
     window.last_error = ""
     window.act["estop"].trigger()
     assert window.last_error == "" and window.review is not None
-    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "estopped", timeout=2000)  # the live arms hold
+    wait_estopped(window, events)  # the live arms hold
     _refreshed(window)
     assert "REVIEW" in panel.state_label.text()
     assert panel.live_label.isVisible() and panel.live_label.text().startswith("LIVE ARMS E-STOPPED: Ctrl+R resets")
     assert window.viewport.hud.live_holds[0] == "LIVE ARMS E-STOPPED: Ctrl+R resets"
     assert _red_pixels(window.viewport) > red_before + 2000  # the view paints it, as a banner
     window.reset()
-    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=2000)
+    qtbot.waitUntil(lambda: window.runner.latest().teleop_state == "running", timeout=ANSWER_MS)
     _refreshed(window)
     assert "E-STOPPED" not in panel.live_label.text() and not any("E-STOPPED" in x for x in window.viewport.hud.live_holds)
 
 
 def test_closing_the_review_goes_live_again_without_a_restart(window, qtbot):
-    loop, tick = window.runner.loop, window.runner.latest().tick
-    window.close_review()
+    left_states: set[str] = set()
+    listen = lambda snap, _t: left_states.add(str(snap.left.state))  # noqa: E731
+    window.runner.snapshot_listeners.append(listen)
+    tick = window.runner.latest().tick
+    left_states.add(str(window.runner.latest().left.state))
+    try:
+        window.close_review()
+    finally:
+        window.runner.snapshot_listeners.remove(listen)
     assert window.review is None and window.timeline.isHidden() and window.mode is WindowMode.LIVE
     assert window.runner.source_kind == "demo"
-    assert window.runner.loop is loop and window.runner.latest().tick >= tick  # the same loop, not restarted
-    snap = window.runner.latest()
-    assert window.banner.text().startswith("Back to live") and f"left arm {snap.left.state}" in window.banner.text()
+    assert window.runner.latest().tick >= tick  # the same loop, not restarted (a new one starts at tick 0)
+    banner = window.banner.text()
+    shown = re.search(r"left arm (\w+)", banner)
+    assert banner.startswith("Back to live") and shown, banner
+    assert shown.group(1) in left_states  # the state of a snapshot of the moment (the core's keep coming)
     assert window.viewport._job.mirror is window.runner.mirror and window.plots.buffers is window.runner.buffers
 
 
@@ -173,6 +180,6 @@ def test_a_file_without_joints_is_refused_and_live_carries_on(window, qtbot, tmp
     bad.write_text("no,such,columns\n1,2,3\n")
     window.last_error = ""
     window.review_file(bad)
-    qtbot.waitUntil(lambda: window.last_error != "", timeout=5000)
+    qtbot.waitUntil(lambda: window.last_error != "", timeout=ANSWER_MS)
     assert "no recorded joints" in window.last_error or "column" in window.last_error
     assert window.review is None and window.runner.running

@@ -2,9 +2,10 @@
 inside Qt) e-stops the arms while each of the window's dialogs is open: settings (focus in a text
 field), the shortcuts help, a Qt file dialog, a message box.
 
-Run as a script (`python tests/test_gui_xvfb_estop.py`) it is the driver: it opens the window
-(in-process loop, the demo operator), opens each dialog, presses Space with xdotool, and prints
-`<dialog>=<teleop state a moment later>`.
+Run as a script (`python tests/test_gui_xvfb_estop.py`) it is the driver: it opens the window as
+`pico-teleop` does (its loop in a core process, the demo operator), opens each dialog, presses
+Space with xdotool, and prints `<dialog>=estopped` when the operator's e-stop reached the loop
+(anything else says what happened instead).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import pytest
 from tests.test_gui_xvfb import ROOT, xvfb  # noqa: F401 (the fixture)
 
 DIALOGS = ("settings", "shortcuts", "file", "message")
+DRIVER_TIMEOUT_S = 400.0
+"""The whole driver: a core started, four dialogs, each wait below (seconds each when idle)."""
+WAIT_S = 60.0
+"""The driver's bound on each wait (the loop running again, the e-stop reaching it)."""
 
 
 def test_space_from_every_dialog_on_a_real_x_server(xvfb, tmp_path):  # noqa: F811
@@ -29,12 +34,13 @@ def test_space_from_every_dialog_on_a_real_x_server(xvfb, tmp_path):  # noqa: F8
                PICO_TELEOP_CONFIG_DIR=str(tmp_path / "config"))
     env.pop("WAYLAND_DISPLAY", None)
     proc = subprocess.run([sys.executable, str(Path(__file__)), str(tmp_path)], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     report = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     print(report)
     assert {d: report.get(d) for d in DIALOGS} == {d: "estopped" for d in DIALOGS}, report
     assert report.get("text_unchanged") == "True", report
+    assert report.get("core_exit") == "0", report  # closing the window ended its core
 
 
 def _drive(folder: str) -> int:
@@ -44,19 +50,23 @@ def _drive(folder: str) -> int:
     from PySide6.QtWidgets import QApplication, QLineEdit
 
     from app.config import Config
-    from app.gui.main_window import MainWindow
+    from app.gui.main_window import MainWindow, _core_factory
     from app.gui.settings_store import SettingsStore
+    from tests.gui_helpers import OPERATOR_ESTOP, watch_events
 
     app = QApplication([sys.argv[0]])
-    w = MainWindow(Config(), SettingsStore(Path(folder) / "config"), sessions_dir=Path(folder), source="demo")
+    store = SettingsStore(Path(folder) / "config")
+    w = MainWindow(Config(), store, sessions_dir=Path(folder), source="demo",
+                   runner_factory=_core_factory(None, store.folder, None, None))
     w.show()
     w.activateWindow()
+    events = watch_events(w)
     result: dict[str, str] = {}
     order = list(DIALOGS)
 
-    def wait(seconds: float) -> None:
+    def wait(seconds: float, until=lambda: False) -> None:
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while time.monotonic() < end and not until():
             app.processEvents()
             time.sleep(0.01)
 
@@ -69,11 +79,13 @@ def _drive(folder: str) -> int:
         wait(0.5)
         field = dialog.focusWidget()
         before = field.text() if isinstance(field, QLineEdit) else None
-        subprocess.run(["xdotool", "key", "space"], check=False)
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end and running():
-            wait(0.02)
-        result[name] = w.runner.latest().teleop_state
+        if not running():
+            result[name] = "held before the press"
+        else:
+            since = len(events)
+            subprocess.run(["xdotool", "key", "space"], check=False)
+            wait(WAIT_S, lambda: OPERATOR_ESTOP in events[since:] and not running())
+            result[name] = "estopped" if OPERATOR_ESTOP in events[since:] else f"{w.runner.latest().teleop_state}, no e-stop"
         if before is not None:
             result["text_unchanged"] = str(field.text() == before)
         dialog.close()
@@ -83,11 +95,10 @@ def _drive(folder: str) -> int:
             app.quit()
             return
         name = order.pop(0)
-        if not running():
+        end = time.monotonic() + WAIT_S
+        while time.monotonic() < end and not running():  # the previous press's e-stop (or a hold) reset
             w.reset()
-        end = time.monotonic() + 5.0
-        while time.monotonic() < end and not running():
-            wait(0.05)
+            wait(1.0, running)
 
         def act() -> None:
             dialog = QApplication.activeModalWidget() or next(
@@ -109,11 +120,19 @@ def _drive(folder: str) -> int:
         else:
             w.show_error("pico-teleop", "a message the operator must read", modal=True)
 
-    QTimer.singleShot(2000, next_dialog)
+    def first() -> None:  # once the core runs the demo
+        if w.session.running and w.runner.latest() is not None:
+            next_dialog()
+        else:
+            QTimer.singleShot(200, first)
+
+    QTimer.singleShot(200, first)
     app.exec()
     for k, v in result.items():
         print(f"{k}={v}")
+    process = w.runner.process
     w.close()
+    print(f"core_exit={process.wait(30)}")
     return 0
 
 

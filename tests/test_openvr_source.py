@@ -21,7 +21,7 @@ from app.tracking.fake_openvr import FakeVRSystem, matrix34
 
 LEFT = openvr.TrackedControllerRole_LeftHand
 RIGHT = openvr.TrackedControllerRole_RightHand
-DEADLINE_S = 5.0
+DEADLINE_S = 30.0
 FAST_RECONNECT = OpenVRConfig(reconnect_interval_s=0.05)
 
 

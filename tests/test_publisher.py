@@ -27,8 +27,9 @@ from app.streaming.validation import PoseStreamValidator, ResetReason, Severity,
 from tests.test_publisher_helpers import Feeder, operator_sample, snapshot, subscribe
 
 ANY_PORT = "tcp://127.0.0.1:*"
-BOUND_S = 15.0
-"""Upper bound on every wait (process start, connection, delivery)."""
+BOUND_S = 60.0
+"""Upper bound on every wait (process start, connection, delivery): seconds at most when idle, much
+longer on a loaded machine (a spawned process imports numpy and zmq first)."""
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +53,10 @@ class Subscriber:
         ctx = mp.get_context("spawn")
         self.ready = ctx.Event()
         self.seen = ctx.Value("i", 0)
+        self.heard = ctx.Value("i", 0)
         self.queue = ctx.Queue()
-        self.proc = ctx.Process(target=subscribe, args=(endpoint, self.ready, self.seen, self.queue, deadline_s, 20000, skip),
-                                daemon=True)
+        self.proc = ctx.Process(target=subscribe, args=(endpoint, self.ready, self.seen, self.queue, deadline_s, 20000, skip,
+                                                        self.heard), daemon=True)
 
     def __enter__(self) -> "Subscriber":
         self.proc.start()
@@ -72,9 +74,11 @@ class Subscriber:
 
 
 def _connect(pub: StreamPublisher, sub: Subscriber) -> None:
+    """Until the subscriber receives what the publisher sends (`manager_state` goes out every tick
+    while open): nothing sent from here on is lost to a subscription still on its way."""
     assert sub.ready.wait(BOUND_S), "subscriber process did not start"
     _wait(lambda: pub.status().subscribers >= 1, what="the subscriber's handshake")
-    time.sleep(0.3)  # its subscription travels right behind the handshake (slow joiner)
+    _wait(lambda: sub.heard.value >= 1, what="the subscription in place (a manager_state received)")
 
 
 def _flag(msg: protocol.Message, name: str) -> bool:
@@ -100,12 +104,13 @@ def test_manager_mode_start_planner_stop_over_tcp(g1):
         assert pub.status().messages_sent == 0 and sub.seen.value == 0  # nothing but manager_state before start
         pub.start_streaming()
         _wait(lambda: sub.seen.value >= 10, what="the first planner messages")
-        feed.script = {"left_stick": (0.0, 0.8)}  # walk forward
-        time.sleep(0.3)
-        feed.script = {"left_stick": (0.0, 0.8), "right_stick_x": 1.0, "trigger": 1.0}  # turn right, close fingers
-        time.sleep(0.3)
-        feed.script = {}
-        time.sleep(0.1)
+        # Each phase lasts a number of messages, not a time (a loaded machine sends fewer per second).
+        for script, messages in (({"left_stick": (0.0, 0.8)}, 15),  # walk forward
+                                 ({"left_stick": (0.0, 0.8), "right_stick_x": 1.0, "trigger": 1.0}, 15),  # turn right, close fingers
+                                 ({}, 5)):
+            feed.script = script
+            n = sub.seen.value
+            _wait(lambda: sub.seen.value >= n + messages, what=f"{messages} planner messages for {script}")
         pub.stop_streaming()
         msgs = sub.result()
         status = pub.status()
@@ -119,7 +124,7 @@ def test_manager_mode_start_planner_stop_over_tcp(g1):
     gaps = np.diff(times)
     print(f"\nplanner stream: {len(msgs) - 2} messages, mean rate {(len(msgs) - 3) / (times[-2] - times[1]):.1f} Hz, "
           f"largest interval {1000 * gaps.max():.1f} ms")
-    assert gaps.max() < PLANNER_TIMEOUT_S
+    assert gaps.max() < PLANNER_TIMEOUT_S  # the deploy's timeout: 50 periods
     planners = [m for _, m in msgs[1:-1]]
     first = planners[0].fields
     assert int(first["mode"][0]) == LocomotionMode.IDLE
@@ -150,7 +155,8 @@ def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
         for k in range(1, 21):  # reach forward 10 cm, in 5 mm steps
             feed.script = {"reach_m": 0.005 * k}
             time.sleep(0.02)
-        time.sleep(0.3)
+        n = sub.seen.value
+        _wait(lambda: sub.seen.value >= n + 15, what="15 pose messages at the full reach")
         feed.script = {"reach_m": 0.1, "teleop_state": "estopped"}
         _wait(lambda: pub.status().state is StreamState.STOPPED, what="the e-stop")
         msgs = sub.result()
@@ -189,13 +195,16 @@ def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
     assert stats.gaps == stats.backwards == stats.duplicates == 0
     last = np.array([fi[-1] for fi in indices])
     steps = np.diff(last)
-    assert np.all(steps >= 1) and np.all(steps <= 4)  # strictly increasing, windows always overlap
+    assert np.all(steps >= 1)  # strictly increasing
+    first = np.array([fi[0] for fi in indices])
+    assert np.all(first[1:] <= last[:-1] + 1)  # each window starts where the last one ended, or before: no index skipped
     assert status.frame_index == last[-1]
     elapsed = poses[-1][0] - poses[0][0]
     rate = (last[-1] - last[0]) / elapsed
+    # The 50 Hz grid against the wall clock is measured under load in
+    # tests/test_stream_parity.py::test_pose_stream_under_cpu_load_keeps_every_frame_at_50hz (slow).
     print(f"\npose stream: {len(poses)} messages, {last[-1] - last[0]} frames in {elapsed:.2f} s = {rate:.1f} Hz, "
           f"{int(np.sum(steps > 1))} messages advanced by more than one frame, late ticks {status.late_ticks}")
-    assert 25.0 < rate < 100.0
     # the reach shows up in the streamed arm: the left elbow opened
     q_first = isaaclab_to_mujoco(np.asarray(poses[0][1].fields["joint_pos"]))[-1]
     q_last = isaaclab_to_mujoco(np.asarray(poses[-1][1].fields["joint_pos"]))[-1]

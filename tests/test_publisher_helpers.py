@@ -41,11 +41,13 @@ def snapshot(sample: TrackingSample, tick: int, teleop_state: str = "running", h
     )
 
 
-def subscribe(endpoint: str, ready, seen, out_q, deadline_s: float, max_messages: int, skip: bytes = b"") -> None:
+def subscribe(endpoint: str, ready, seen, out_q, deadline_s: float, max_messages: int, skip: bytes = b"",
+              heard=None) -> None:
     """Child process: record every message (monotonic receive time, bytes) until a stop command,
     ``max_messages`` or ``deadline_s`` seconds, then put the list on ``out_q``. ``seen`` (a shared
     int) counts the messages so far, so the parent can publish until they arrive. Messages starting
-    with ``skip`` (when not empty) are not recorded."""
+    with ``skip`` (when not empty) are not recorded; ``heard`` (a shared int, optional) counts every
+    message received, recorded or not (one heard: the subscription is in place)."""
     import zmq
 
     from app.streaming.protocol import decode
@@ -64,6 +66,8 @@ def subscribe(endpoint: str, ready, seen, out_q, deadline_s: float, max_messages
             if not sock.poll(50):
                 continue
             raw = sock.recv()
+            if heard is not None:
+                heard.value += 1
             if skip and raw.startswith(skip):
                 continue
             got.append((time.monotonic(), raw))

@@ -142,7 +142,7 @@ def test_a_killed_recording_process_fails_the_recording_and_keeps_its_rows(tmp_p
     for s in snaps[:200]:
         assert rec.submit(s)
     _wait(lambda: rec.status().rows_written == 200, "the first rows to be written")
-    time.sleep(0.1)  # past a flush: the rows are in the file
+    _wait(lambda: _rows_on_disk(path) == 200, "the first rows to be flushed to the file")
     os.kill(rec.pid, signal.SIGKILL)
     # Seen by the status, which the core polls at ~4 Hz (a row sent before that goes into the dead
     # connection's queue: it is counted as dropped at the stop, below).
@@ -214,7 +214,12 @@ def test_a_write_error_in_the_process_fails_the_recording_and_its_log_reaches_th
     assert final.rows_written + final.dropped_rows == 200
 
 
-def test_block_when_full_records_every_row(tmp_path, recorders):
+def test_block_when_full_records_every_row(tmp_path, recorders, monkeypatch):
+    """An unpaced run waits for room instead of dropping rows. How long it waits (`BLOCK_TIMEOUT_S`,
+    1 s) bounds a dead process's hold on the loop; a loaded machine can leave the recording process
+    without a CPU for longer, so here the wait is bounded by `BOUND_S` instead."""
+    from app.sessions import recorder_process
+    monkeypatch.setattr(recorder_process, "BLOCK_TIMEOUT_S", BOUND_S)
     snaps = make_snapshots(3000)
     path = tmp_path / "fast.csv"
     rec = recorders(path, SIDECAR, queue_size=4, block_when_full=True)
@@ -268,7 +273,8 @@ _ORPHAN = textwrap.dedent("""
             rec.submit(s)
         while rec.status().rows_written < 100:
             time.sleep(0.01)
-        time.sleep(0.2)  # past a flush: the rows are in the file
+        while open(sys.argv[1], "rb").read().count(b"\\n") < 101:  # flushed: the header and the rows in the file
+            time.sleep(0.01)
         print(rec.pid, flush=True)
         time.sleep(60)  # killed meanwhile
 """)

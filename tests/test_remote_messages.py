@@ -28,6 +28,9 @@ from app.sim.scene import load_scene
 
 HOME = np.array(Config().scene.home_qpos_rad)
 
+WAIT_S = 30.0
+"""Bound on the waits for the state receiver's thread (milliseconds when idle)."""
+
 
 @pytest.fixture(scope="module")
 def scene():
@@ -279,13 +282,13 @@ def test_state_receiver_rejects_garbage_and_backwards_sequences_and_accepts_a_re
     pub, rx = state_link
 
     def wait_for(cond, what):
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + WAIT_S
         while not cond():
             assert time.monotonic() < deadline, what
             time.sleep(0.01)
 
     # slow joiner: publish until the subscription is live
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + WAIT_S
     while rx.latest() is None:
         assert time.monotonic() < deadline, "receiver never got a state"
         pub.send(encode_state(state_msg(fp, 10, 1.0)))
@@ -310,7 +313,7 @@ def test_state_receiver_reconnects_after_an_oversized_message(fp, state_link):
     pub, rx = state_link
 
     def publish_until(cond, seq0):
-        deadline, seq = time.monotonic() + 5.0, seq0
+        deadline, seq = time.monotonic() + WAIT_S, seq0
         while not cond():
             assert time.monotonic() < deadline, "receiver never got the state"
             pub.send(encode_state(state_msg(fp, seq, 0.01 * seq)))
@@ -320,7 +323,7 @@ def test_state_receiver_reconnects_after_an_oversized_message(fp, state_link):
 
     seq = publish_until(lambda: rx.latest() is not None, 1)
     pub.send(b"\x00" * (MAX_STATE_BYTES + 1))
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + WAIT_S
     while rx.reconnects < 1:
         assert time.monotonic() < deadline, "the receiver did not reopen its socket"
         time.sleep(0.01)

@@ -76,7 +76,7 @@ def test_a_client_the_server_forgot_handshakes_and_resyncs_again():
     out.set_resync_hook(hooks.append)
     q = out.read("left").q_rad
 
-    def tick_until(cond, timeout_s=5.0):
+    def tick_until(cond, timeout_s=30.0):  # the server's thread: milliseconds when idle
         deadline = time.monotonic() + timeout_s
         while not cond():
             assert time.monotonic() < deadline

@@ -268,7 +268,7 @@ def test_the_client_output_reports_its_state_and_never_blocks(server, scene):
         out.send("left", q, 0.0)
         t0 = time.perf_counter()
         assert out.step(0.005) == 0  # no resync hook yet: still withheld
-        assert time.perf_counter() - t0 < 0.05
+        assert time.perf_counter() - t0 < 1.0  # a step waiting on the server would take its timeout (generous bound)
         assert out.status().commands_sent == 0 and out.status().commands_withheld == 1
         calls = []
         out.set_resync_hook(calls.append)

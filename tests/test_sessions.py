@@ -478,12 +478,26 @@ def _stuck_writer(monkeypatch, fail: bool = False):
     return entered, release
 
 
+PUT_WAIT_S = 20.0
+"""How long a blocked submit waits for room here (the recorder's own 1 s: a loaded machine's writer
+can take longer than that to make room once released)."""
+
+
 def _blocked_submit(rec: Recorder, snap: Snapshot) -> tuple[threading.Thread, list]:
-    """`rec.submit(snap)` in a thread (the loop thread of a --fast run); its result lands in the list."""
+    """`rec.submit(snap)` in a thread (the loop thread of a --fast run), returned once it waits in
+    its put for room; its result lands in the list."""
     result: list = []
+    waiting = threading.Event()
+    real_put = rec._queue.put
+
+    def put(item, block=True, timeout=None):
+        waiting.set()
+        return real_put(item, block, PUT_WAIT_S if timeout is not None else None)
+
+    rec._queue.put = put
     t = threading.Thread(target=lambda: result.append(rec.submit(snap)), daemon=True)
     t.start()
-    time.sleep(0.1)  # into its put, waiting for room
+    assert waiting.wait(10.0), "the submit never reached its put"
     assert t.is_alive() and not result
     return t, result
 
@@ -501,7 +515,7 @@ def test_a_blocking_submit_holds_no_lock_the_writer_needs(tmp_path, monkeypatch)
     assert rec.submit(snaps[1])  # the queue is full now
     t, result = _blocked_submit(rec, snaps[2])
     release.set()  # the writer fails on its first row, then drains the queue, counting what it drops
-    t.join(10.0)
+    t.join(PUT_WAIT_S + 5.0)
     assert result == [True]  # queued once the failed writer made room: it did not wait for a lock
     final = rec.stop()
     assert (final.state, final.rows_written, final.dropped_rows) == (RecorderState.FAILED, 0, 3)
@@ -523,8 +537,8 @@ def test_a_row_being_queued_when_stop_is_called_is_written(tmp_path, monkeypatch
     time.sleep(0.1)
     assert not stopped  # stop() waits for the row being put: it goes before the stop marker
     release.set()
-    t.join(10.0)
-    stopper.join(10.0)
+    t.join(PUT_WAIT_S + 5.0)
+    stopper.join(PUT_WAIT_S + 5.0)
     assert result == [True] and stopped[0].rows_written == 3 and stopped[0].dropped_rows == 0
     assert list(read_session(path).data["tick"]) == [0.0, 1.0, 2.0]
 
@@ -535,7 +549,7 @@ def test_rows_reach_the_disk_while_recording(tmp_path):
     rec.start()
     for s in make_snapshots(20):
         rec.submit(s)
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline and read_session(path).n_rows < 20:
         time.sleep(0.01)
     assert read_session(path).n_rows == 20  # flushed without stop()

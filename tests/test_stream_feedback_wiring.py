@@ -18,6 +18,7 @@ from app.streaming.feedback import FeedbackState, SubscriberLifecycle
 from app.streaming.g1_model import load_g1
 from tests.test_feedback import g1, wait_for
 from tests.test_feedback import pub as deploy  # noqa: F401 (the fixture: a PUB standing in for the deploy)
+from tests.run_helpers import Interrupter, free_loopback_endpoint
 from tests.test_publisher_helpers import operator_sample, snapshot
 
 
@@ -110,10 +111,15 @@ def test_a_run_reports_the_robot_feedback_in_its_summary(deploy, tmp_path, capsy
 
     t = threading.Thread(target=publish, daemon=True)
     t.start()
+    # Until the stream has sent 50 pose messages (a second of them: the feedback subscriber, open
+    # since the stream opened, has had the deploy's messages meanwhile), not a fixed 3 s run.
+    stream = free_loopback_endpoint()
+    interrupter = Interrupter(stream, 50, topics=(b"pose",)).start()
     try:
-        code = main(["run", "--seconds", "3", "--quiet", "--config", str(cfg), "--stream", "pose-v1",
-                     "--stream-endpoint", "tcp://127.0.0.1:*"])
+        code = main(["run", "--seconds", "600", "--quiet", "--config", str(cfg), "--stream", "pose-v1",
+                     "--stream-endpoint", stream])
     finally:
+        interrupter.join()
         stop.set()
         t.join(2)
     out = capsys.readouterr().out

@@ -35,19 +35,27 @@ def _commands(msgs) -> list[tuple[bool, bool, bool]]:
 # ---- 1, 2: manager_state and the PICO manager's command sequence -------------------------------------
 
 
+def _messages(sub, n: int, what: str) -> None:
+    """Until the subscriber has received `n` more messages (a phase of a test lasts a number of the
+    stream's messages, not a time: a loaded machine sends fewer per second)."""
+    start = sub.seen.value
+    _wait(lambda: sub.seen.value >= start + n, what=f"{n} messages {what}")
+
+
 def test_manager_state_every_tick_and_mode_switches_send_the_pico_sequence():
     cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT)
     with StreamPublisher(cfg) as pub, Subscriber(pub.endpoint, skip=b"") as sub, Feeder(pub):
         _connect(pub, sub)
         pub.calibrate()
-        time.sleep(0.2)
+        _messages(sub, 10, "before the start")
         pub.start_streaming()
-        time.sleep(0.4)
+        _messages(sub, 40, "in the planner")
         pub.switch_mode(MODE_POSE_V1)
-        time.sleep(0.4)
         assert pub.mode == MODE_POSE_V1
+        _wait(lambda: pub.status().frame_index >= 0, what="the first pose message")
+        _messages(sub, 40, "in pose")
         pub.switch_mode(MODE_PLANNER_VR3PT)
-        time.sleep(0.4)
+        _messages(sub, 40, "in the planner again")
         pub.stop_streaming()
         msgs = sub.result()
     assert _commands(msgs) == [(True, False, True), (True, False, False), (True, False, True), (False, True, True)]
@@ -62,7 +70,10 @@ def test_manager_state_every_tick_and_mode_switches_send_the_pico_sequence():
     t = np.array([t for t, _ in states])
     rate = (len(t) - 1) / (t[-1] - t[0])
     print(f"\nmanager_state: {len(t)} messages at {rate:.1f} Hz")
-    assert 40.0 < rate < 60.0  # every 50 Hz tick
+    # Every tick: each tick sends at most one planner or pose message, then its manager_state, so
+    # between two of them there is always one (by content; its rate on the wall clock is printed).
+    ticks = [m.topic for _, m in msgs if m.topic != "command"]
+    assert not any(a != "manager_state" and b != "manager_state" for a, b in zip(ticks, ticks[1:])), ticks
     # between the switch into pose and back: pose frames, with consecutive indices
     kinds = [m.topic for _, m in msgs if m.topic != "manager_state"]
     first_pose, last_pose = kinds.index("pose"), len(kinds) - 1 - kinds[::-1].index("pose")
@@ -76,12 +87,12 @@ def test_pose_mode_start_enters_the_planner_first_then_streamed_motion():
         pub.calibrate()
         t_start = time.monotonic()
         pub.start_streaming()
-        time.sleep(0.8)
+        _wait(lambda: pub.status().frame_index >= 10, what="pose frames after the planner")
         pub.stop_streaming()
         msgs = sub.result()
     assert _commands(msgs) == [(True, False, True), (True, False, False), (False, True, True)]
     k_pose_cmd = [k for k, (_, m) in enumerate(msgs) if m.topic == "command"][1]
-    assert msgs[k_pose_cmd][0] - t_start >= 0.3 - 0.02
+    assert msgs[k_pose_cmd][0] - t_start >= 0.3 - 0.02  # no sooner than pose_entry_delay_s (later on a loaded machine)
     assert {m.topic for _, m in msgs[1:k_pose_cmd]} == {"planner"}  # the planner kept idle meanwhile
     assert all(int(m.fields["mode"][0]) == LocomotionMode.IDLE for _, m in msgs[1:k_pose_cmd])
     assert {m.topic for _, m in msgs[k_pose_cmd + 1:-1]} == {"pose"}
@@ -110,6 +121,7 @@ def test_every_locomotion_mode_can_be_chosen_and_the_movement_scales_with_the_st
     np.testing.assert_allclose(locomotion_from_stick(0.0, 0.3, 0.0, cfg).movement, ((0.3 - 0.15) / 0.85, 0, 0))
 
 
+@pytest.mark.slow  # a wall-clock rate window (18-22 Hz over 1.5 s)
 def test_planner_rate_is_configurable():
     cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, endpoint=ANY_PORT, planner_rate_hz=20.0, locomotion="idel_squat")
     with StreamPublisher(cfg) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub):
@@ -132,28 +144,34 @@ def test_planner_rate_is_configurable():
 
 @pytest.mark.parametrize("mode", [MODE_PLANNER_VR3PT, MODE_POSE_V1])
 def test_lost_tracking_stops_sending_until_it_returns(mode):
+    """Over real PUB/SUB: while the operator's input is lost the stream's ticks send their
+    manager_state and nothing else (counted in ticks: each tick sends one), then planner or pose
+    messages again, their frame indices continuing. When the silence begins (after
+    `stale_input_s`): tests/test_stream_session.py; here its wall-clock figures are printed."""
     cfg = StreamConfig(mode=mode, endpoint=ANY_PORT, stale_input_s=0.3, pose_entry_delay_s=0.0)
-    with StreamPublisher(cfg) as pub, Subscriber(pub.endpoint) as sub, Feeder(pub) as feed:
+    with StreamPublisher(cfg) as pub, Subscriber(pub.endpoint, skip=b"") as sub, Feeder(pub) as feed:
         _connect(pub, sub)
         pub.calibrate()
         pub.start_streaming()
-        time.sleep(0.4)
+        _messages(sub, 40, "streaming")
         feed.script = {"left_valid": False}
         t_lost = time.monotonic()
         _wait(lambda: pub.status().input_lost, what="the input to count as lost")
-        time.sleep(1.0)
+        _wait(lambda: pub.status().suppressed_ticks >= 40, what="40 ticks with the input lost")
         lost_status = pub.status()
         feed.script = {}
         _wait(lambda: not pub.status().input_lost, what="the input to come back")
-        time.sleep(0.4)
+        _messages(sub, 40, "streaming again")
         pub.stop_streaming()
         msgs = sub.result()
-    data = [t for t, m in msgs if m.topic in ("planner", "pose")]
-    gaps = np.diff(data)
-    k = int(np.argmax(gaps))
-    print(f"\n{mode}: silent for {gaps[k]:.2f} s after tracking was lost")
-    assert gaps[k] > 0.8 and data[k] - t_lost < 0.3 + 0.15  # silence began once stale_input_s had passed
-    assert sum(gaps > 0.25) == 1 and len(data) - k > 5  # one silence, then streaming again
+    ticks = [(t, m.topic) for t, m in msgs if m.topic in ("planner", "pose", "manager_state")]
+    data = [k for k, (_, topic) in enumerate(ticks) if topic != "manager_state"]
+    silences = np.diff(data) - 1  # ticks without a message between two messages
+    k = int(np.argmax(silences))
+    print(f"\n{mode}: {silences[k]} ticks ({ticks[data[k + 1]][0] - ticks[data[k]][0]:.2f} s) without a message, "
+          f"the last one {ticks[data[k]][0] - t_lost:.2f} s after tracking was lost")
+    assert silences[k] >= 40 and sorted(silences)[-2] <= 5  # one silence (a pose window refills in 4 ticks)
+    assert len(data) - (k + 1) > 5  # then streaming again
     assert lost_status.state is StreamState.STREAMING and lost_status.suppressed_ticks >= 40
     if mode == MODE_POSE_V1:
         idx = np.concatenate([m.fields["frame_index"] for _, m in msgs if m.topic == "pose"])
@@ -190,7 +208,7 @@ def test_the_publisher_counts_clamped_wrists(g1):
         pub.calibrate()
         pub.start_streaming()
         feed.script = {"reach_m": 0.8}  # the left hand 0.8 m forward: beyond the G1's arm
-        time.sleep(0.5)
+        _wait(lambda: pub.status().keypoints_clamped[0] > 10, what="ticks with the left wrist clamped")
         pub.stop_streaming()
         msgs = sub.result()
         st = pub.status()
@@ -217,13 +235,13 @@ def test_a_stalled_stream_process_sends_every_frame_index():
         _connect(pub, sub)
         pub.calibrate()
         pub.start_streaming()
-        time.sleep(0.5)
+        _wait(lambda: pub.status().frame_index >= 10, what="pose frames")
         os.kill(pub.pid, signal.SIGSTOP)
         try:
-            time.sleep(0.15)
+            time.sleep(0.15)  # at least that long (more on a loaded machine: still under max_catchup_frames)
         finally:
             os.kill(pub.pid, signal.SIGCONT)
-        time.sleep(0.6)
+        _messages(sub, 20, "after the stall")
         pub.stop_streaming()
         msgs = sub.result()
         st = pub.status()
@@ -251,7 +269,7 @@ def _hogs(n: int, seconds: float) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", _HOG, str(seconds)]) for _ in range(n)]
 
 
-@pytest.mark.slow  # 60 s with two CPU hogs; a 2 % rate window
+@pytest.mark.slow  # 60 s with two CPU hogs of its own; a 2 % rate window (a timing measurement under load)
 def test_pose_stream_under_cpu_load_keeps_every_frame_at_50hz():
     """Both cores busy with two CPU-hog processes for the run (60 s, as the issue asks): zero frame-index gaps and
     50 Hz frames as seen by a real SUB (figures printed)."""
@@ -280,7 +298,10 @@ def test_pose_stream_under_cpu_load_keeps_every_frame_at_50hz():
     poses = [(t, np.asarray(m.fields["frame_index"])) for t, m in msgs if m.topic == "pose"]
     gaps = sum(int(b[0] > a[-1] + 1) for (_, a), (_, b) in zip(poses, poses[1:]))
     first, last = poses[0], poses[-1]
-    rate = (last[1][-1] - first[1][-1]) / (last[0] - first[0])
+    # Frames per second of arrival, fitted over every message: one late first or last arrival (the
+    # subscriber waiting for a CPU) moves a two-point rate by its delay over the run, a fit barely.
+    arrival = np.array([t for t, _ in poses]) - first[0]
+    rate = float(np.polyfit(arrival, np.array([w[-1] for _, w in poses], dtype=float), 1)[0])
     msg_rate = (len(poses) - 1) / (last[0] - first[0])
     longest = max(len(w) for _, w in poses)
     print(f"\nunder load ({duration_s:.0f} s, 2 hogs): {len(poses)} messages ({msg_rate:.1f} msg/s), frame rate "

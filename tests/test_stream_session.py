@@ -160,6 +160,21 @@ def test_an_estopped_frame_halts_and_a_stale_frame_is_counted(g1):
     assert session.state is StreamState.STOPPED
 
 
+@pytest.mark.parametrize("mode", [MODE_PLANNER_VR3PT, MODE_POSE_V1])
+def test_lost_tracking_sends_nothing_once_stale_input_s_has_passed_then_resumes(g1, mode):
+    """A controller lost for `stale_input_s` (0.3 s: 15 ticks of 20 ms) is held and streamed on;
+    past that, nothing is sent (counted) until it is tracked again."""
+    session, clock = _streaming(g1, mode=mode, stale_input_s=0.3, pose_entry_delay_s=0.0)
+    while not any(m.topic in ("planner", "pose") for m in clock.step()):  # the pose window fills first
+        pass
+    sent = [any(m.topic in ("planner", "pose") for m in clock.step(left_valid=False)) for _ in range(30)]
+    held = sent.index(False)
+    assert held in (15, 16) and not any(sent[held:]), sent  # the lost-since tick, then 0.3 s of ticks
+    assert session.input_lost and session.suppressed_ticks == 30 - held
+    back = [any(m.topic in ("planner", "pose") for m in clock.step()) for _ in range(10)]
+    assert not session.input_lost and back[-1] and sum(back) >= 5  # a pose window refills first
+
+
 def test_the_engines_calibration_count_calibrates_unless_streaming(g1):
     session = StreamSession(StreamConfig(), g1, calibrations_seen=2)
     clock = Clock(session)

@@ -45,7 +45,7 @@ def test_a_blocked_handler_does_not_block_the_logging_thread_and_gets_every_reco
         except ValueError:
             log.exception("failed")
         elapsed = time.perf_counter() - t0
-        assert elapsed < 0.5  # the stuck handler would have blocked forever on the first record
+        assert elapsed < 10.0  # the stuck handler would have blocked forever on the first record (a generous bound)
         assert target.records == []
         target.release.set()
         assert handler.flush(5.0)
@@ -65,7 +65,7 @@ def test_a_full_queue_drops_and_counts_instead_of_waiting():
         t0 = time.perf_counter()
         for i in range(50):
             log.warning("tick %d", i)
-        assert time.perf_counter() - t0 < 0.5
+        assert time.perf_counter() - t0 < 10.0  # waiting for room would wait for ever (a generous bound)
         assert 30 <= handler.dropped <= 40  # 10 queued and at most one taken by the writer
         target.release.set()
         assert handler.flush(5.0)

@@ -52,7 +52,9 @@ def test_killing_the_recording_process_leaves_the_loop_alone_and_keeps_the_rows(
     rate_hz = (latest.tick - tick0) / elapsed_s
     assert running and not fatal
     assert latest.teleop_state == state_before != "estopped"  # the arms never noticed
-    assert rate_hz > 0.5 * Config().loop.rate_hz  # the loop never waited for the dead process
+    # The loop never waited for the dead process (a wait is a stall of seconds): it keeps going, at
+    # less than its full rate on a loaded machine (this test process has no real-time priority).
+    assert rate_hz > 0.25 * Config().loop.rate_hz
     assert "recording process ended unexpectedly" in failed.error and str(path) in failed.error
     session = read_session(path)
     assert final.state is RecorderState.FAILED and final.error == failed.error
