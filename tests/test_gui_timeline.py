@@ -84,14 +84,23 @@ def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_
     drawn = []
     for t in (0.0, 1.5, 2.9):
         i = window.timeline.seek_time(t)
-        frames = window.viewport.frames
-        qtbot.waitUntil(lambda: window.viewport.frames >= frames + 2, timeout=ANSWER_MS)  # a frame rendered after the seek
-        q = job.renderer.data.qpos.copy()
+        want = {}
         for arm, h in scene.arms.items():
-            np.testing.assert_allclose(q[np.asarray(h.qpos_adr)], [rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)])
             g = rec.data[f"{arm}_gripper_cmd"][i]
             open_m = scene.model.jnt_range[scene.model.jnt_qposadr.tolist().index(int(h.finger_qpos_adr[0]))][1]
-            np.testing.assert_allclose(q[np.asarray(h.finger_qpos_adr)], (1 - g) * open_m, atol=1e-9)
+            want[arm] = ([rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)], (1 - g) * open_m)
+
+        def drawn_now() -> bool:  # the render thread's pose (a frame in flight may still be the last cursor's)
+            q = job.renderer.data.qpos
+            return all(np.allclose(q[np.asarray(h.qpos_adr)], want[arm][0], rtol=1e-7, atol=0)
+                       and np.allclose(q[np.asarray(h.finger_qpos_adr)], want[arm][1], rtol=0, atol=1e-9)
+                       for arm, h in scene.arms.items())
+
+        qtbot.waitUntil(drawn_now, timeout=ANSWER_MS)
+        q = job.renderer.data.qpos.copy()
+        for arm, h in scene.arms.items():
+            np.testing.assert_allclose(q[np.asarray(h.qpos_adr)], want[arm][0])
+            np.testing.assert_allclose(q[np.asarray(h.finger_qpos_adr)], want[arm][1], atol=1e-9)
         drawn.append(q)
     assert not np.allclose(drawn[0], drawn[2])  # the demo moves: the picture differs along the recording
     window._refresh_status(window.session.latest(), window.presenter.present(window.session, 0.0, window.review))

@@ -1,8 +1,8 @@
 """What the window needs from the session behind it: one interface, two implementations.
 
 `CoreClient` (app/gui/core_client.py) drives a `Pipeline` in the core process, the application's
-way; `TeleopRunner` (app/gui/teleop_runner.py) is a `Pipeline` in the window's own process, for the
-window's tests and `--in-process`. The window, its panels and presenter type against
+way (and its tests'); `TeleopRunner` (app/gui/teleop_runner.py) is a `Pipeline` in the window's own
+process, for `--in-process` and the tests of that mode. The window, its panels and presenter type against
 `SessionBackend` only; `tests/test_gui_core.py` and `tests/test_gui_window.py` check that both
 implementations provide every member.
 

@@ -1,15 +1,15 @@
 """The in-process session behind the window: a `Pipeline` that also fills the plot history.
 
-Used by the window's tests and by `pico-teleop --in-process`; the desktop application runs its
-pipeline in the core process instead (`app.gui.core_client.CoreClient`; both provide
-`app.gui.backend.SessionBackend`).
+Used by `pico-teleop --in-process` and the tests of that mode; the desktop application (and the
+window's tests, `tests/gui_helpers.py`) runs its pipeline in the core process instead
+(`app.gui.core_client.CoreClient`; both provide `app.gui.backend.SessionBackend`).
 
 `--in-process` is a debugging mode, and it blocks: `start` runs on the Qt thread here, so choosing
 OpenVR or 'auto' waits for the SteamVR probe (`steamvr_available`, quick without SteamVR, up to
 seconds while SteamVR starts), and `--connect` waits for the simulation server (`RemoteArms.connect`,
 up to its connect timeout, 5 s). The window freezes for that long; the loop and the recording are
 not affected (nothing runs yet). In the application these run in the core process. Not made
-asynchronous on purpose: the window's tests rely on `start` having finished when it returns, and
+asynchronous on purpose: the tests of this mode rely on `start` having finished when it returns, and
 the loop sharing the GUI's interpreter lock already makes this mode unfit for real sessions.
 """
 
