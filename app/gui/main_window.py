@@ -243,6 +243,9 @@ class MainWindow(QMainWindow):
         """`runner_factory(cfg)` makes the first backend; `runner_factory(cfg, held=REASON)` a
         replacement (Restart core), which starts e-stopped: a new core never clears an e-stop."""
         self.runner: SessionBackend = self.runner_factory(cfg)
+        # The core was started with the defaults and --config only: the operator's saved settings
+        # are what its starts use (requests keep their order, so the first start has them).
+        self.runner.live_cfg = cfg
         self.session: SessionView = self.runner.view()
         """What the display reads: the session as of the last status handed to the Qt thread (by
         `_status_relay`, queued). Owner: the Qt thread; the backend's threads never write it."""
@@ -989,7 +992,10 @@ class MainWindow(QMainWindow):
                     old.close()
             except Exception:
                 log.exception("closing the old core failed")
-            return factory(old.live_cfg, held=str(HoldReason.CORE_STARTED))
+            cfg = old.live_cfg
+            new = factory(cfg, held=str(HoldReason.CORE_STARTED))
+            new.live_cfg = cfg
+            return new
 
         def replaced(runner: SessionBackend) -> None:
             self.runner = runner
