@@ -127,6 +127,9 @@ def gui(cmd: list[str], tmp: Path, seconds: float, env: dict, display: str, conf
     out = tmp / "gui.csv"
     cfg_home = tmp / "cfg"
     genv = dict(env, DISPLAY=display, QT_QPA_PLATFORM="xcb", XDG_CONFIG_HOME=str(cfg_home), HOME=str(tmp))
+    # A fresh settings folder, but the compiled kernels a user's second start finds (the cache lives
+    # under HOME: with a new HOME every start would compile them again, ~20 s, and start late).
+    genv.setdefault("PICO_TELEOP_CACHE_DIR", str(Path.home() / ".cache" / "pico-teleop"))
     before = load()
     stream_args = ["--stream", "pose-v1", "--stream-endpoint", f"tcp://127.0.0.1:{free_port()}"] if stream else []
     proc = subprocess.Popen([*cmd, *config, "--record", str(out), *stream_args], env=genv,
