@@ -88,7 +88,48 @@ class Pacer(Protocol):
     def figures(self) -> CatchupFigures: ...
 
 
-class PhysicsPacer:
+class _CatchupTally:
+    """What both pacers count of the steps they hand out and of the catch-up ticks' physics, for
+    `figures` (the subclass sets `timestep_s` and `_planned_catchup`)."""
+
+    timestep_s: float
+    _planned_catchup: bool
+
+    def _reset_tally(self) -> None:
+        self.dropped_steps = 0
+        self.catchup_ticks = 0
+        self.max_steps_per_tick = 0
+        self.max_catchup_physics_s = 0.0
+        self.max_catchup_physics_cpu_s = 0.0
+        self.max_catchup_tick_cpu_s = 0.0
+
+    @property
+    def dropped_s(self) -> float:
+        return self.dropped_steps * self.timestep_s
+
+    @property
+    def catching_up(self) -> bool:
+        """The last `plan` took catch-up steps (the caller then measures CPU time too)."""
+        return self._planned_catchup
+
+    def _tally_catchup(self, physics_s: float, physics_cpu_s: float, tick_cpu_s: float) -> None:
+        if self._planned_catchup:
+            self.catchup_ticks += 1
+            self.max_catchup_physics_s = max(self.max_catchup_physics_s, physics_s)
+            self.max_catchup_physics_cpu_s = max(self.max_catchup_physics_cpu_s, physics_cpu_s)
+            self.max_catchup_tick_cpu_s = max(self.max_catchup_tick_cpu_s, tick_cpu_s)
+
+    def _figures(self, step_cost_s: float, budget_s: float) -> CatchupFigures:
+        return CatchupFigures(
+            catchup_ticks=self.catchup_ticks, max_steps_per_tick=self.max_steps_per_tick,
+            max_catchup_physics_ms=self.max_catchup_physics_s * 1e3,
+            max_catchup_physics_cpu_ms=self.max_catchup_physics_cpu_s * 1e3,
+            max_catchup_tick_cpu_ms=self.max_catchup_tick_cpu_s * 1e3,
+            step_cost_us=step_cost_s * 1e6, budget_ms=budget_s * 1e3,
+            dropped_steps=self.dropped_steps, dropped_s=self.dropped_s)
+
+
+class PhysicsPacer(_CatchupTally):
     def __init__(self, period_s: float, timestep_s: float, cfg: SimConfig, step_cost_s: float | None = None) -> None:
         """`step_cost_s`: a fixed per-step cost estimate (s) instead of the online measurement."""
         if not (period_s > 0 and timestep_s > 0):
@@ -111,16 +152,7 @@ class PhysicsPacer:
         self.dropped_now = 0
         """Steps the last `plan` dropped."""
         self._planned_catchup = False
-        self.dropped_steps = 0
-        self.catchup_ticks = 0
-        self.max_steps_per_tick = 0
-        self.max_catchup_physics_s = 0.0
-        self.max_catchup_physics_cpu_s = 0.0
-        self.max_catchup_tick_cpu_s = 0.0
-
-    @property
-    def dropped_s(self) -> float:
-        return self.dropped_steps * self.timestep_s
+        self._reset_tally()
 
     @property
     def owed_steps(self) -> int:
@@ -185,34 +217,19 @@ class PhysicsPacer:
         self.dropped_now += steps
         self._steps_done += steps
 
-    @property
-    def catching_up(self) -> bool:
-        """The last `plan` took catch-up steps (the caller then measures CPU time too)."""
-        return self._planned_catchup
-
     def record(self, steps: int, physics_s: float, physics_cpu_s: float = 0.0, tick_cpu_s: float = 0.0) -> None:
         """The physics stage of this tick took `physics_s` (s, wall) for `steps` steps; with CPU times
         (s) of the stage and of the tick so far when `catching_up`."""
         if steps > 0 and not self._fixed_cost and math.isfinite(physics_s) and physics_s >= 0.0:
             per_step = physics_s / steps
             self.step_cost_s += STEP_COST_SMOOTHING * (per_step - self.step_cost_s)
-        if self._planned_catchup:
-            self.catchup_ticks += 1
-            self.max_catchup_physics_s = max(self.max_catchup_physics_s, physics_s)
-            self.max_catchup_physics_cpu_s = max(self.max_catchup_physics_cpu_s, physics_cpu_s)
-            self.max_catchup_tick_cpu_s = max(self.max_catchup_tick_cpu_s, tick_cpu_s)
+        self._tally_catchup(physics_s, physics_cpu_s, tick_cpu_s)
 
     def figures(self) -> CatchupFigures:
-        return CatchupFigures(
-            catchup_ticks=self.catchup_ticks, max_steps_per_tick=self.max_steps_per_tick,
-            max_catchup_physics_ms=self.max_catchup_physics_s * 1e3,
-            max_catchup_physics_cpu_ms=self.max_catchup_physics_cpu_s * 1e3,
-            max_catchup_tick_cpu_ms=self.max_catchup_tick_cpu_s * 1e3,
-            step_cost_us=self.step_cost_s * 1e6, budget_ms=self.budget_s * 1e3,
-            dropped_steps=self.dropped_steps, dropped_s=self.dropped_s)
+        return self._figures(self.step_cost_s, self.budget_s)
 
 
-class ScriptedPacer:
+class ScriptedPacer(_CatchupTally):
     """The steps a recording says each tick took and dropped, tick after tick: a replay's physics
     does what the original's did, whatever the time either took (no planning, no cost estimate).
 
@@ -229,12 +246,7 @@ class ScriptedPacer:
         self._next = 0
         self.dropped_now = 0
         self._planned_catchup = False
-        self.dropped_steps = 0
-        self.catchup_ticks = 0
-        self.max_steps_per_tick = 0
-        self.max_catchup_physics_s = 0.0
-        self.max_catchup_physics_cpu_s = 0.0
-        self.max_catchup_tick_cpu_s = 0.0
+        self._reset_tally()
 
     def plan(self, skipped_ticks: int, elapsed_s: float) -> int:
         """The recorded steps of the next tick (`skipped_ticks` and `elapsed_s` are not used: the
@@ -250,28 +262,11 @@ class ScriptedPacer:
         self.max_steps_per_tick = max(self.max_steps_per_tick, steps)
         return steps
 
-    @property
-    def catching_up(self) -> bool:
-        return self._planned_catchup
-
-    @property
-    def dropped_s(self) -> float:
-        return self.dropped_steps * self.timestep_s
-
     def record(self, steps: int, physics_s: float, physics_cpu_s: float = 0.0, tick_cpu_s: float = 0.0) -> None:
-        if self._planned_catchup:
-            self.catchup_ticks += 1
-            self.max_catchup_physics_s = max(self.max_catchup_physics_s, physics_s)
-            self.max_catchup_physics_cpu_s = max(self.max_catchup_physics_cpu_s, physics_cpu_s)
-            self.max_catchup_tick_cpu_s = max(self.max_catchup_tick_cpu_s, tick_cpu_s)
+        self._tally_catchup(physics_s, physics_cpu_s, tick_cpu_s)
 
     def figures(self) -> CatchupFigures:
-        return CatchupFigures(
-            catchup_ticks=self.catchup_ticks, max_steps_per_tick=self.max_steps_per_tick,
-            max_catchup_physics_ms=self.max_catchup_physics_s * 1e3,
-            max_catchup_physics_cpu_ms=self.max_catchup_physics_cpu_s * 1e3,
-            max_catchup_tick_cpu_ms=self.max_catchup_tick_cpu_s * 1e3,
-            step_cost_us=0.0, budget_ms=0.0, dropped_steps=self.dropped_steps, dropped_s=self.dropped_s)
+        return self._figures(0.0, 0.0)
 
 
 __all__ = ["CatchupFigures", "Pacer", "PhysicsPacer", "ScriptedPacer"]
