@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,8 +27,8 @@ from app.sessions.replay import recorded_ticks
 from app.sessions.replay_exactness import inexact_replay_reasons
 from app.sessions.schema import sidecar_path
 from app.tracking.source import SourceKind
+from tests.test_stall import stalled_run
 
-REPO = Path(__file__).resolve().parents[1]
 
 TIMING_COLUMNS = ("lateness_ms", "compute_ms")
 """What a replay cannot reproduce: how late and how long its own ticks were on its own machine."""
@@ -116,30 +113,11 @@ def test_a_replay_reproduces_every_tick_of_a_recording_with_forced_stalls(stalle
     assert_replayed_exactly(replayed, replay(replayed, tmp_path / "replay2"))
 
 
-@pytest.mark.slow  # ~30 s: a real 3 s run, its start-up and a replay, in a child process
+@pytest.mark.slow  # ~30 s: a real run of ~4 s, its start-up and a replay, in a child process
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP / SIGCONT are POSIX")
 def test_a_replay_reproduces_a_recording_stopped_300ms_by_sigstop(tmp_path):
     original = tmp_path / "sigstop.csv"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("MUJOCO_GL", "egl")
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "run", "--source", "demo", "--seconds", "3",
-                             "--record", str(original), "--quiet"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120.0  # start-up time varies with the load
-        while time.monotonic() < deadline and (not original.exists() or original.stat().st_size < 50_000):
-            assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
-            time.sleep(0.05)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGSTOP)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGCONT)
-        assert proc.wait(timeout=120) == 0, proc.stderr.read().decode(errors="replace")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    stalled_run(original)  # the demo recorded, SIGSTOPped for 0.3 s, then ended with SIGTERM
     s = read_session(original)
     assert s.data["skipped_ticks"][-1] >= 50, "the stall skipped no deadlines"
     assert_replayed_exactly(original, replay(original, tmp_path / "replay"))
