@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from app.core.window_watch import WindowWatch, new_window_id
+from app.core.window_watch import WindowWatch, lifeline_hello, new_window_id
 
 TOKEN = bytes(range(16))
 TIMEOUT_S = 3.0
@@ -46,7 +46,7 @@ def pump(watch: WindowWatch, seconds: float = 0.5) -> None:
 def lifeline(watch: WindowWatch, window_id: str, token: bytes = TOKEN) -> socket.socket:
     host, _, port = watch.lifeline_endpoint.rpartition(":")
     conn = socket.create_connection((host, int(port)))
-    conn.sendall(token + window_id.encode("ascii"))
+    conn.sendall(lifeline_hello(token, window_id))
     pump(watch, 0.1)
     return conn
 

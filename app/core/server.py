@@ -436,7 +436,7 @@ class CoreServer:
         news = self.window.heartbeat(beat.window_id, beat.window_pid, beat.qt_silent_s, time.monotonic())
         if first or news in ("attached", "back"):
             log.info("window %s (pid %d) %s", beat.window_id or "?", beat.window_pid,
-                     {"attached": "attached", "back": "back"}.get(news, "watched"))
+                     news if news in ("attached", "back") else "watched")
         if news == "attached":  # its operator has not seen the arms yet: they wait for a Reset
             self.pipeline.send(Command(CommandKind.ESTOP, label=str(HoldReason.WINDOW_ATTACHED)))
 

@@ -238,9 +238,14 @@ class WindowWatch:
         self._listener.close()
 
 
+def lifeline_hello(token: bytes, window_id: str) -> bytes:
+    """What a window sends once on its lifeline (`LIFELINE_HELLO_BYTES`): the token, its id."""
+    return token + window_id.encode("ascii")
+
+
 def new_window_id() -> str:
     import secrets
     return secrets.token_hex(WINDOW_ID_CHARS // 2)
 
 
-__all__ = ["LIFELINE_HELLO_BYTES", "WINDOW_ID_CHARS", "WindowLoss", "WindowWatch", "new_window_id"]
+__all__ = ["LIFELINE_HELLO_BYTES", "WINDOW_ID_CHARS", "WindowLoss", "WindowWatch", "lifeline_hello", "new_window_id"]

@@ -34,7 +34,7 @@ from app.control.snapshot import Snapshot
 from app.core import wire
 from app.core.launcher import CoreEndpoints, launch_core
 from app.core.pids import pid_alive
-from app.core.window_watch import new_window_id
+from app.core.window_watch import lifeline_hello, new_window_id
 from app.gui.core_view import CoreView, StatusReads
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
@@ -273,7 +273,7 @@ class CoreClient(StatusReads):
             return None
         try:
             conn = socket.create_connection((host, int(port)), timeout=LIFELINE_CONNECT_TIMEOUT_S)
-            conn.sendall(self.endpoints.token + self.window_id.encode("ascii"))
+            conn.sendall(lifeline_hello(self.endpoints.token, self.window_id))
         except (OSError, ValueError) as exc:
             log.warning("no lifeline to the core (%s): a closed window is seen only when its heartbeat stops", exc)
             return None
