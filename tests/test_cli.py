@@ -248,6 +248,20 @@ def test_summary_stream_line_reports_lost_input_and_clamps(capsys):
     assert "input LOST at the end, 42 ticks not sent" in line and "on 3 (left) / 17 (right) ticks" in line
 
 
+@pytest.mark.parametrize("budget_ms, says", [(2.5, "budget 2.50 ms"), (0.0, "the recorded steps")])
+def test_summary_physics_line_names_the_budget_or_the_recorded_steps(capsys, budget_ms, says):
+    """A replay's pacer plans nothing (budget 0): it takes the steps the recording says."""
+    from app.cli.run import print_summary
+    timing = {"achieved_rate_hz": 100.0, "lateness_p50_ms": 0.1, "lateness_p99_ms": 0.2, "lateness_max_ms": 0.3,
+              "compute_p50_ms": 0.1, "compute_p99_ms": 0.2, "overruns": 0, "late_ticks": 0}
+    physics = {"catchup_ticks": 4, "max_steps_per_tick": 9, "max_catchup_tick_cpu_ms": 1.5, "budget_ms": budget_ms,
+               "dropped_steps": 0, "dropped_s": 0.0}
+    arm = {"engaged_ticks": 0}
+    print_summary({"ticks": 100, "timing": timing, "physics": physics, "source": "replay", "left": arm, "right": arm})
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("physics catch-up")][0]
+    assert says in line and ("budget 0.00" not in line)
+
+
 def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):
     code, _, err = run(capsys, "run", "--seconds", "1", "--stream", "pose-v1", "--stream-endpoint", "tcp://0.0.0.0:5556")
     assert code == EXIT_USAGE and "--stream-endpoint" in err and "loopback" in err

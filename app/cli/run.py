@@ -382,8 +382,10 @@ def print_summary(r: dict) -> None:
                      f"over 0.5 ms; wait for a CPU p99 {lw['runq_wait_p99_ms']:.3f} ms")
     ph = r.get("physics", {})
     if ph.get("catchup_ticks") or ph.get("dropped_steps"):
+        # A replay's pacer takes the recorded steps (no budget of its own: budget 0).
+        paced = f"budget {ph['budget_ms']:.2f} ms" if ph["budget_ms"] > 0 else "the recorded steps"
         lines.append(f"physics catch-up: {ph['catchup_ticks']} ticks, at most {ph['max_steps_per_tick']} steps a tick "
-                     f"(longest {ph['max_catchup_tick_cpu_ms']:.2f} ms of CPU, budget {ph['budget_ms']:.2f} ms); "
+                     f"(longest {ph['max_catchup_tick_cpu_ms']:.2f} ms of CPU, {paced}); "
                      f"{ph['dropped_s']:.3f} s dropped")
     lines += [_arm_line(arm, r[arm]) for arm in ("left", "right")]
     lines += [line for line in (_collision_line(arm, r[arm]) for arm in ("left", "right")) if line]
