@@ -22,7 +22,7 @@ from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, write_datase
 from app.sessions.reader import read_session  # noqa: E402
 from app.sessions.schema import sidecar_path  # noqa: E402
 from tests.recording import record_demo  # noqa: E402
-from tests.scene_state_helpers import OBJECTS, add_scene_state, as_format_1, cut_rows  # noqa: E402
+from bench.scene_state_copy import OBJECTS, add_scene_state, as_format_1, cut_rows  # noqa: E402
 
 FPS = 10
 W, H = 64, 48

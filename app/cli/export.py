@@ -42,6 +42,9 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
                    "re-simulating each session (default: on; --no-videos for state and actions only)")
     p.add_argument("--video-size", metavar="WxH", default="320x240",
                    help="lerobot: picture size of the videos, even numbers (default: 320x240)")
+    p.add_argument("--video-preset", type=int, default=None, metavar="N",
+                   help="lerobot: SVT-AV1 speed preset 0..13 (default: the encoder's own, as lerobot; a faster "
+                   "preset encodes sooner into larger files)")
     p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p
@@ -160,7 +163,7 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     from app.sim.scene import SceneError
 
     opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
-                          tcp_targets=not args.no_targets)
+                          tcp_targets=not args.no_targets, video_preset=args.video_preset)
     frames = None
     bars = _SessionBars(err)
     if args.videos:

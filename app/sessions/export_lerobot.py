@@ -2,7 +2,9 @@
 
 `export_lerobot(csv_paths, root, options, frames=...)` cuts each session into episodes, one per
 engaged stretch (either arm engaged) or one per marked segment (between consecutive marks: the B
-button, `mark:<arm>`, or a `cmd:mark:<label>` command), and writes with pyarrow and PyAV (lerobot
+button, `mark:<arm>`, or a `cmd:mark:<label>` command); `export_lerobot_folder(folder, index, root)`
+makes one episode of each whole session a dataset folder lists (`app.sessions.dataset_folder`),
+with the listed task and verdict. Both write with pyarrow and PyAV (lerobot
 itself, and torch with it, is not needed):
 
     meta/info.json                           features, shapes, fps, totals, path templates
@@ -17,9 +19,21 @@ itself, and torch with it, is not needed):
 Features: `observation.state` (16 float32: per arm `q1..q7` rad and the gripper opening per finger
 in m), `action` (16: per arm the joint commands sent, rad, and the gripper command, 0 open .. 1
 closed), optionally `observation.tcp_target` (14: per arm the IK target x, y, z m, qw, qx, qy, qz,
-world frame), and with `frames` one `observation.images.<camera>` video per camera (the CLI's
-`app.replay_render.ReplayRenderer` re-simulates the session and draws the scene's `front`,
-`left/wrist` and `right/wrist` cameras). The CSV has no finger positions: the opening is
+world frame), `observation.environment_state` when the sessions record the scene's free bodies
+(format 3: per body in column order x, y, z m and qw, qx, qy, qz, world frame; float32, names the
+`obj_<body>_*` columns; every session must record the same bodies), and with `frames` one
+`observation.images.<camera>` video per camera (the CLI's `app.replay_render.ReplayRenderer` draws
+the scene's `front`, `left/wrist` and `right/wrist` cameras, from the recorded scene state or by
+re-simulating the session; it is asked first, for every session, whether it can, and a refusal
+stops the export before anything is written: `FramesRefusedError`).
+
+Success (dataset folders only): LeRobot's own datasets mark success per frame with a `next.success`
+bool feature of shape [1] (lerobot's gym-pusht and xarm conversions: whether the task is achieved
+after that frame's action), and lerobot keeps extra columns of meta/episodes. A folder's verdict is
+one judgement of the whole episode, so `next.success` is True on the last frame of a successful
+episode and False on every other frame, and meta/episodes has a `success` bool per episode (the
+verdict itself, for filtering episodes without reading frames). Exports of sessions (no verdict)
+have neither. The CSV has no finger positions: the opening is
 `(1 - gripper_cmd)` times the finger travel (`FINGER_TRAVEL_M`).
 
 Frame times (`frame_rows`, the one definition): frame i of an episode is at `i / fps` after the
@@ -109,12 +123,17 @@ class LeRobotOptions:
     repo_id: str = "local/pico-teleop"
     robot_type: str = "dual_panda"
     tcp_targets: bool = True
+    video_preset: int | None = None
+    """SVT-AV1's speed preset (0 slowest .. 13 fastest); None: the encoder's default, as lerobot
+    leaves it. Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""
 
     def __post_init__(self) -> None:
         if self.episodes not in ("engaged", "marks"):
             raise ValueError(f"episodes: expected 'engaged' or 'marks', got {self.episodes!r}")
         if self.fps is not None and self.fps <= 0:
             raise ValueError(f"fps: expected a positive integer, got {self.fps!r}")
+        if self.video_preset is not None and not 0 <= self.video_preset <= 13:
+            raise ValueError(f"video_preset: expected an SVT-AV1 preset 0..13, got {self.video_preset!r}")
 
 
 @dataclass(frozen=True)
@@ -280,13 +299,14 @@ def _listed(stats: dict[str, np.ndarray]) -> dict[str, list]:
 class _VideoFile:
     """One camera's mp4: every episode's pictures one after the other, frame k at k / fps."""
 
-    def __init__(self, av, path: Path, fps: int, width: int, height: int) -> None:
+    def __init__(self, av, path: Path, fps: int, width: int, height: int, preset: int | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._av = av
         self._time_base = Fraction(1, fps)
         self._out = av.open(str(path), "w")
-        self._stream = self._out.add_stream(VIDEO_CODEC, rate=fps, options=dict(VIDEO_OPTIONS))
+        options = dict(VIDEO_OPTIONS) if preset is None else {**VIDEO_OPTIONS, "preset": str(preset)}
+        self._stream = self._out.add_stream(VIDEO_CODEC, rate=fps, options=options)
         self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, VIDEO_PIX_FMT
         self.frames = 0
 
@@ -440,7 +460,7 @@ class _Episodes:
             for key in self.video_keys:
                 self.videos[key] = _VideoFile(self._av, self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
                                                                                       file_index=0),
-                                              self.fps, self.frames.width, self.frames.height)
+                                              self.fps, self.frames.width, self.frames.height, self.options.video_preset)
         elif rate != self.rate:
             raise ValueError(f"{path}: recorded at {rate} Hz, the first session at {self.rate} Hz; one dataset has one rate")
 
