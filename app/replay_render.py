@@ -1,7 +1,11 @@
-"""Pictures of a recorded session from the scene's cameras, by re-simulating it.
+"""Pictures of a recorded session from the scene's cameras: from the recording itself when it holds
+the scene's state, else by re-simulating it.
 
-A session CSV holds the arms' joints, not the objects' poses or the fingers: the pictures come from
-replaying the session through the same `Pipeline` `pico-teleop run --replay --fast` uses (the
+A file of format 3 holds the whole physics pose of each tick (joints, fingers, the free bodies:
+`app.sessions.recorded_pose`): the pictures of its rows are drawn from those columns (`qpos` set,
+kinematics only), whatever the run's timing and wherever the recording started. An older file
+holds the arms' joints, not the objects' poses or the fingers: the pictures come from replaying
+the session through the same `Pipeline` `pico-teleop run --replay --fast` uses (the
 recorded configuration, a `ReplaySource`, unpaced, no recording), which reproduces the run exactly.
 `ReplayRenderer.render(path, rows)` runs that replay up to the last row asked for, keeps the physics
 pose (`qpos`) of the tick that recorded each of `rows`, checks that the re-simulated joints are the
@@ -16,6 +20,10 @@ and dropped physics included. In an older file, row `r` was recorded by the tick
 deadlines does not replay exactly. Neither does one started after the loop had already moved the
 arms: the joints are compared at every requested row, a difference above `MAX_DIVERGENCE_RAD`
 refuses (`ReplayDivergedError`), one above `NOTE_DIVERGENCE_RAD` is reported in `notes`.
+
+`refusal(path)` says, from the file's header, sidecar and first row alone, why a session's pictures
+cannot be trusted (`replay_exactness.head_inexact_reasons`: format 1, a recording that did not start
+at tick 0, rows the recorder dropped); the exporter asks it of every file before drawing anything.
 
 This module sits beside `app/pipeline.py`: it drives a `Pipeline` and an `app.render` renderer, and
 only the CLI imports it (it is what `pico-teleop export --format lerobot` hands the exporter).
@@ -32,8 +40,10 @@ import numpy as np
 
 from app.config import Config
 from app.pipeline import Pipeline, StartOptions, replay_config
-from app.sessions.reader import read_session
+from app.sessions.reader import Session, read_session
+from app.sessions.recorded_pose import has_scene_state, recorded_qpos
 from app.sessions.replay import recorded_ticks
+from app.sessions.replay_exactness import head_inexact_reasons, read_head
 from app.sessions.schema import ARMS
 
 if TYPE_CHECKING:
@@ -79,6 +89,23 @@ class ReplayRenderer:
     def names(self) -> tuple[str, ...]:
         return tuple(self.cameras)
 
+    def refusal(self, csv_path: str | Path) -> str | None:
+        """Why the pictures of this session would not show the recorded motion (a sentence ending in
+        what to do), from its head alone; None when they will (scene state recorded, or an exact replay)."""
+        head = read_head(csv_path)
+        if has_scene_state(head.columns):
+            return None
+        reasons = head_inexact_reasons(head)
+        if not reasons:
+            return None
+        return (f"{Path(csv_path).name}: its videos would have to come from a re-simulation, and the file cannot be "
+                f"replayed exactly: {'; '.join(reasons)}; export it without videos (--no-videos), or record it again "
+                "with this version")
+
+    def from_recording(self, csv_path: str | Path) -> bool:
+        """The session's pictures are drawn from its own columns (it holds the scene state), not a replay."""
+        return has_scene_state(read_head(csv_path).columns)
+
     def render(self, csv_path: str | Path, rows: np.ndarray) -> Generator[dict[str, np.ndarray], None, None]:
         """For each of `rows` (increasing row indices of the session), the (height, width, 3) uint8
         picture of every camera. The replay runs before the first picture is yielded.
@@ -87,15 +114,29 @@ class ReplayRenderer:
         SceneError, ReplayDivergedError, RuntimeError when the replay fails, and RenderError or
         KeyError (a camera the scene lacks) when the pictures cannot be drawn.
         """
-        model, qpos = self.replay_poses(csv_path, rows)
+        session = read_session(csv_path)
+        if has_scene_state(session.columns):
+            model, qpos = self.recorded_poses(session, rows)
+        else:
+            model, qpos = self.replay_poses(session, rows)
         return self._pictures(model, qpos)
 
-    def replay_poses(self, csv_path: str | Path, rows: np.ndarray) -> tuple["mujoco.MjModel", np.ndarray]:
+    def recorded_poses(self, session: Session, rows: np.ndarray) -> tuple["mujoco.MjModel", np.ndarray]:
+        """(the recorded scene's model, the physics pose (len(rows), nq) recorded at each row): no replay."""
+        from app.sim.scene import load_scene
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and (np.any(np.diff(rows) < 0) or rows[0] < 0 or rows[-1] >= session.n_rows):
+            raise ValueError(f"rows: expected increasing row indices below {session.n_rows}")
+        model = load_scene(replay_config(session, Config())).model
+        return model, recorded_qpos(model, session.data, rows)
+
+    def replay_poses(self, csv_path: str | Path | Session, rows: np.ndarray) -> tuple["mujoco.MjModel", np.ndarray]:
         """(the replay's model, the physics pose (len(rows), nq) of the tick that recorded each row)."""
         rows = np.asarray(rows, dtype=np.int64)
         if rows.size and np.any(np.diff(rows) < 0):
             raise ValueError("rows: expected increasing row indices")
-        session = read_session(csv_path)
+        session = csv_path if isinstance(csv_path, Session) else read_session(csv_path)
+        csv_path = session.path
         cfg = replay_config(session, Config())
         pipe = Pipeline(cfg)
         period_s = cfg.loop.period_s

@@ -2,8 +2,11 @@
 
 `mcap`: one session into one MCAP file for Foxglove (`app.sessions.export_mcap`). `lerobot`: one
 or several sessions into one LeRobot dataset folder (`app.sessions.export_lerobot`), by default
-with a video per scene camera, drawn by re-simulating each session (`app.replay_render`). Both
-need the `[export]` extra; without it the command says how to install it (exit 1).
+with a video per scene camera, drawn from the recorded scene state or by re-simulating each
+session (`app.replay_render`); or, given a folder of demonstration episodes (an `index.json`,
+`app.sessions.dataset_folder`), one LeRobot episode per listed file with its task and verdict. Both
+need the `[export]` extra; without it the command says how to install it (exit 1). Progress goes to
+stderr: a bar redrawn in place on a terminal, a line every few seconds otherwise.
 
 Exit codes: 0 written; 2 a bad input (missing or malformed file, an existing output without
 `--force`, options that do not go together); 1 the export itself failed (packages missing, the
@@ -22,7 +25,8 @@ from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, 
 
 def add_export_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("export", help="export recorded sessions: MCAP for Foxglove, or a LeRobot dataset")
-    p.add_argument("files", metavar="SESSION.csv", nargs="+", help="session CSV(s); mcap takes exactly one")
+    p.add_argument("files", metavar="SESSION.csv", nargs="+", help="session CSV(s); mcap takes exactly one; "
+                   "lerobot also takes one dataset folder of episodes (with an index.json)")
     p.add_argument("--format", required=True, choices=("mcap", "lerobot"), help="output format")
     p.add_argument("--out", metavar="PATH", required=True, help="the .mcap file, or the dataset folder")
     p.add_argument("--force", action="store_true", help="replace an existing output")
@@ -38,6 +42,9 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
                    "re-simulating each session (default: on; --no-videos for state and actions only)")
     p.add_argument("--video-size", metavar="WxH", default="320x240",
                    help="lerobot: picture size of the videos, even numbers (default: 320x240)")
+    p.add_argument("--video-preset", type=int, default=None, metavar="N",
+                   help="lerobot: SVT-AV1 speed preset 0..13 (default: the encoder's own, as lerobot; a faster "
+                   "preset encodes sooner into larger files)")
     p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p
@@ -51,7 +58,12 @@ def cmd_export(args: argparse.Namespace, *, out: TextIO | None = None, err: Text
     from app.sessions.foxglove_channels import ExportUnavailableError
     from app.sessions.reader import SessionFormatError
     from app.sim.scene import SceneError
-    for f in args.files:
+    from app.sessions.dataset_folder import is_dataset_folder
+    folder = args.format == "lerobot" and len(args.files) == 1 and is_dataset_folder(args.files[0])
+    for f in args.files if not folder else ():
+        if Path(f).is_dir():
+            raise UsageError(f"{f} is a folder without an index.json; lerobot takes one dataset folder of episodes, "
+                             "or session files")
         if not Path(f).is_file():
             raise UsageError(f"no such session file: {f}")
     try:
@@ -76,11 +88,17 @@ def cmd_export(args: argparse.Namespace, *, out: TextIO | None = None, err: Text
 
 
 def _progress(err: TextIO, label: str):
-    if not _is_tty(err):
-        return None, lambda: None
-    from app.cli.analyze import ProgressBar
-    bar = ProgressBar(err, label)
+    bar = _progress_bar(err, label, "rows")
     return bar, bar.close
+
+
+def _progress_bar(err: TextIO, label: str, unit: str):
+    """A bar redrawn in place on a terminal; else a line every few seconds (a log, a pipe)."""
+    if _is_tty(err):
+        from app.cli.analyze import ProgressBar
+        return ProgressBar(err, label, unit=unit)
+    from app.cli.progress_lines import ProgressLines
+    return ProgressLines(err, label, unit=unit)
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -88,8 +106,9 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 class _SessionBars:
-    """One progress bar per session and stage (`replaying X.csv`, `rendering X.csv`), each closed
-    when the next one starts; `progress(name, done, total)` as the replay and the exporter call it."""
+    """One progress bar (or, off a terminal, progress lines) per session and stage (`replaying X.csv`,
+    `rendering X.csv`), each closed when the next one starts; `progress(name, done, total)` as the
+    replay and the exporter call it (the replay from its loop thread: one stage at a time)."""
 
     def __init__(self, err: TextIO) -> None:
         self.err = err
@@ -97,13 +116,11 @@ class _SessionBars:
         self._key: tuple[str, str] | None = None
 
     def stage(self, verb: str, unit: str):
-        from app.cli.analyze import ProgressBar
-
         def progress(name: str, done: int, total: int) -> None:
             if self._key != (verb, name):
                 self.close()
                 self._key = (verb, name)
-                self._bar = ProgressBar(self.err, f"{verb} {name}", unit=unit)
+                self._bar = _progress_bar(self.err, f"{verb} {name}", unit)
             self._bar(done, total, done)
         return progress
 
@@ -141,31 +158,35 @@ def _export_mcap(args, out: TextIO, err: TextIO) -> int:
 def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     from app.config import ConfigError
     from app.render import RenderError
-    from app.sessions.export_lerobot import LeRobotOptions, export_lerobot
+    from app.sessions.dataset_folder import is_dataset_folder, read_dataset_index
+    from app.sessions.export_lerobot import LeRobotOptions, export_lerobot, export_lerobot_folder
     from app.sim.scene import SceneError
 
     opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
-                          tcp_targets=not args.no_targets)
+                          tcp_targets=not args.no_targets, video_preset=args.video_preset)
     frames = None
-    bars = _SessionBars(err) if _is_tty(err) else None
+    bars = _SessionBars(err)
     if args.videos:
         from app.replay_render import ReplayRenderer
-        frames = ReplayRenderer(*_video_size(args.video_size),
-                                replay_progress=bars.stage("replaying", "ticks") if bars else None)
+        frames = ReplayRenderer(*_video_size(args.video_size), replay_progress=bars.stage("replaying", "ticks"))
     try:
-        r = export_lerobot([Path(f) for f in args.files], Path(args.out), opts, overwrite=args.force, frames=frames,
-                           progress=bars.stage("rendering", "frames") if bars else None)
+        if len(args.files) == 1 and is_dataset_folder(args.files[0]):
+            folder = Path(args.files[0])
+            r = export_lerobot_folder(folder, read_dataset_index(folder), Path(args.out), opts, overwrite=args.force,
+                                      frames=frames, progress=bars.stage("rendering", "frames"))
+        else:
+            r = export_lerobot([Path(f) for f in args.files], Path(args.out), opts, overwrite=args.force,
+                               frames=frames, progress=bars.stage("rendering", "frames"))
     except SceneError:
         raise
-    except (ValueError, ConfigError) as exc:  # ReplayDivergedError is one
+    except (ValueError, ConfigError) as exc:  # ReplayDivergedError, FramesRefusedError, DatasetFolderError are
         print(f"{PROG}: error: {exc}", file=err)
         return EXIT_USAGE
     except (RenderError, RuntimeError, KeyError) as exc:
         print(f"{PROG}: error: the videos cannot be made: {exc}; export without them with --no-videos", file=err)
         return EXIT_FAILURE
     finally:
-        if bars:
-            bars.close()
+        bars.close()
     for note in r.notes:
         print(f"note: {note}", file=err)
     videos = f", videos {', '.join(k.rsplit('.', 1)[1] for k in r.video_keys)} at {args.video_size}" if r.video_keys else ""

@@ -2,7 +2,9 @@
 
 `export_lerobot(csv_paths, root, options, frames=...)` cuts each session into episodes, one per
 engaged stretch (either arm engaged) or one per marked segment (between consecutive marks: the B
-button, `mark:<arm>`, or a `cmd:mark:<label>` command), and writes with pyarrow and PyAV (lerobot
+button, `mark:<arm>`, or a `cmd:mark:<label>` command); `export_lerobot_folder(folder, index, root)`
+makes one episode of each whole session a dataset folder lists (`app.sessions.dataset_folder`),
+with the listed task and verdict. Both write with pyarrow and PyAV (lerobot
 itself, and torch with it, is not needed):
 
     meta/info.json                           features, shapes, fps, totals, path templates
@@ -17,9 +19,21 @@ itself, and torch with it, is not needed):
 Features: `observation.state` (16 float32: per arm `q1..q7` rad and the gripper opening per finger
 in m), `action` (16: per arm the joint commands sent, rad, and the gripper command, 0 open .. 1
 closed), optionally `observation.tcp_target` (14: per arm the IK target x, y, z m, qw, qx, qy, qz,
-world frame), and with `frames` one `observation.images.<camera>` video per camera (the CLI's
-`app.replay_render.ReplayRenderer` re-simulates the session and draws the scene's `front`,
-`left/wrist` and `right/wrist` cameras). The CSV has no finger positions: the opening is
+world frame), `observation.environment_state` when the sessions record the scene's free bodies
+(format 3: per body in column order x, y, z m and qw, qx, qy, qz, world frame; float32, names the
+`obj_<body>_*` columns; every session must record the same bodies), and with `frames` one
+`observation.images.<camera>` video per camera (the CLI's `app.replay_render.ReplayRenderer` draws
+the scene's `front`, `left/wrist` and `right/wrist` cameras, from the recorded scene state or by
+re-simulating the session; it is asked first, for every session, whether it can, and a refusal
+stops the export before anything is written: `FramesRefusedError`).
+
+Success (dataset folders only): LeRobot's own datasets mark success per frame with a `next.success`
+bool feature of shape [1] (lerobot's gym-pusht and xarm conversions: whether the task is achieved
+after that frame's action), and lerobot keeps extra columns of meta/episodes. A folder's verdict is
+one judgement of the whole episode, so `next.success` is True on the last frame of a successful
+episode and False on every other frame, and meta/episodes has a `success` bool per episode (the
+verdict itself, for filtering episodes without reading frames). Exports of sessions (no verdict)
+have neither. The CSV has no finger positions: the opening is
 `(1 - gripper_cmd)` times the finger travel (`FINGER_TRAVEL_M`).
 
 Frame times (`frame_rows`, the one definition): frame i of an episode is at `i / fps` after the
@@ -67,7 +81,9 @@ import numpy as np
 
 from app.events import CommandKind, EventKind, parse_events
 from app.sessions.chunks import SessionChunks
+from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_files
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
+from app.sessions.recorded_pose import object_columns, object_names
 from app.sessions.sidecar import loop_period_s
 from app.sessions.schema import ARMS
 
@@ -107,12 +123,17 @@ class LeRobotOptions:
     repo_id: str = "local/pico-teleop"
     robot_type: str = "dual_panda"
     tcp_targets: bool = True
+    video_preset: int | None = None
+    """SVT-AV1's speed preset (0 slowest .. 13 fastest); None: the encoder's default, as lerobot
+    leaves it. Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""
 
     def __post_init__(self) -> None:
         if self.episodes not in ("engaged", "marks"):
             raise ValueError(f"episodes: expected 'engaged' or 'marks', got {self.episodes!r}")
         if self.fps is not None and self.fps <= 0:
             raise ValueError(f"fps: expected a positive integer, got {self.fps!r}")
+        if self.video_preset is not None and not 0 <= self.video_preset <= 13:
+            raise ValueError(f"video_preset: expected an SVT-AV1 preset 0..13, got {self.video_preset!r}")
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,10 @@ class LeRobotExport:
     """Bytes of every file written."""
 
 
+class FramesRefusedError(ValueError):
+    """The frame source will not draw some sessions' pictures (the message says which, why, and what to do)."""
+
+
 class FrameSource(Protocol):
     """Pictures of a session's rows from named cameras (the CLI's is `app.replay_render.ReplayRenderer`)."""
 
@@ -140,6 +165,10 @@ class FrameSource(Protocol):
     @property
     def names(self) -> tuple[str, ...]:
         """The cameras, in order; the dataset's keys are `observation.images.<name>`."""
+
+    def refusal(self, csv_path: Path) -> str | None:
+        """Why this session's pictures would not show what it recorded (asked of every session
+        before anything is drawn), or None."""
 
     def render(self, csv_path: Path, rows: np.ndarray) -> Generator[dict[str, np.ndarray], None, None]:
         """For each of `rows` (increasing), one (height, width, 3) uint8 RGB picture per camera; closed
@@ -160,10 +189,11 @@ def _columns() -> list[str]:
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict | None, int]:
-    """The exported columns of one session (streamed in chunks), its sidecar and its row count."""
-    keep = _columns()
-    parts: dict[str, list] = {c: [] for c in keep}
+    """The exported columns of one session (streamed in chunks; the objects' poses when it has
+    them), its sidecar and its row count."""
     with SessionChunks(path) as chunks:
+        keep = _columns() + object_columns(object_names(chunks.columns))
+        parts: dict[str, list] = {c: [] for c in keep}
         for chunk in chunks:
             for c in keep:
                 if c in chunk.data:
@@ -269,13 +299,14 @@ def _listed(stats: dict[str, np.ndarray]) -> dict[str, list]:
 class _VideoFile:
     """One camera's mp4: every episode's pictures one after the other, frame k at k / fps."""
 
-    def __init__(self, av, path: Path, fps: int, width: int, height: int) -> None:
+    def __init__(self, av, path: Path, fps: int, width: int, height: int, preset: int | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._av = av
         self._time_base = Fraction(1, fps)
         self._out = av.open(str(path), "w")
-        self._stream = self._out.add_stream(VIDEO_CODEC, rate=fps, options=dict(VIDEO_OPTIONS))
+        options = dict(VIDEO_OPTIONS) if preset is None else {**VIDEO_OPTIONS, "preset": str(preset)}
+        self._stream = self._out.add_stream(VIDEO_CODEC, rate=fps, options=options)
         self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, VIDEO_PIX_FMT
         self.frames = 0
 
@@ -351,8 +382,8 @@ def _tasks_table(pa, tasks: list[str]):
     return table.replace_schema_metadata({b"pandas": json.dumps(meta).encode()})
 
 
-_FRAME_COLUMNS = ("observation.state", "action", "observation.tcp_target", "timestamp", "frame_index",
-                  "episode_index", "index", "task_index")
+_FRAME_COLUMNS = ("observation.state", "action", "observation.tcp_target", "observation.environment_state",
+                  "next.success", "timestamp", "frame_index", "episode_index", "index", "task_index")
 
 
 def _import_packages(videos: bool):
@@ -391,12 +422,16 @@ class _Episodes:
         self.rendering: list = []
         self.rate: int | None = None
         self.fps: int | None = None
+        self.objects: tuple[str, ...] | None = None
+        """The free bodies whose poses every session records (set by the first)."""
 
-    def add_session(self, path: Path) -> None:
-        """Every episode of one session: its frames, and (with `frames`) its pictures."""
+    def add_session(self, path: Path, entry: EpisodeEntry | None = None) -> None:
+        """Every episode of one session: its frames, and (with `frames`) its pictures. With `entry`
+        (a dataset folder's episode) the whole session is one episode, with the entry's task and verdict."""
         data, sidecar, _ = _read(path)
         self._check_rate(path, _loop_rate_hz(sidecar, data["t_s"]))
-        segs = _segments(data, self.options.episodes)
+        self._check_objects(path, object_names(data))
+        segs = [(0, len(data["t_s"]), entry.task)] if entry is not None else _segments(data, self.options.episodes)
         if not segs:
             self.notes.append(f"{path.name}: no {'engaged stretch' if self.options.episodes == 'engaged' else 'marked segment'}"
                               f"; no episode")
@@ -407,7 +442,7 @@ class _Episodes:
             pictures = self.frames.render(path, np.concatenate(ep_rows))
             self.rendering.append(pictures)
         for (a, _, label), rows in zip(segs, ep_rows):
-            episode = self._add_frames(path, data, a, rows, label)
+            episode = self._add_frames(path, data, a, rows, label, None if entry is None else entry.success)
             if pictures is not None:
                 self._add_pictures(path, episode, pictures, drawn)
             self.episodes.append(episode)
@@ -425,14 +460,24 @@ class _Episodes:
             for key in self.video_keys:
                 self.videos[key] = _VideoFile(self._av, self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
                                                                                       file_index=0),
-                                              self.fps, self.frames.width, self.frames.height)
+                                              self.fps, self.frames.width, self.frames.height, self.options.video_preset)
         elif rate != self.rate:
             raise ValueError(f"{path}: recorded at {rate} Hz, the first session at {self.rate} Hz; one dataset has one rate")
 
-    def _add_frames(self, path: Path, data, first_row: int, rows: np.ndarray, label: str | None) -> dict:
-        """One episode's columns (the rows at each frame time); its entry in meta/episodes."""
+    def _check_objects(self, path: Path, names: tuple[str, ...]) -> None:
+        """The first session says which objects' poses the dataset has; the others must have the same."""
+        if self.objects is None:
+            self.objects = names
+        elif names != self.objects:
+            raise ValueError(f"{path}: records the poses of {', '.join(names) or 'no object'}, the first session of "
+                             f"{', '.join(self.objects) or 'no object'}; one dataset has one environment state")
+
+    def _add_frames(self, path: Path, data, first_row: int, rows: np.ndarray, label: str | None,
+                    success: bool | None = None) -> dict:
+        """One episode's columns (the rows at each frame time); its entry in meta/episodes. `success`:
+        the episode's verdict (a dataset folder's), written as `next.success` and `success`."""
         fps, cols = self.fps, self.columns
-        task = self.options.task or label or DEFAULT_TASK
+        task = (label if success is not None else None) or self.options.task or label or DEFAULT_TASK
         if task not in self.tasks:
             self.tasks.append(task)
         ep = len(self.episodes)
@@ -446,13 +491,22 @@ class _Episodes:
         cols["action"].append(_action(data, rows))
         if self.options.tcp_targets:
             cols["observation.tcp_target"].append(_f32(data, TARGET_NAMES, rows))
+        if self.objects:
+            cols["observation.environment_state"].append(_f32(data, object_columns(self.objects), rows))
+        if success is not None:
+            done = np.zeros(n, dtype=bool)
+            done[-1] = success
+            cols["next.success"].append(done)
         cols["timestamp"].append((np.arange(n) / fps).astype(np.float32))
         cols["frame_index"].append(np.arange(n, dtype=np.int64))
         cols["episode_index"].append(np.full(n, ep, dtype=np.int64))
         cols["index"].append(np.arange(start, start + n, dtype=np.int64))
         cols["task_index"].append(np.full(n, self.tasks.index(task), dtype=np.int64))
-        return {"episode_index": ep, "tasks": [task], "length": n, "dataset_from_index": start,
-                "dataset_to_index": start + n}
+        episode = {"episode_index": ep, "tasks": [task], "length": n, "dataset_from_index": start,
+                   "dataset_to_index": start + n}
+        if success is not None:
+            episode["success"] = bool(success)
+        return episode
 
     def _add_pictures(self, path: Path, episode: dict, pictures, drawn: list[int]) -> None:
         """One episode's pictures into each camera's video, its image statistics and its place in
@@ -501,6 +555,11 @@ def _features(eps: _Episodes, av) -> dict[str, dict]:
                 "action": _feature("float32", (16,), ACTION_NAMES)}
     if eps.options.tcp_targets:
         features["observation.tcp_target"] = _feature("float32", (14,), TARGET_NAMES)
+    if eps.objects:
+        names = object_columns(eps.objects)
+        features["observation.environment_state"] = _feature("float32", (len(names),), names)
+    if eps.columns["next.success"]:
+        features["next.success"] = _feature("bool", (1,), None)
     for key in eps.video_keys:
         features[key] = {**_feature("video", (eps.frames.height, eps.frames.width, 3), ["height", "width", "channels"]),
                          "info": video_info(av, eps.videos[key].path)}
@@ -531,6 +590,8 @@ def _write_episodes(pa, pq, root: Path, eps: _Episodes, cols: dict[str, np.ndarr
         for k in ("chunk_index", "file_index", "from_timestamp", "to_timestamp"):
             ep_cols[f"videos/{key}/{k}"] = []
     ep_cols.update({"meta/episodes/chunk_index": [], "meta/episodes/file_index": []})
+    if eps.episodes and "success" in eps.episodes[0]:
+        ep_cols["success"] = []
     ep_stats: dict[str, list] = {}
     for e in eps.episodes:
         for k in ep_cols:
@@ -555,15 +616,44 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
 
     `frames`: add one `observation.images.<name>` video per camera it names, drawn for every frame;
     `progress` hears of each picture drawn. Raises ExportUnavailableError without pyarrow (or PyAV
-    for videos), FileExistsError when `root` exists (and is not empty) without `overwrite`,
+    for videos), FramesRefusedError (before anything is written or drawn) when `frames` refuses a
+    session (`FrameSource.refusal`), FileExistsError when `root` exists (and is not empty) without `overwrite`,
     SessionFormatError for a bad file, ValueError when the sessions do not share a rate, the fps
     does not divide it, or no episode is found; and whatever `frames` raises.
 
     Steps: gather every session's episodes (`_Episodes`: frames, pictures, statistics), then write
     the data file, the episodes file, the tasks and info.json / stats.json.
     """
+    return _export([(Path(p), None) for p in csv_paths], root, options, overwrite=overwrite, frames=frames,
+                   progress=progress)
+
+
+def export_lerobot_folder(folder: Path, index: DatasetIndex, root: Path, options: LeRobotOptions = LeRobotOptions(),
+                          *, overwrite: bool = False, frames: FrameSource | None = None,
+                          progress: Progress | None = None) -> LeRobotExport:
+    """Write a dataset folder's episodes (`dataset_folder.read_dataset_index(folder)` gave `index`)
+    as one dataset in `root`: one episode per listed file, the whole file, with the entry's task
+    (`options.task` and `options.episodes` do not apply) and its verdict as `next.success` and the
+    episodes' `success`. Raises as `export_lerobot` does."""
+    if not index.episodes:
+        raise ValueError(f"{folder}: the index lists no episode")
+    return _export(list(zip(episode_files(folder, index), index.episodes)), root, options, overwrite=overwrite,
+                   frames=frames, progress=progress)
+
+
+def _refuse_before_drawing(frames: FrameSource, paths: list[Path]) -> None:
+    """Every session's refusal, at once, before anything is written or drawn."""
+    refusals = [r for r in (frames.refusal(p) for p in paths) if r]
+    if refusals:
+        raise FramesRefusedError("; ".join(refusals))
+
+
+def _export(sessions: list[tuple[Path, EpisodeEntry | None]], root: Path, options: LeRobotOptions, *,
+            overwrite: bool, frames: FrameSource | None, progress: Progress | None) -> LeRobotExport:
     pa, pq, av = _import_packages(frames is not None)
     started = time.perf_counter()
+    if frames is not None:
+        _refuse_before_drawing(frames, [p for p, _ in sessions])
     root = Path(root)
     if root.exists() and any(root.iterdir()):
         if not overwrite:
@@ -572,8 +662,8 @@ def export_lerobot(csv_paths: list[Path], root: Path, options: LeRobotOptions = 
 
     eps = _Episodes(root, options, frames, av, progress)
     try:
-        for path in csv_paths:
-            eps.add_session(Path(path))
+        for path, entry in sessions:
+            eps.add_session(path, entry)
         if not eps.episodes:
             raise ValueError("no episode in the given sessions (" + "; ".join(eps.notes) + ")")
     except BaseException:

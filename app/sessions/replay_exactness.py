@@ -10,9 +10,12 @@ and no row is missing.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from app.sessions.chunks import SessionChunks
 from app.sessions.reader import Session
 from app.sessions.schema import TICK_PHYSICS_COLUMNS
 
@@ -46,4 +49,29 @@ def inexact_replay_reasons(session: Session) -> tuple[str, ...]:
     return inexact_reasons(session.columns, session.sidecar, first, missing)
 
 
-__all__ = ["inexact_reasons", "inexact_replay_reasons"]
+@dataclass(frozen=True)
+class FileHead:
+    """What a session file says about itself before its rows are read: its columns, its sidecar
+    (None without one) and its first row's `tick` (None without the column or a row)."""
+
+    columns: tuple[str, ...]
+    sidecar: dict | None
+    first_tick: float | None
+
+
+def read_head(path: str | Path) -> FileHead:
+    """The header, the sidecar and the first row of a session (SessionFormatError for a bad file);
+    reads one row, whatever the file's length."""
+    with SessionChunks(path, chunk_rows=1) as chunks:
+        first = next(iter(chunks), None)
+        tick = first.data.get("tick") if first is not None else None
+        return FileHead(tuple(chunks.columns), chunks.sidecar, float(tick[0]) if tick is not None and len(tick) else None)
+
+
+def head_inexact_reasons(head: FileHead) -> tuple[str, ...]:
+    """`inexact_reasons` from a file's head alone: the format, the first tick and the rows the
+    recorder says it dropped (tick numbers missing between rows are not looked for)."""
+    return inexact_reasons(head.columns, head.sidecar, head.first_tick, 0)
+
+
+__all__ = ["FileHead", "head_inexact_reasons", "inexact_reasons", "inexact_replay_reasons", "read_head"]

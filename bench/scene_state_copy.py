@@ -1,0 +1,66 @@
+"""Recordings with the scene state of format 3 (fingers and free bodies per tick), made from real
+recordings: the values come from an exact re-simulation's `qpos`, so they are what the run did."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from app.replay_render import ReplayRenderer
+from app.sessions.recorded_pose import OBJECT_SUFFIXES, finger_columns
+from app.sessions.schema import ARMS, sidecar_path
+
+OBJECTS = ("cube_left", "cube_right", "cylinder", "block")
+
+
+def _read(path: Path) -> tuple[list[str], list[list[str]]]:
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], rows[1:]
+
+
+def _write(path: Path, header: list[str], body: list[list[str]], sidecar: dict) -> Path:
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([header, *body])
+    sidecar_path(path).write_text(json.dumps(sidecar))
+    return path
+
+
+def add_scene_state(session: Path, out: Path) -> Path:
+    """`session` (format 2, from tick 0) with the finger and object columns of format 3, at `out`."""
+    header, body = _read(session)
+    model, qpos = ReplayRenderer(64, 48).replay_poses(session, np.arange(len(body)))
+    cols: list[tuple[str, int]] = []
+    for arm in ARMS:
+        for name, col in zip((f"{arm}/finger_joint1", f"{arm}/finger_joint2"), finger_columns(arm)):
+            cols.append((col, int(model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)])))
+    for body_name in OBJECTS:
+        adr = int(model.jnt_qposadr[model.body_jntadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body_name)]])
+        cols += [(f"obj_{body_name}_{s}", adr + k) for k, s in enumerate(OBJECT_SUFFIXES)]
+    header = header + [c for c, _ in cols]
+    body = [row + [repr(float(qpos[i, adr])) for _, adr in cols] for i, row in enumerate(body)]
+    sidecar = json.loads(sidecar_path(session).read_text())
+    sidecar.update(format_version=3, scene_objects=list(OBJECTS), columns=header, n_rows=len(body))
+    return _write(out, header, body, sidecar)
+
+
+def cut_rows(session: Path, out: Path, first: int, end: int | None = None) -> Path:
+    """Rows `first`..`end` of `session` (a recording that starts at tick `first`), at `out`."""
+    header, body = _read(session)
+    body = body[first:end]
+    sidecar = json.loads(sidecar_path(session).read_text())
+    sidecar["n_rows"] = len(body)
+    return _write(out, header, body, sidecar)
+
+
+def as_format_1(session: Path, out: Path) -> Path:
+    """`session` without the per-tick physics columns, its sidecar saying format 1."""
+    header, body = _read(session)
+    keep = [i for i, c in enumerate(header) if c not in ("physics_steps", "physics_dropped_steps")]
+    sidecar = json.loads(sidecar_path(session).read_text())
+    sidecar["format_version"] = 1
+    return _write(out, [header[i] for i in keep], [[r[i] for i in keep] for r in body], sidecar)
