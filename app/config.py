@@ -28,6 +28,7 @@ from app.control.config import (ArmsConfig, CollisionConfig, FilterConfig, IKCon
 from app.core.config import CoreConfig
 from app.pickled_once import PickledOnce
 from app.sim.config import SceneConfig, SimConfig
+from app.sim.reset_config import EpisodesConfig
 from app.streaming.config import StreamConfig
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
 
@@ -57,6 +58,7 @@ class Config(PickledOnce):
     stream: StreamConfig = field(default_factory=StreamConfig)
     core: CoreConfig = field(default_factory=CoreConfig)
     collision: CollisionConfig = field(default_factory=CollisionConfig)
+    episodes: EpisodesConfig = field(default_factory=EpisodesConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(dataclasses.asdict(self))
