@@ -330,7 +330,7 @@ class TeleopEngine:
         t_ik = t_cal = t0
         try:
             self._apply_commands(sample, events)
-            self._buttons(sample, events)
+            self._buttons(sample, t_s, events)
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = clock()
@@ -369,13 +369,13 @@ class TeleopEngine:
         self.tick_index += 1
         return snap
 
-    def _buttons(self, sample: TrackingSample, events: list[Event]) -> None:
-        """A (either controller) calibrates; B marks the moment in the recording (an event marker)."""
+    def _buttons(self, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
+        """A (either controller) calibrates; B marks the moment in the recording (an event marker), and
+        held `EPISODE_HOLD_S` of loop time (`t_s`, s) then let go is an `episode_button` event."""
         a_pressed = sample.left_buttons.a or sample.right_buttons.a
         if a_pressed and not self._prev_a:
             self._calibrate(sample, events)
         self._prev_a = a_pressed
-        t_s = self.tick_index * self.period_s
         for name in ARMS:
             b = sample.buttons(name).b
             if b and not self._prev_b[name]:
