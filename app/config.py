@@ -27,8 +27,7 @@ from app.control.config import (ArmsConfig, CollisionConfig, FilterConfig, IKCon
                                 MappingConfig, SafetyConfig)
 from app.core.config import CoreConfig
 from app.pickled_once import PickledOnce
-from app.sim.config import SceneConfig, SimConfig
-from app.sim.reset_config import EpisodesConfig
+from app.sim.config import EpisodesConfig, SceneConfig, SimConfig
 from app.streaming.config import StreamConfig
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
 

@@ -14,7 +14,7 @@ import pytest
 from app.config import Config, ConfigError
 from app.events import Command, EventKind
 from app.sim.placement import PlacementError, ScenePlacer, footprints_clear
-from app.sim.reset_config import EpisodesConfig, ObjectRange
+from app.sim.config import EpisodesConfig, ObjectRange
 from app.sim.scene import load_scene
 from tests.engine_helpers import HAND_REST_ROBOT, Driver, device, grip, make_engine, sample
 

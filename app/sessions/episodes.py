@@ -34,15 +34,16 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from app.events import Command, CommandKind, EpisodeAction, EventKind
 from app.lifecycle import Lifecycle
 from app.sessions.schema import sidecar_path
 
 if TYPE_CHECKING:
+    from app.config import Config
     from app.control.snapshot import Snapshot
-    from app.pipeline import Pipeline
+    from app.sessions.recorder import RecorderStatus
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,24 @@ def next_episode_index(folder: str | Path, index: dict) -> int:
     numbers = [int(m.group(1)) for p in Path(folder).iterdir() if (m := _EPISODE_FILE.match(p.name))]
     numbers += [int(m.group(1)) for e in index["episodes"] if (m := _EPISODE_FILE.match(str(e.get("file", ""))))]
     return max(numbers, default=-1) + 1
+
+
+class SessionControl(Protocol):
+    """What the batch needs of the session it records (`app.pipeline.Pipeline` is one): the loop's
+    snapshots, its command queue and its recording. `start_recording` raises a RuntimeError whose
+    text says why it cannot start (`PipelineError`)."""
+
+    cfg: "Config"
+
+    def subscribe(self, fn: Callable[["Snapshot"], None]) -> None: ...
+
+    def unsubscribe(self, fn: Callable[["Snapshot"], None]) -> None: ...
+
+    def send(self, command: Command) -> None: ...
+
+    def start_recording(self, path: str | Path, sidecar_extra: dict | None = None) -> Path: ...
+
+    def stop_recording(self, extra_summary: dict | None = None) -> "RecorderStatus": ...
 
 
 class EpisodeState(Enum):
@@ -159,7 +178,7 @@ Judge = Callable[[], str]
 
 
 class EpisodeBatch:
-    def __init__(self, pipeline: "Pipeline", folder: str | Path, task: str, *, judge: Judge | None = None,
+    def __init__(self, pipeline: SessionControl, folder: str | Path, task: str, *, judge: Judge | None = None,
                  max_kept: int | None = None, announce: Callable[[str], None] | None = None) -> None:
         """`judge`: the verdict of every stopped episode (a scripted batch); without it the operator
         gives it. `max_kept`: the batch is `done` after this many kept episodes. `announce`: called
@@ -294,10 +313,9 @@ class EpisodeBatch:
     def _start(self) -> None:
         path = self._path()
         info = {"index": self._next, "task": self.task, "verdict": None, "seed": self._scene_seed}
-        from app.pipeline import PipelineError
         try:
             self.pipeline.start_recording(path, sidecar_extra={"episode": info})
-        except PipelineError as exc:
+        except RuntimeError as exc:  # PipelineError: not running, already recording, unwritable path
             self.rejected += 1
             self.last_error = f"episode {self._next} not started: {exc}"
             log.error("episode batch: %s", self.last_error)

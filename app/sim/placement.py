@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from app.sim.reset_config import EpisodesConfig, ObjectRange
+from app.sim.config import EpisodesConfig, ObjectRange
 
 
 class PlacementError(ValueError):
