@@ -363,6 +363,10 @@ def _watch_run(pipe, args: argparse.Namespace, started: float, batch=None) -> No
             continue
         now = time.perf_counter()
         remote = f"  {pipe.remote_status().text()}" if pipe.output is not None else ""
+        if batch is not None:
+            st = batch.status()
+            remote += (f"  episode {st.current_index} {st.state.value} {st.elapsed_s:5.1f}s, {st.kept} kept"
+                       + (f", last {st.last_verdict}" if st.last_verdict else ""))
         rate = pipe.loop.timer.ticks / max(now - started, 1e-9)
         if tty:
             print("\r" + _status_line(snap, rate) + remote, end="", file=sys.stderr, flush=True)
