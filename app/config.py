@@ -27,7 +27,7 @@ from app.control.config import (ArmsConfig, CollisionConfig, FilterConfig, IKCon
                                 MappingConfig, SafetyConfig)
 from app.core.config import CoreConfig
 from app.pickled_once import PickledOnce
-from app.sim.config import SceneConfig, SimConfig
+from app.sim.config import EpisodesConfig, SceneConfig, SimConfig
 from app.streaming.config import StreamConfig
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
 
@@ -57,6 +57,7 @@ class Config(PickledOnce):
     stream: StreamConfig = field(default_factory=StreamConfig)
     core: CoreConfig = field(default_factory=CoreConfig)
     collision: CollisionConfig = field(default_factory=CollisionConfig)
+    episodes: EpisodesConfig = field(default_factory=EpisodesConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(dataclasses.asdict(self))

@@ -10,7 +10,11 @@ same as before events were typed, so old recordings read unchanged:
     precision_on:<arm>  precision_off:<arm>  mark:<arm>  lost:<arm>:<reason>
     collision_hold:<arm>:<pair>
     calibrate:<heading rad, 4 decimals>  estop:<why>  reset  fault  resync
+    scene_reset:<seed or 'keyframe'>  scene_reset_refused:<why>  episode_button:<left|right|both>
     cmd:<command kind>[:<arm>][:<label>]      (an operator command, re-issued by a replay)
+
+The demonstration-episode commands: `cmd:reset_scene[:<seed>]` (objects to the keyframe, or to the
+placement drawn for the seed) and `cmd:episode:<action>` (one of `EpisodeAction`).
 
 Free-text labels never contain the separators: ';' becomes ',' and ':' becomes '_'.
 """
@@ -68,6 +72,33 @@ class CommandKind(Enum):
     """Keyboard engage of one arm (acts like holding its grip), for testing without controllers."""
     RELEASE = "release"
     MARK = "mark"
+    RESET_SCENE = "reset_scene"
+    """Between demonstration episodes: the objects back to the keyframe (label '') or to the seeded
+    placement (label: the seed, a non-negative integer); the arms released (`episodes.reset_mode`)."""
+    EPISODE = "episode"
+    """A demonstration-episode request (label: an `EpisodeAction` value); the engine only records it,
+    the episode batch (`app.sessions.episodes`) acts on it."""
+
+
+class EpisodeAction(Enum):
+    """What an operator asks of the episode batch (the window's keys, the controllers, the CLI)."""
+
+    START = "start"
+    STOP = "stop"
+    """Stop recording; the verdict follows (or a judge gives it)."""
+    SUCCESS = "success"
+    """The verdict (stops first when recording)."""
+    FAILURE = "failure"
+    DISCARD = "discard"
+    """Throw the current or just-stopped episode away: no file is left."""
+
+
+def check_command_label(kind: "CommandKind", label: str) -> None:
+    """ValueError when a RESET_SCENE label is not '' or a seed, or an EPISODE label not an action."""
+    if kind is CommandKind.RESET_SCENE and label and not (label.isdigit() and int(label) < 2**31):
+        raise ValueError(f"a reset_scene command's label is '' or a seed in 0..2**31-1, got {label!r}")
+    if kind is CommandKind.EPISODE and label not in {a.value for a in EpisodeAction}:
+        raise ValueError(f"an episode command's label is one of {', '.join(a.value for a in EpisodeAction)}, got {label!r}")
 
 
 _ARM_COMMANDS = (CommandKind.ENGAGE, CommandKind.RELEASE)
@@ -81,7 +112,19 @@ class Command:
     arm: str | None = None
     """Required for ENGAGE and RELEASE (one of `ARMS`), ignored otherwise."""
     label: str = ""
-    """ESTOP: why (default 'operator'); MARK: the mark's text."""
+    """ESTOP: why (default 'operator'); MARK: the mark's text; RESET_SCENE: the seed ('' for the
+    keyframe); EPISODE: the `EpisodeAction`'s value."""
+
+    def __post_init__(self) -> None:
+        check_command_label(self.kind, self.label)
+
+    @staticmethod
+    def reset_scene(seed: int | None) -> "Command":
+        return Command(CommandKind.RESET_SCENE, label="" if seed is None else str(int(seed)))
+
+    @staticmethod
+    def episode(action: "EpisodeAction") -> "Command":
+        return Command(CommandKind.EPISODE, label=action.value)
 
     def as_event(self) -> "Event":
         """How the command is recorded (a replay re-issues it from there)."""
@@ -116,6 +159,13 @@ class EventKind(Enum):
     """The output re-read the robot's joints after a (re)connection."""
     COMMAND = "cmd"
     """An operator command reached the engine; `command` says which."""
+    SCENE_RESET = "scene_reset"
+    """The objects were placed (`label`: the seed, or 'keyframe') and the arms released."""
+    SCENE_RESET_REFUSED = "scene_reset_refused"
+    """A scene reset could not be done (`label`: why); nothing moved."""
+    EPISODE_BUTTON = "episode_button"
+    """The B button held `EPISODE_HOLD_S` and let go (`label`: 'left', 'right' or 'both' controllers):
+    the episode batch reads it as start, stop or a verdict (`app.sessions.episodes.action_for_button`)."""
 
 
 ARM_EVENTS = frozenset({EventKind.ENGAGE, EventKind.RELEASE, EventKind.HOLDING, EventKind.REACQUIRED,
@@ -222,7 +272,10 @@ def _parse_command(text: str, rest: str) -> Command:
         arm, _, rest = rest.partition(":")
         if arm not in ARMS:
             raise EventFormatError(f"event {text!r}: expected 'cmd:{kind.value}:<arm>' with <arm> one of {ARMS}")
-    return Command(kind, arm, rest)
+    try:
+        return Command(kind, arm, rest)
+    except ValueError as exc:
+        raise EventFormatError(f"event {text!r}: {exc}") from None
 
 
 def format_events(events) -> str:

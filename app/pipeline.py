@@ -104,6 +104,8 @@ class StartOptions:
     """Stop by itself after this many ticks (None: until stopped or the replay ends)."""
     block_recorder_when_full: bool = False
     """An unpaced run waits for the recorder rather than dropping rows (nothing is real time there)."""
+    demo_episodes: bool = False
+    """A demo operator runs its scripted batch of demonstration episodes (`run --episodes N`)."""
 
 
 class Pipeline:
@@ -215,7 +217,7 @@ class Pipeline:
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
         if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
             self.stop()
-        source, note = make_source(kind, cfg, scene, session)
+        source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes)
         note = " ".join(n for n in (note, replay_note) if n)
         source.start()
         self.stop()
@@ -498,9 +500,10 @@ class Pipeline:
         rec = self._recorder
         return rec.status() if rec is not None else None
 
-    def start_recording(self, path: str | Path) -> Path:
+    def start_recording(self, path: str | Path, sidecar_extra: dict | None = None) -> Path:
         """Record every tick to `path` (CSV + JSON sidecar). PipelineError when it cannot start.
-        The error's text is the recorder's own (it names the path).
+        The error's text is the recorder's own (it names the path). `sidecar_extra`: keys added to
+        the sidecar (a demonstration episode's `episode`).
 
         The rows are formatted and written by a process of its own (`RecorderProcess`): the loop's
         thread only sends each tick's pickled snapshot, so no thread of this process holds the
@@ -509,8 +512,9 @@ class Pipeline:
             raise PipelineError("nothing to record: the control loop is not running")
         if self._recorder is not None:
             raise PipelineError(f"already recording to {self._recorder.path}")
-        recorder = RecorderProcess(path, session_sidecar(self.cfg, self.scene, self.source.name, self.engine),
-                                   block_when_full=self.options.block_recorder_when_full)
+        sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine)
+        sidecar.update(sidecar_extra or {})
+        recorder = RecorderProcess(path, sidecar, block_when_full=self.options.block_recorder_when_full)
         recorder.start()
         status = recorder.status()
         if status.state is not RecorderState.RECORDING:

@@ -71,16 +71,18 @@ def demo_handover(scene: Scene) -> HandoverTask:
                         half_height_m=float(model.geom_size[geom][2]))
 
 
-def make_demo(scene: Scene, cfg: Config) -> DemoOperator:
-    return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale, handover=demo_handover(scene))
+def make_demo(scene: Scene, cfg: Config, episodes: bool = False) -> DemoOperator:
+    """`episodes`: the scripted batch of demonstration episodes (`DemoOperator`'s episodes mode)."""
+    return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale, handover=demo_handover(scene), episodes=episodes)
 
 
-def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | None = None) -> tuple[TrackingSource, str]:
+def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | None = None,
+                demo_episodes: bool = False) -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
     'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so. 'replay'
     replays `session` (already read, so that its recorded configuration could be chosen first)
-    with `cfg`'s button map.
+    with `cfg`'s button map. `demo_episodes`: a demo operator runs its scripted batch of episodes.
     """
     kind = SourceKind.parse(kind)
     if kind is SourceKind.REPLAY:
@@ -89,14 +91,14 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
         from app.sessions.replay import ReplaySource
         return ReplaySource(session, grip_engage_threshold=cfg.buttons.grip_engage_threshold), ""
     if kind is SourceKind.DEMO:
-        return make_demo(scene, cfg), ""
+        return make_demo(scene, cfg, demo_episodes), ""
     from app.tracking.openvr_source import OpenVRSource, steamvr_available
     if kind is SourceKind.OPENVR:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
     ok, reason = steamvr_available()
     if ok:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
-    return make_demo(scene, cfg), f"SteamVR not found ({reason}): running the built-in demo operator instead."
+    return make_demo(scene, cfg, demo_episodes), f"SteamVR not found ({reason}): running the built-in demo operator instead."
 
 
 def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine) -> dict:

@@ -42,8 +42,9 @@ def test_every_kind_round_trips_through_a_cell():
     events = []
     for kind in EventKind:
         if kind is EventKind.COMMAND:
+            labels = {CommandKind.RESET_SCENE: ("", "42"), CommandKind.EPISODE: ("start", "discard")}
             events += [Command(k, "left" if k in (CommandKind.ENGAGE, CommandKind.RELEASE) else None, label).as_event()
-                       for k, label in itertools.product(CommandKind, ("", "why"))]
+                       for k in CommandKind for label in labels.get(k, ("", "why"))]
         elif kind in ARM_EVENTS:
             events += [Event(kind, arm, "jump" if kind is EventKind.LOST else "") for arm in ("left", "right")]
         elif kind is EventKind.CALIBRATE:

@@ -32,6 +32,12 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
     run.add_argument("--seconds", type=positive_seconds, metavar="N", help="stop after N seconds of loop time")
     run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar); a folder "
                      "(ending in /) gets a time-stamped file name")
+    run.add_argument("--episodes", type=_episode_count, metavar="N",
+                     help="record a batch of demonstration episodes into --dataset and end after N kept ones (the demo "
+                          "operator runs a scripted batch, its verdicts from the cubes on their markers)")
+    run.add_argument("--dataset", metavar="FOLDER", help="the dataset folder of --episodes (created; an existing one is "
+                     "continued after its highest episode)")
+    run.add_argument("--task", metavar="TEXT", help="the task of every episode of the batch (default: episodes.task)")
     run.add_argument("--config", metavar="PATH", dest="run_config", help="TOML file overriding any subset of the defaults")
     run.add_argument("--fast", action="store_true", help="run as fast as possible instead of in real time (demo, replay)")
     run.add_argument("--quiet", action="store_true", help="no live status line")
@@ -50,6 +56,16 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
     run.add_argument("--foxglove-allow-remote", action="store_true",
                      help="allow a non-loopback Foxglove endpoint (anyone who reaches it sees the session)")
     return run
+
+
+def _episode_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of episodes, got {text!r}")
+    return n
 
 
 def _status_line(snap, stats_rate: float) -> str:
@@ -90,7 +106,24 @@ def _check_run_args(args: argparse.Namespace) -> SourceKind:
     _check_foxglove_args(args)
     if getattr(args, "connect", None) and args.fast:
         raise UsageError("--fast cannot drive a remote server: it runs in real time")
+    _check_episode_args(args, source_kind)
     return source_kind
+
+
+def _check_episode_args(args: argparse.Namespace, source_kind: SourceKind) -> None:
+    """UsageError for episode options that do not go together."""
+    episodes, dataset, task = getattr(args, "episodes", None), getattr(args, "dataset", None), getattr(args, "task", None)
+    if (episodes is None) != (dataset is None):
+        raise UsageError("--episodes N and --dataset FOLDER go together")
+    if task is not None and episodes is None:
+        raise UsageError("--task needs --episodes and --dataset")
+    if episodes is not None:
+        if source_kind is SourceKind.REPLAY:
+            raise UsageError("--episodes records new episodes: it does not go with --replay")
+        if args.record:
+            raise UsageError("--episodes records one file per episode into --dataset: drop --record")
+        if getattr(args, "connect", None):
+            raise UsageError("--episodes resets the scene between episodes, which a simulation server cannot do")
 
 
 def _check_foxglove_args(args: argparse.Namespace) -> None:
@@ -181,12 +214,19 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         args.record = str(session_path(args.record))
     summary = RunSummary()
     pipe.subscribe(summary.add)  # before the loop starts: a --fast run's first ticks count too
+    batch = _episode_batch(pipe, args, cfg)  # before the loop starts: it reads every tick's events
     if not _start_pipeline(pipe, args, cfg, source_kind, session, explicit_cfg, config_path):
         return EXIT_FAILURE
+    if batch is not None:
+        _begin_batch(pipe, batch)
     started = time.perf_counter()
     with TerminationSignals(lambda: pipe.loop.stop(timeout_s=0)) as signals:
-        _watch_run(pipe, args, started)
+        _watch_run(pipe, args, started, batch)
+    if batch is not None:
+        batch.close()  # an episode still open when the run ends is discarded
     result = _run_result(pipe, summary, started)
+    if batch is not None:
+        result["episodes"] = _batch_result(batch)
     if signals.received:
         result["stopped_by"] = signals.received
     if session is not None:
@@ -221,7 +261,8 @@ def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: SourceKind
     from app.tracking.source import TrackingSourceError
 
     max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
-    options = StartOptions(paced=not args.fast, max_ticks=max_ticks, block_recorder_when_full=args.fast)
+    options = StartOptions(paced=not args.fast, max_ticks=max_ticks, block_recorder_when_full=args.fast,
+                           demo_episodes=getattr(args, "episodes", None) is not None)
     try:
         note = pipe.start(source_kind, args.replay, explicit_cfg, options, session=session, record_path=args.record)
     except ConfigError as exc:
@@ -274,17 +315,58 @@ def _start_stream(pipe, args: argparse.Namespace) -> None:
               "network (the protocol has no authentication)", file=sys.stderr)
 
 
-def _watch_run(pipe, args: argparse.Namespace, started: float) -> None:
-    """The main thread while the loop runs: the stream's auto-start and the live status line."""
+def _episode_batch(pipe, args: argparse.Namespace, cfg):
+    """The batch of `--episodes N --dataset FOLDER` (None without them); UsageError for a folder it cannot use."""
+    if getattr(args, "episodes", None) is None:
+        return None
+    from app.sessions.episodes import DatasetError, EpisodeBatch
+    task = args.task if args.task is not None else cfg.episodes.task
+    try:
+        return EpisodeBatch(pipe, args.dataset, task, max_kept=args.episodes, announce=lambda line: print(line, flush=True))
+    except DatasetError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _begin_batch(pipe, batch) -> None:
+    """The running batch's first scene reset; the demo operator's verdicts come from the cubes on their markers."""
+    if pipe.source_kind is SourceKind.DEMO:
+        from app.sessions.episode_check import MarkerJudge
+        batch.judge = MarkerJudge(pipe.scene, pipe.mirror)
+    batch.reset_scene()
+    print(f"pico-teleop: recording {plural(batch.max_kept, 'episode')} of {batch.task or '(no task)'!r} into "
+          f"{batch.folder}, from episode {batch.status().current_index}"
+          + ("; verdicts by the cubes on their markers" if batch.judge is not None else
+             "; hold the right B 1 s to start and stop, then right B success, left B failure, both discard"),
+          file=sys.stderr)
+
+
+def _batch_result(batch) -> dict:
+    verdicts = [e.verdict for e in batch.kept]
+    return {"folder": str(batch.folder), "kept": len(batch.kept), "success": verdicts.count("success"),
+            "failure": verdicts.count("failure"), "discarded": batch.discarded, "rejected_requests": batch.rejected,
+            "last_error": batch.last_error}
+
+
+def _watch_run(pipe, args: argparse.Namespace, started: float, batch=None) -> None:
+    """The main thread while the loop runs: the stream's auto-start, the episode batch (which ends the
+    run once it is done) and the live status line."""
     tty = sys.stderr.isatty()
     last_print = 0.0
-    while not pipe.wait(0.25):
+    while not pipe.wait(0.05 if batch is not None else 0.25):
         pipe.poll()
+        if batch is not None:
+            batch.poll()
+            if batch.done:
+                break
         snap = pipe.latest()
         if args.quiet or snap is None:
             continue
         now = time.perf_counter()
         remote = f"  {pipe.remote_status().text()}" if pipe.output is not None else ""
+        if batch is not None:
+            st = batch.status()
+            remote += (f"  episode {st.current_index} {st.state.value} {st.elapsed_s:5.1f}s, {st.kept} kept"
+                       + (f", last {st.last_verdict}" if st.last_verdict else ""))
         rate = pipe.loop.timer.ticks / max(now - started, 1e-9)
         if tty:
             print("\r" + _status_line(snap, rate) + remote, end="", file=sys.stderr, flush=True)
@@ -417,6 +499,11 @@ def print_summary(r: dict) -> None:
         if "feedback" in st:
             fb = st["feedback"]
             lines.append(f"robot feedback from {fb['endpoint']}: {fb['summary']}")
+    if "episodes" in r:
+        ep = r["episodes"]
+        lines.append(f"episodes: {ep['kept']} kept ({ep['success']} success, {ep['failure']} failure), "
+                     f"{ep['discarded']} discarded, in {ep['folder']}"
+                     + (f"; last problem: {ep['last_error']}" if ep["last_error"] else ""))
     if "recording" in r:
         rec = r["recording"]
         if rec["error"]:

@@ -37,10 +37,12 @@ from app.control.pose_input import PoseInput
 from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_box, in_box, pose_defect, step_toward
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopStateMachine
+from app.config_checks import ConfigError
 from app.events import Command, CommandKind, CountKey, Event, EventKind
 from app.sim.config import ARMS
 from app.sim.output import ArmsOutput, CommandRejected
-from app.sim.scene import ArmHandles
+from app.sim.placement import PlacementError, ScenePlacer
+from app.sim.scene import ArmHandles, home_state
 from app.tracking.sample import ControllerButtons, TrackingSample
 from calibration import frames
 from calibration.mapping import ClutchMapping
@@ -58,6 +60,11 @@ _count_key = functools.cache(CountKey)
 
 def _by_text(item: tuple[CountKey, int]) -> str:
     return str(item[0])
+
+
+EPISODE_HOLD_S = 1.0
+"""How long (s) the B button must be held for an `episode_button` event (let go after that long):
+a short press stays a mark, so an episode is never started, stopped or judged by accident."""
 
 
 @dataclass
@@ -82,6 +89,8 @@ class _Arm:
     tracking_ok: bool = False
     workspace_clamped: bool = False
     ik_result: IKResult | None = None
+    homing: bool = False
+    """A scene reset in 'home' mode is bringing the arm home (rate-limited); it cannot engage meanwhile."""
 
 
 def _collision_fields(r: IKResult | None) -> dict:
@@ -115,6 +124,9 @@ class TeleopEngine:
         self._haptic_limiter = RateLimiter(cfg.safety.haptic_min_interval_s)
         self._prev_a = False
         self._prev_b = {name: False for name in ARMS}
+        self._b_hold_from_s: float | None = None
+        """When the B buttons' current hold began (tick time, s), None while none is held."""
+        self._b_hold_arms: set[str] = set()
         self._pending: list[Command] = []
         self._error = ""
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
@@ -132,6 +144,14 @@ class TeleopEngine:
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
             self.arms[name] = arm
+        self._home_q = home_q
+        self._home_step_rad = (cfg.episodes.home_speed_fraction * np.asarray(cfg.limits.max_joint_vel_rad_s, dtype=float)
+                               * self.period_s)
+        """Most a homing arm's joint commands move per tick (rad)."""
+        try:
+            self.placer = ScenePlacer(sim.model, home_state(sim.model, arms, home_q)[0], cfg.episodes)
+        except PlacementError as exc:
+            raise ConfigError(str(exc)) from None
         self._output_events: list[Event] = []
         self.clock: Callable[[], float] = time.perf_counter
         """The tick's stage timer (perf_counter s); a test may replace it to make the physics pacing exact."""
@@ -193,6 +213,41 @@ class TeleopEngine:
                 if cmd.arm not in self.arms:
                     raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
                 self.arms[cmd.arm].clutch.keyboard(cmd.kind is CommandKind.ENGAGE)
+            elif cmd.kind is CommandKind.RESET_SCENE:
+                self._reset_scene(int(cmd.label) if cmd.label else None, events)
+            # EPISODE: recorded above; the episode batch acts on it (app.sessions.episodes)
+
+    def _reset_scene(self, seed: int | None, events: list[Event]) -> None:
+        """Objects to the keyframe (`seed` None) or to the seed's placement, at rest; every arm released
+        where it is (the grip must be let go and taken again: the next grip latches there, so nothing
+        jumps), grippers opened, and in 'home' mode sent home at `episodes.home_speed_fraction` of the
+        joint velocity limits. Refused (an event, nothing moves) while e-stopped or when no clear
+        placement exists."""
+        if self.teleop.estopped:
+            events.append(Event(EventKind.SCENE_RESET_REFUSED, label="e-stopped"))
+            return
+        home = self.cfg.episodes.reset_mode == "home"
+        try:
+            if seed is None:
+                placement = self.placer.keyframe()
+            else:
+                now = np.array(self.sim.data.qpos)
+                poses = [now]
+                if home:
+                    at_home = now.copy()
+                    for arm in self.arms.values():
+                        at_home[np.asarray(arm.handles.qpos_adr)] = self._home_q
+                    poses.append(at_home)
+                placement = self.placer.seeded(seed, poses)
+            self.sim.place_objects(placement)
+        except PlacementError as exc:
+            events.append(Event(EventKind.SCENE_RESET_REFUSED, label=str(exc)))
+            return
+        for arm in self.arms.values():
+            arm.clutch.require_fresh_press()
+            arm.gripper_cmd = 0.0
+            arm.homing = home
+        events.append(Event(EventKind.SCENE_RESET, label="keyframe" if seed is None else str(seed)))
 
     def _estop(self, events: list[Event], why: str) -> None:
         if self.teleop.estopped:
@@ -201,6 +256,7 @@ class TeleopEngine:
         self.estop_reason = why
         for arm in self.arms.values():
             arm.mapping.unlatch()
+            arm.homing = False  # an e-stop ends a reset's homing for good: nothing moves by itself after the Reset
             self._pulse(arm.name)
         events.append(Event(EventKind.ESTOP, label=why))
 
@@ -274,7 +330,7 @@ class TeleopEngine:
         t_ik = t_cal = t0
         try:
             self._apply_commands(sample, events)
-            self._buttons(sample, events)
+            self._buttons(sample, t_s, events)
             for arm in self.arms.values():
                 self._update_arm(arm, sample, t_s, events)
             t_cal = clock()
@@ -313,8 +369,9 @@ class TeleopEngine:
         self.tick_index += 1
         return snap
 
-    def _buttons(self, sample: TrackingSample, events: list[Event]) -> None:
-        """A (either controller) calibrates; B marks the moment in the recording (an event marker)."""
+    def _buttons(self, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
+        """A (either controller) calibrates; B marks the moment in the recording (an event marker), and
+        held `EPISODE_HOLD_S` of loop time (`t_s`, s) then let go is an `episode_button` event."""
         a_pressed = sample.left_buttons.a or sample.right_buttons.a
         if a_pressed and not self._prev_a:
             self._calibrate(sample, events)
@@ -323,7 +380,16 @@ class TeleopEngine:
             b = sample.buttons(name).b
             if b and not self._prev_b[name]:
                 events.append(Event(EventKind.MARK, name))
+                if self._b_hold_from_s is None:
+                    self._b_hold_from_s = t_s
+                self._b_hold_arms.add(name)
             self._prev_b[name] = b
+        if self._b_hold_from_s is not None and not any(self._prev_b.values()):
+            if t_s - self._b_hold_from_s >= EPISODE_HOLD_S:
+                arms = self._b_hold_arms
+                events.append(Event(EventKind.EPISODE_BUTTON, label="both" if len(arms) == len(ARMS) else next(iter(arms))))
+            self._b_hold_from_s = None
+            self._b_hold_arms = set()
 
     def _solve_and_send(self, events: list[Event]) -> None:
         """Both arms' IK in one batch (skipped while e-stopped: the arms hold), then the actuators."""
@@ -332,18 +398,32 @@ class TeleopEngine:
         if not self.teleop.estopped:
             results = self.ik.solve_all(np.stack(q_prev), np.stack([a.target_pos for a in arms]),
                                         np.stack([a.target_quat for a in arms]), self.period_s)
-            for arm, res in zip(arms, results):
+            for arm, res, qp in zip(arms, results, q_prev):
                 self._count_clamps(arm, res, events)
                 arm.q_cmd = res.q_rad
                 arm.ik_result = res
+                if arm.homing:
+                    self._step_home(arm, qp)
         for arm, qp in zip(arms, q_prev):
             qdot = (arm.q_cmd - qp) / self.period_s if self.cfg.sim.velocity_feedforward else None
             arm.q_cmd, arm.gripper_cmd = self.sim.send(arm.name, arm.q_cmd, arm.gripper_cmd, qdot)
+
+    def _step_home(self, arm: _Arm, q_prev: np.ndarray) -> None:
+        """One tick of a reset's homing: each joint command at most `_home_step_rad` nearer home
+        than the previous tick's command (the IK's answer is set aside), the target following, until
+        the arm is home. Joint-space and not collision-constrained: docs/safety.md says when to use it."""
+        q = q_prev + np.clip(self._home_q - q_prev, -self._home_step_rad, self._home_step_rad)
+        arm.q_cmd = q
+        arm.target_pos, arm.target_quat = self.ik.tcp_pose(q, arm.index)
+        if np.array_equal(q, self._home_q):
+            arm.homing = False
 
     # ----- the three stages of one arm -----
 
     def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
         reacquired = self._input_stage(arm, sample, t_s, events)
+        if arm.homing:  # a grip held through the homing must be let go and taken again afterwards
+            arm.clutch.require_fresh_press()
         buttons: ControllerButtons = sample.buttons(arm.name)
         step = arm.clutch.step(buttons.grip, bool(buttons.stick_click), arm.tracking_ok, reacquired,
                                self.teleop.estopped)

@@ -213,6 +213,11 @@ class RemoteArms:
     def skip_time(self, duration_s: float) -> None:
         """Ignored: the server keeps its own clock (and its own catch-up, `server.max_catchup_s`)."""
 
+    def place_objects(self, placements) -> None:
+        """Refused: the simulation server's protocol has no message that places objects."""
+        from app.sim.placement import PlacementError
+        raise PlacementError("the simulation server cannot place objects: a scene reset needs the local simulation")
+
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """The engine registers `resync_from_output` here; commands wait for it after each (re)connection.
 

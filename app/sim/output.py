@@ -13,6 +13,8 @@ from typing import Callable, Protocol, runtime_checkable
 import mujoco
 import numpy as np
 
+from app.sim.placement import ObjectPlacement
+
 ARM_DOF = 7
 
 ResyncHook = Callable[[dict[str, float]], None]
@@ -113,6 +115,12 @@ class ArmsOutput(Protocol):
     def is_live(self) -> bool:
         """True while the arms' state is current and commands reach them (a remote output: its
         link is CONNECTED); False while it is stale or lost. Cheap: called every tick."""
+        ...
+
+    def place_objects(self, placements: "tuple[ObjectPlacement, ...]") -> None:
+        """Put the scene's free bodies at `placements` (world frame), at rest: a scene reset between
+        demonstration episodes. `PlacementError` when this output cannot (a robot's objects are
+        not placed by software); nothing is changed then."""
         ...
 
     def set_resync_hook(self, hook: ResyncHook) -> None:

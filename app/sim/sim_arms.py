@@ -10,6 +10,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from app.sim.placement import ObjectPlacement, free_body, write_placements
 from app.sim.output import ArmReading, CommandLimits, ResyncHook, clip_command
 from app.sim.scene import ArmHandles, Scene
 
@@ -85,6 +86,12 @@ class SimulatedArms:
     def is_live(self) -> bool:
         """Always: the local simulation cannot lose its arms."""
         return True
+
+    def place_objects(self, placements: tuple[ObjectPlacement, ...]) -> None:
+        """Teleport the free bodies to `placements` with zero velocity; the arms are untouched."""
+        bodies = {p.name: free_body(self.model, p.name) for p in placements}
+        write_placements(self.data.qpos, self.data.qvel, bodies, placements)
+        mujoco.mj_forward(self.model, self.data)
 
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """Never called: the local simulation cannot lose its arms."""

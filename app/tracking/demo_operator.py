@@ -53,6 +53,15 @@ CUBES_S = 20.0
 """The cube pick-and-place, repositioning and recalibration take the first `CUBES_S` of a cycle."""
 CYCLE_S = 49.5
 """One whole cycle: the cubes, then the handover."""
+EPISODE_LEAD_S = 2.0
+"""Episodes mode: the operator stands at rest this long (s) before each cube cycle, holding the
+right B to start the episode (`EPISODE_START_B_S`)."""
+EPISODE_CYCLE_S = EPISODE_LEAD_S + CUBES_S
+"""Episodes mode: one episode's cycle (the lead-in, then the cubes), repeated without swapping."""
+EPISODE_START_B_S = (0.1, 1.6)
+"""Episodes mode: the right B held over this part of the cycle (s): an episode starts (held > 1 s)."""
+EPISODE_STOP_B_S = (19.9, 21.4)
+"""Episodes mode: the right B held again, the arms home after the place: the episode stops."""
 _UP = np.array([0.0, 0.0, 1.0])
 
 
@@ -234,10 +243,17 @@ class DemoOperator(SourceBase):
 
     def __init__(self, tasks: dict[str, ArmTask], scale: float, *, handover: HandoverTask | None = None,
                  room_yaw_deg: float = 30.0, turn_deg: float = 15.0, object_half_height_m: float = 0.025,
-                 repeat: bool = True, tremor_m: float = 0.0004) -> None:
+                 repeat: bool = True, tremor_m: float = 0.0004, episodes: bool = False) -> None:
+        """`episodes`: a scripted batch of demonstration episodes: the cube cycle only (no handover),
+        never swapped (the scene is reset to its start between episodes), each preceded by a lead-in
+        in which the right B starts the episode; B again once the arms are home stops it."""
         super().__init__()
         self.tasks = tasks
-        self.handover = handover
+        self.episodes = episodes
+        self.handover = None if episodes else handover
+        self.cycle_s = EPISODE_CYCLE_S if episodes else CYCLE_S
+        self._lead_s = EPISODE_LEAD_S if episodes else 0.0
+        self._plan_end_s = CUBES_S if episodes else CYCLE_S
         self.scale = scale
         self.repeat = repeat
         self.tremor_m = tremor_m
@@ -287,10 +303,11 @@ class DemoOperator(SourceBase):
         trig = [(0.0, zero), (4.6, zero), (5.4, np.array([1.0])), (10.6, np.array([1.0])), (11.2, zero)]
         if self.handover is not None:
             self._handover_script(arm, swap, home, tcp, strokes, yaw, roll, trig)
-        end = [(CYCLE_S, tcp[-1][1])]
-        return {"hand": hand_keys(strokes, tcp + end, s, rest, CYCLE_S - 0.5) + [(CYCLE_S, rest)],
-                "yaw": yaw + [(CYCLE_S, yaw[-1][1])], "roll": roll + [(CYCLE_S, roll[-1][1])],
-                "trigger": trig + [(CYCLE_S, trig[-1][1])], "strokes": strokes}
+        end_s = self._plan_end_s
+        end = [(end_s, tcp[-1][1])]
+        return {"hand": hand_keys(strokes, tcp + end, s, rest, end_s - 0.5) + [(end_s, rest)],
+                "yaw": yaw + [(end_s, yaw[-1][1])], "roll": roll + [(end_s, roll[-1][1])],
+                "trigger": trig + [(end_s, trig[-1][1])], "strokes": strokes}
 
     def _handover_script(self, arm: str, swap: bool, home: np.ndarray, tcp: list, strokes: list[Stroke],
                          yaw: list, roll: list, trig: list) -> None:
@@ -365,6 +382,10 @@ class DemoOperator(SourceBase):
         # Calibrate at the start, and again after turning in the room (13.6 s), with the right A.
         return arm == "right" and (0.4 <= t < 0.6 or 13.6 <= t < 13.8)
 
+    def _episode_b(self, arm: str, t_cycle: float) -> bool:
+        """Episodes mode: the right B held to start and to stop each episode (`app.sessions.episodes`)."""
+        return self.episodes and arm == "right" and any(lo <= t_cycle < hi for lo, hi in (EPISODE_START_B_S, EPISODE_STOP_B_S))
+
     def _body_yaw(self, cycle: int, t: float) -> float:
         """The operator turns by `turn_deg` while repositioning, alternately one way and back."""
         turn = self._turn * _min_jerk((t - 12.8) / 0.7)
@@ -393,11 +414,12 @@ class DemoOperator(SourceBase):
         t_loop = max(0.0, loop_time_s)
         now = self.clock.at(t_loop)
         t_script = now.script_s
-        cycle = int(t_script // CYCLE_S)
+        cycle = int(t_script // self.cycle_s)
         if not self.repeat:
             cycle = min(cycle, 0)
-        t = t_script - cycle * CYCLE_S if self.repeat else min(t_script, CYCLE_S)
-        plans = self._plans_swapped if cycle % 2 else self._plans
+        t_cycle = t_script - cycle * self.cycle_s if self.repeat else min(t_script, self.cycle_s)
+        t = t_cycle - self._lead_s
+        plans = self._plans_swapped if cycle % 2 and not self.episodes else self._plans
         body_yaw = self._body_yaw(cycle, t)
         # Device time is the loop time (a device's clock runs on while the script waits out an
         # e-stop); the read time is the host clock, like a real source's, so pose age means the
@@ -415,7 +437,8 @@ class DemoOperator(SourceBase):
             poses[arm] = DevicePose(pos_vr, quat_vr, True, True, int(TrackingResult.RUNNING_OK), t_loop, read_time)
             trig = float(_interp(plan["trigger"], t)[0])  # type: ignore[arg-type]
             grip = self._grip(plan, t) and not now.grips_open
-            buttons[arm] = ControllerButtons(trigger=trig, grip=grip, a=self._a_pressed(arm, t))
+            buttons[arm] = ControllerButtons(trigger=trig, grip=grip, a=self._a_pressed(arm, t),
+                                             b=self._episode_b(arm, t_cycle))
         bend = float(np.interp(t, self._bend_t, self._bends[cycle % 2]))
         head_standing = np.array([0.0, 0.0, 1.65]) + 0.01 * np.array([math.sin(0.7 * t_loop), math.sin(0.5 * t_loop), 0.3 * math.sin(1.1 * t_loop)])
         head_pos = self.posture.apply(head_standing[None, :], np.array([bend]))[0]
