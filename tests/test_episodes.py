@@ -16,8 +16,9 @@ from app.config import Config
 from app.events import Command, EpisodeAction
 from app.pipeline import Pipeline, StartOptions
 from app.sessions.episode_check import markers_verdict, placed_on_marker
+from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, read_dataset_index, write_dataset_index
 from app.sessions.episodes import (DatasetError, EpisodeBatch, EpisodeState, action_for_button, next_episode_index,
-                                   read_dataset_index, write_dataset_index)
+                                   open_dataset_index)
 from app.sessions.reader import read_session
 from app.sessions.schema import sidecar_path
 from app.tracking.source import SourceKind
@@ -50,10 +51,11 @@ def test_the_verdict_is_success_only_with_every_object_resting_on_its_marker():
 def test_an_index_of_another_format_is_refused_and_numbering_continues_after_the_highest(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({"format": "something-else"}))
     with pytest.raises(DatasetError, match="pico-teleop-episodes"):
-        read_dataset_index(tmp_path)
-    index = {"format": "pico-teleop-episodes", "version": 1, "episodes": [{"file": "episode_0003.csv"}]}
+        EpisodeBatch(None, tmp_path, "task")  # type: ignore[arg-type]  # refused before it touches the pipeline
+    (tmp_path / "episode_0003.csv").write_text("")
+    index = DatasetIndex((EpisodeEntry("episode_0003.csv", "task", "success", None, 0, 0.0),))
     write_dataset_index(tmp_path, index)
-    assert read_dataset_index(tmp_path) == index
+    assert open_dataset_index(tmp_path) == index
     (tmp_path / "episode_0007.csv.json").write_text("{}")  # a file the index does not list yet
     assert next_episode_index(tmp_path, index) == 8
 
@@ -98,13 +100,13 @@ def test_a_discarded_episode_leaves_no_file_and_a_kept_one_its_index_and_sidecar
     assert batch.rejected == 1 and "start refused" in batch.last_error
     batch.close()
     assert sorted(p.name for p in folder.iterdir()) == ["episode_0000.csv", "episode_0000.csv.json", "index.json"]
-    (entry,) = read_dataset_index(folder)["episodes"]
-    assert entry["file"] == "episode_0000.csv" and entry["task"] == "stack the cubes" and entry["verdict"] == "failure"
-    assert entry["seed"] is None and entry["n_rows"] > 0 and entry["duration_s"] > 0.2
+    (entry,) = read_dataset_index(folder).episodes
+    assert entry.file == "episode_0000.csv" and entry.task == "stack the cubes" and entry.verdict == "failure"
+    assert entry.seed is None and entry.n_rows > 0 and entry.duration_s > 0.2
     side = json.loads(sidecar_path(folder / "episode_0000.csv").read_text())
     assert side["episode"] == {"index": 0, "task": "stack the cubes", "verdict": "failure", "seed": None}
     session = read_session(folder / "episode_0000.csv")
-    assert session.n_rows == entry["n_rows"]
+    assert session.n_rows == entry.n_rows
 
     # a second batch on the same folder goes on after episode 0; success in one request stops too
     again = EpisodeBatch(pipe, folder, "stack the cubes")
@@ -113,7 +115,7 @@ def test_a_discarded_episode_leaves_no_file_and_a_kept_one_its_index_and_sidecar
     again.request(EpisodeAction.SUCCESS)
     wait_for(again, lambda: again.state is EpisodeState.IDLE and again.kept)
     again.close()
-    assert [e["file"] for e in read_dataset_index(folder)["episodes"]] == ["episode_0000.csv", "episode_0001.csv"]
+    assert [e.file for e in read_dataset_index(folder).episodes] == ["episode_0000.csv", "episode_0001.csv"]
     assert again.status().kept == 1 and again.status().last_verdict == "success"
 
 
@@ -149,14 +151,23 @@ def test_run_episodes_3_with_the_demo_operator_keeps_3_judged_episodes(tmp_path,
                  "--quiet", "--seconds", "150"]) == 0
     out = capsys.readouterr().out
     index = read_dataset_index(folder)
-    assert [e["file"] for e in index["episodes"]] == [f"episode_{i:04d}.csv" for i in range(3)]
-    for i, e in enumerate(index["episodes"]):
-        assert e["task"] == "cubes on markers" and e["verdict"] in ("success", "failure")
-        side = json.loads(sidecar_path(folder / e["file"]).read_text())
-        assert side["episode"] == {"index": i, "task": "cubes on markers", "verdict": e["verdict"], "seed": None}
-        assert f"episode {i}: {e['verdict']}" in out
+    assert [e.file for e in index.episodes] == [f"episode_{i:04d}.csv" for i in range(3)]
+    for i, e in enumerate(index.episodes):
+        assert e.task == "cubes on markers" and e.verdict in ("success", "failure")
+        side = json.loads(sidecar_path(folder / e.file).read_text())
+        assert side["episode"] == {"index": i, "task": "cubes on markers", "verdict": e.verdict, "seed": None}
+        assert f"episode {i}: {e.verdict}" in out
         # an episode holds one grasp-and-place: both arms engaged and released in it
-        text = (folder / e["file"]).read_text()
+        text = (folder / e.file).read_text()
         assert "engage:left" in text and "release:left" in text and "cmd:episode" not in text.split("\n")[1]
     assert "episodes: 3 kept" in out
-    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".csv") == [e["file"] for e in index["episodes"]]
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".csv") == [e.file for e in index.episodes]
+    # the batch is a LeRobot dataset: one episode per file, its task and its verdict as the success flag
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "lerobot"
+    assert main(["export", str(folder), "--format", "lerobot", "--out", str(out), "--no-videos"]) == 0
+    info = json.loads((out / "meta" / "info.json").read_text())
+    assert info["total_episodes"] == 3 and info["total_tasks"] == 1
+    eps = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pydict()
+    assert eps["tasks"] == [["cubes on markers"]] * 3
+    assert eps["success"] == [e.verdict == "success" for e in index.episodes]

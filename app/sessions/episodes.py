@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from app.events import Command, CommandKind, EpisodeAction, EventKind
 from app.lifecycle import Lifecycle
+from app.sessions.dataset_folder import (VERDICTS, DatasetFolderError, DatasetIndex, EpisodeEntry, index_path,
+                                         read_dataset_index, write_dataset_index)
 from app.sessions.schema import sidecar_path
 
 if TYPE_CHECKING:
@@ -47,49 +49,32 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INDEX_NAME = "index.json"
-INDEX_FORMAT = "pico-teleop-episodes"
-INDEX_VERSION = 1
-VERDICTS = ("success", "failure")
 _EPISODE_FILE = re.compile(r"^episode_(\d{4,})\.csv(\.json)?$")
 
 
 class DatasetError(RuntimeError):
-    """The dataset folder cannot be used (an index of another format, an unwritable folder)."""
+    """The dataset folder cannot be used (an index that does not read, an unwritable folder)."""
 
 
 def episode_file(index: int) -> str:
     return f"episode_{index:04d}.csv"
 
 
-def read_dataset_index(folder: str | Path) -> dict:
-    """The folder's index (a new, empty one when it has none); DatasetError for another format."""
-    path = Path(folder) / INDEX_NAME
-    if not path.exists():
-        return {"format": INDEX_FORMAT, "version": INDEX_VERSION, "episodes": []}
+def open_dataset_index(folder: str | Path) -> DatasetIndex:
+    """The folder's index, or a new, empty one when it has none; DatasetError when it has one that
+    does not read (`dataset_folder.read_dataset_index` says why)."""
+    if not index_path(folder).exists():
+        return DatasetIndex(())
     try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path}: not a readable episode index ({exc})") from None
-    if not isinstance(index, dict) or index.get("format") != INDEX_FORMAT or index.get("version") != INDEX_VERSION \
-            or not isinstance(index.get("episodes"), list):
-        raise DatasetError(f"{path}: expected an index with format {INDEX_FORMAT!r}, version {INDEX_VERSION} and a "
-                           f"list of episodes, found {str(index)[:120]!r}")
-    return index
+        return read_dataset_index(folder)
+    except DatasetFolderError as exc:
+        raise DatasetError(str(exc)) from None
 
 
-def write_dataset_index(folder: str | Path, index: dict) -> None:
-    """Write the index atomically (a reader sees the old one or the new one, never half of one)."""
-    path = Path(folder) / INDEX_NAME
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(index, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def next_episode_index(folder: str | Path, index: dict) -> int:
+def next_episode_index(folder: str | Path, index: DatasetIndex) -> int:
     """One past the highest episode number in the folder's files or its index (0 for an empty folder)."""
     numbers = [int(m.group(1)) for p in Path(folder).iterdir() if (m := _EPISODE_FILE.match(p.name))]
-    numbers += [int(m.group(1)) for e in index["episodes"] if (m := _EPISODE_FILE.match(str(e.get("file", ""))))]
+    numbers += [int(m.group(1)) for e in index.episodes if (m := _EPISODE_FILE.match(e.file))]
     return max(numbers, default=-1) + 1
 
 
@@ -189,7 +174,7 @@ class EpisodeBatch:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DatasetError(f"cannot create the dataset folder {self.folder}: {exc.strerror or exc}") from None
-        self.index = read_dataset_index(self.folder)
+        self.index = open_dataset_index(self.folder)
         self.task = task
         self.judge = judge
         self.max_kept = max_kept
@@ -350,8 +335,8 @@ class EpisodeBatch:
         os.replace(tmp, side)
         entry = KeptEpisode(self._next, path.name, self.task, verdict, self._episode_seed, self._rows,
                             round(self._duration_s, 3))
-        self.index["episodes"].append({"file": entry.file, "task": entry.task, "verdict": entry.verdict,
-                                       "seed": entry.seed, "n_rows": entry.n_rows, "duration_s": entry.duration_s})
+        self.index = DatasetIndex(self.index.episodes + (EpisodeEntry(entry.file, entry.task, entry.verdict, entry.seed,
+                                                                      entry.n_rows, entry.duration_s),))
         write_dataset_index(self.folder, self.index)
         self._life.move("keep")
         self.kept.append(entry)
