@@ -283,7 +283,8 @@ class StreamSession:
         return out
 
     def manager_state(self) -> bytes:
-        """`manager_state`, sent every tick while open as the PICO manager does (doc §7; the deploy ignores it)."""
+        """`manager_state` as it is now (doc §7; the deploy ignores it): the stream process sends it
+        when it changes, to a new subscriber and once a second (`manager_state_pacer`)."""
         streaming = self.state is StreamState.STREAMING
         # entering a pose mode, the deploy is still in its planner until `command(1,0,0)`
         mode = (StreamMode.PLANNER if streaming and self._pose_entry_due is not None
@@ -426,14 +427,15 @@ class StreamSession:
     # ---- what the core shows ----
 
     def report(self, *, endpoint: str, sent: int, dropped: int, late_ticks: int, subscribers: int,
-               manager_states: int) -> StreamReport:
+               manager_states: int, manager_states_dropped: int = 0) -> StreamReport:
         """The status with the socket's and the grid's counters (kept by the process's shell)."""
         tp = self._mapper.last
         held = tuple(n for n, h in zip(("left", "right", "head"), tp.held) if h)
         status = StreamStatus(self.mode, self.state, endpoint, sent, dropped, self.skipped_frames, self.last_error,
                               self.last_frame_index, self._mapper.calibrated, late_ticks, self.stale_ticks, held,
                               subscribers, self.input_lost, self.suppressed_ticks,
-                              (self.clamped[0], self.clamped[1]), manager_states)
+                              (self.clamped[0], self.clamped[1]), manager_states,
+                              manager_states_dropped=manager_states_dropped, window_refills=self.window_refills)
         smpl_last = None if self._smpl is None else self._smpl.last
         q = self.last_q_mujoco_rad
         return StreamReport(status, self.mode, tp, None if q is None else np.array(q),
