@@ -427,7 +427,7 @@ class StreamSession:
     # ---- what the core shows ----
 
     def report(self, *, endpoint: str, sent: int, dropped: int, late_ticks: int, subscribers: int,
-               manager_states: int, manager_states_dropped: int = 0) -> StreamReport:
+               manager_states: int, manager_states_dropped: int = 0, cut_offs: int = 0) -> StreamReport:
         """The status with the socket's and the grid's counters (kept by the process's shell)."""
         tp = self._mapper.last
         held = tuple(n for n, h in zip(("left", "right", "head"), tp.held) if h)
@@ -435,7 +435,8 @@ class StreamSession:
                               self.last_frame_index, self._mapper.calibrated, late_ticks, self.stale_ticks, held,
                               subscribers, self.input_lost, self.suppressed_ticks,
                               (self.clamped[0], self.clamped[1]), manager_states,
-                              manager_states_dropped=manager_states_dropped, window_refills=self.window_refills)
+                              manager_states_dropped=manager_states_dropped, window_refills=self.window_refills,
+                              cut_offs=cut_offs)
         smpl_last = None if self._smpl is None else self._smpl.last
         q = self.last_q_mujoco_rad
         return StreamReport(status, self.mode, tp, None if q is None else np.array(q),

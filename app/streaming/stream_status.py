@@ -125,6 +125,10 @@ class StreamStatus:
     process not running): dropped and counted, never queued."""
     manager_states_dropped: int = 0
     """`manager_state` messages a full queue refused (not sent at all: it never takes a data message's place)."""
+    cut_offs: int = 0
+    """Refused data messages sent again to the subscribers with room: a command, or the 25th refusal
+    in a row (`stream_socket`: a subscriber that stopped reading is cut off until it reads again,
+    so it never silences the deploy; what it misses meanwhile is not in `dropped`)."""
     window_refills: int = 0
     """pose modes: times the pose window started afresh from the robot's pose (start, a switch into
     a pose mode, tracking back after a pause); frame indices continue across each."""

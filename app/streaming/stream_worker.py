@@ -66,6 +66,7 @@ STOP_AFTER_CRASH_S = 1.0
 
 _STOP_COMMAND = protocol.build_command(*STOP)
 _POSE = protocol.TOPIC_POSE.encode()
+_COMMAND = protocol.TOPIC_COMMAND.encode()
 _MANAGER_STATE = protocol.TOPIC_MANAGER_STATE.encode()
 
 METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "pose_distance", "set_locomotion",
@@ -276,7 +277,7 @@ class StreamWorker:
 
     def _send(self, msg: bytes) -> None:
         assert self._pub is not None
-        if not self._pub.send(msg) and msg.startswith(_POSE):
+        if not self._pub.send(msg, must_reach_others=msg.startswith(_COMMAND)) and msg.startswith(_POSE):
             self.session.pose_undelivered()  # the next pose message carries its frames again
 
     def _send_manager_state(self, now_s: float) -> None:
@@ -311,7 +312,8 @@ class StreamWorker:
                                    late_ticks=timer.late_ticks if timer is not None else 0,
                                    subscribers=self._subscribers,
                                    manager_states=pub.manager_states_sent if pub else 0,
-                                   manager_states_dropped=pub.manager_states_dropped if pub else 0)
+                                   manager_states_dropped=pub.manager_states_dropped if pub else 0,
+                                   cut_offs=pub.cut_offs if pub else 0)
 
     def _tell(self, message: tuple) -> bool:
         try:
