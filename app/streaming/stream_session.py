@@ -15,8 +15,8 @@ Modes (`StreamConfig.mode`):
   trigger (fingers) and grip (thumb). 50 Hz keeps the deploy far from its 1 s planner timeout.
 - ``pose-v1`` (deploy `--input-type zmq`, streaming enabled with ENTER on the deploy): a `pose`
   v1 message every tick holding the last 5 frames of the 50 Hz grid (retargeted `joint_pos` /
-  `joint_vel` [5, 29] in IsaacLab order, heading-only `body_quat_w` [5, 4], consecutive
-  `frame_index` [5] i64), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
+  `joint_vel` [N, 29] in IsaacLab order, heading-only `body_quat_w` [N, 4], consecutive
+  `frame_index` [N] i64, N >= 5: every frame not yet sent), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
   never restart while the session lives (a restarted stream process continues above the last
   one reported), so they increase strictly across messages and sessions.
 - ``smpl-v2`` / ``smpl-v3`` (deploy `--input-type zmq`): the same windows, each frame also an SMPL
@@ -31,11 +31,11 @@ manager stops). A failure inside a tick does the same: nothing half computed rea
 
 Parity with the PICO manager (protocol doc §4.1, §7): the mode-change commands come from
 `manager_commands` (a pose-mode start enters the planner first, then streamed motion after
-`pose_entry_delay_s`; `switch_mode` changes mode while streaming); `manager_state` goes out every
-tick while open; planner messages at `planner_rate_hz` with the gait of `stream.locomotion`;
+`pose_entry_delay_s`; `switch_mode` changes mode while streaming); `manager_state` as it is now
+(the stream process paces it, `manager_state_pacer`); planner messages at `planner_rate_hz` with the gait of `stream.locomotion`;
 nothing is sent while tracking has been lost longer than `stale_input_s`; wrist key points are
-bounded to the G1's arm reach (`reach`); a late pose tick sends every grid frame since the last
-message (never skipping an index, up to `max_catchup_frames`).
+bounded to the G1's arm reach (`reach`); a pose message carries every grid frame not yet sent, at
+least five (`pose_window`: never skipping an index, a stall beyond `max_catchup_frames` excepted).
 
 States: IDLE -(start)-> STREAMING -(stop / estop / fault)-> STOPPED -(start)-> STREAMING. A
 refused start raises `StartRefused` with the reason.
