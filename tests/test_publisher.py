@@ -49,7 +49,7 @@ class Subscriber:
     """A SUB socket in a child process (spawned, so no thread state is forked)."""
 
     def __init__(self, endpoint: str, skip: bytes = b"manager_state", deadline_s: float = 30.0) -> None:
-        """``skip``: a topic not recorded (by default `manager_state`, sent every tick while open)."""
+        """``skip``: a topic not recorded (by default `manager_state`)."""
         ctx = mp.get_context("spawn")
         self.ready = ctx.Event()
         self.seen = ctx.Value("i", 0)
@@ -74,8 +74,8 @@ class Subscriber:
 
 
 def _connect(pub: StreamPublisher, sub: Subscriber) -> None:
-    """Until the subscriber receives what the publisher sends (`manager_state` goes out every tick
-    while open): nothing sent from here on is lost to a subscription still on its way."""
+    """Until the subscriber receives what the publisher sends (a `manager_state` goes out to each new
+    subscriber to it): nothing sent from here on is lost to a subscription still on its way."""
     assert sub.ready.wait(BOUND_S), "subscriber process did not start"
     _wait(lambda: pub.status().subscribers >= 1, what="the subscriber's handshake")
     _wait(lambda: sub.heard.value >= 1, what="the subscription in place (a manager_state received)")

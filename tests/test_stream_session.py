@@ -18,6 +18,7 @@ from app.streaming.operator_frame import FrameError
 from app.streaming.protocol import StreamMode
 from app.streaming.stream_session import StreamSession
 from app.streaming.stream_status import StartRefused, StreamState, stream_lifecycle
+from app.streaming.validation import PoseStreamValidator, ResetReason
 from tests.test_publisher_helpers import operator_sample, snapshot
 
 PERIOD_S = 0.02
@@ -133,6 +134,90 @@ def test_a_late_tick_sends_every_frame_since_the_last_and_a_long_stall_skips_cou
     stalled = [m for m in clock.step(session.cfg.max_catchup_frames + 7) if m.topic == "pose"]
     assert session.skipped_frames == 7
     assert stalled[0].fields["frame_index"][0] == last + 9 + 7  # the skipped indices are never sent
+
+
+def _pose_messages_after_a_pause(session, clock, pattern: list[int]) -> list[tuple[float, protocol.Message]]:
+    """Stream 0.5 s, lose the left controller for 1 s (beyond `stale_input_s`: nothing sent), then
+    wake with the ticks of ``pattern`` (grid periods each) and stream 0.5 s more."""
+    out = []
+    for steps, script in [(1, {})] * 25 + [(1, {"left_valid": False})] * 50 + [(k, {}) for k in pattern] \
+            + [(1, {})] * 25:
+        out += [(clock.now_s, m) for m in clock.step(steps, **script) if m.topic == "pose"]
+    return out
+
+
+@pytest.mark.parametrize("pattern", [[1, 5], [2, 4], [3, 3], [1, 1, 1, 1, 3]])
+def test_after_a_pause_every_frame_is_sent_whatever_the_ticks_bring(g1, pattern):
+    """Issue 29: tracking back after a 1 s pause, the window refills from the robot's pose over
+    ticks that bring fewer than five frames each; the first message then carries every frame since
+    the last one sent, so the deploy's merger (our validator) sees no gap and never resets."""
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.0)
+    clock.step()  # into streamed motion: the window fills from the robot's pose
+    refills = session.window_refills
+    msgs = _pose_messages_after_a_pause(session, clock, pattern)
+    deploy = PoseStreamValidator()
+    for t, m in msgs:
+        deploy.feed(m, recv_time_s=t)
+    windows = [np.asarray(m.fields["frame_index"]) for _, m in msgs]
+    assert all(len(w) >= session.cfg.frames_per_message for w in windows)
+    assert all(np.array_equal(w, np.arange(w[0], w[-1] + 1)) for w in windows)
+    lasts = np.array([w[-1] for w in windows])
+    assert np.all(np.diff(lasts) >= 1)  # every message brings new frames
+    assert all(b[0] <= a[-1] + 1 for a, b in zip(windows, windows[1:]))  # ...and none is left out
+    resumed = next(k for k, (a, b) in enumerate(zip(lasts, lasts[1:])) if b - a > 1) + 1
+    assert windows[resumed][0] == lasts[resumed - 1] + 1 and len(windows[resumed]) == sum(pattern)
+    assert (deploy.stats.gaps, deploy.stats.duplicates, deploy.stats.backwards) == (0, 0, 0)
+    assert dict(deploy.stats.resets) == {ResetReason.FIRST_PACKET: 1}
+    assert session.skipped_frames == 0 and session.window_refills == refills + 1
+    assert session.next_frame_index == lasts[-1] + 1
+
+
+def test_frames_of_a_refill_cut_short_are_never_sent_and_their_indices_reused(g1):
+    """Into a pose mode and out again before five frames existed: those frames are dropped with
+    their indices, so the next refill's first message continues right after the last index sent."""
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.0)
+    for _ in range(10):
+        clock.step()
+    last = session.last_frame_index
+    session.switch_mode(MODE_PLANNER_VR3PT)
+    clock.step()
+    session.switch_mode(MODE_POSE_V1)  # refill...
+    assert not [m for _ in range(2) for m in clock.step() if m.topic == "pose"]
+    assert session.next_frame_index == last + 3  # ...cut short after two frames
+    session.switch_mode(MODE_PLANNER_VR3PT)
+    clock.step()
+    session.switch_mode(MODE_POSE_V1)
+    msgs = [m for _ in range(6) for m in clock.step() if m.topic == "pose"]
+    assert msgs[0].fields["frame_index"][0] == last + 1  # the two indices are used again
+    assert session.skipped_frames == 0
+
+
+def test_a_message_the_socket_could_not_deliver_is_carried_again(g1):
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.0)
+    for _ in range(8):
+        clock.step()
+    before = session.last_frame_index
+    for _ in range(7):  # seven messages in a row lost: more than a 5-frame overlap bridges
+        assert [m.topic for m in clock.step()] == ["pose"]
+        session.pose_undelivered()
+    carried = next(m for m in clock.step() if m.topic == "pose")
+    np.testing.assert_array_equal(carried.fields["frame_index"], np.arange(before + 1, before + 9))
+    nxt = next(m for m in clock.step() if m.topic == "pose")
+    assert len(nxt.fields["frame_index"]) == session.cfg.frames_per_message  # delivered: back to overlapping windows
+
+
+def test_a_stall_beyond_catching_up_counts_exactly_the_indices_missing_on_the_wire(g1):
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, pose_entry_delay_s=0.0)
+    msgs = [(clock.now_s, m) for _ in range(10) for m in clock.step() if m.topic == "pose"]
+    msgs += [(clock.now_s, m) for m in clock.step(session.cfg.max_catchup_frames + 12) if m.topic == "pose"]
+    msgs += [(clock.now_s, m) for _ in range(10) for m in clock.step() if m.topic == "pose"]
+    deploy = PoseStreamValidator()
+    for t, m in msgs:
+        deploy.feed(m, recv_time_s=t)
+    seen = np.unique(np.concatenate([m.fields["frame_index"] for _, m in msgs]))
+    missing = int(seen[-1] - seen[0] + 1 - len(seen))
+    assert session.skipped_frames == missing == 12
+    assert deploy.stats.gaps == 1 and deploy.stats.resets[ResetReason.GAP] == 1  # the one documented reset
 
 
 def test_a_failing_tick_stops_the_stream_and_nothing_half_computed_is_sent(g1, monkeypatch):

@@ -399,6 +399,8 @@ def _run_result(pipe, summary, started: float) -> dict:
         st = publisher.status()
         result["stream"] = {"mode": st.mode, "endpoint": publisher.endpoint, "state": st.state.value,
                             "messages_sent": st.messages_sent, "dropped": st.dropped, "frames_skipped": st.frames_skipped,
+                            "cut_offs": st.cut_offs, "manager_states_sent": st.manager_states_sent,
+                            "manager_states_dropped": st.manager_states_dropped, "window_refills": st.window_refills,
                             "last_error": st.last_error, "input_lost": st.input_lost,
                             "suppressed_ticks": st.suppressed_ticks, "keypoints_clamped": list(st.keypoints_clamped),
                             "refusals": refusals, "frames_dropped": st.frames_dropped,
@@ -409,6 +411,14 @@ def _run_result(pipe, summary, started: float) -> dict:
             result["stream"]["feedback"] = {"endpoint": feedback_endpoint, **feedback.as_dict(),
                                             "summary": feedback.describe()}
     return result
+
+
+def _cut_off_text(st: dict) -> str:
+    """The stream's cut-offs and refused manager_state messages, when there were any."""
+    out = f" ({st['cut_offs']} resent to the others)" if st.get("cut_offs") else ""
+    if st.get("manager_states_dropped"):
+        out += f", {st['manager_states_dropped']} manager_state dropped"
+    return out
 
 
 def _process_text(st: dict) -> str:
@@ -487,7 +497,8 @@ def print_summary(r: dict) -> None:
     if "stream" in r:
         st = r["stream"]
         lines.append(f"stream {st['mode']} on {st['endpoint']}: {st['state']}, {st['messages_sent']} messages sent, "
-                     f"{st['dropped']} dropped; {_process_text(st)}{_input_text(st['input_lost'], st['suppressed_ticks'])}; "
+                     f"{st['dropped']} dropped by a full subscriber queue{_cut_off_text(st)}, "
+                     f"{st['frames_skipped']} frame indices skipped; {_process_text(st)}{_input_text(st['input_lost'], st['suppressed_ticks'])}; "
                      f"{_clamp_text(st['keypoints_clamped'])}{'; ' + st['last_error'] if st['last_error'] else ''}")
         if "smpl" in st:
             a = st["smpl"]

@@ -189,7 +189,8 @@ class StreamConfig(PickledOnce):
     frames_per_message: int = 5
     """pose-v1 / smpl-v2 / smpl-v3: frames per message, overlapping windows advancing by one (the reference sender's 5)."""
     sndhwm: int = 10
-    """Messages queued per subscriber before ZMQ drops (counted as dropped when it refuses)."""
+    """Data messages queued per subscriber before the socket refuses one (counted as dropped;
+    `stream_socket`); one more place is kept for `manager_state`."""
     stick_deadzone: float = 0.15
     """Thumbstick magnitude below which the stick counts as centred."""
     walk_above: float = 0.5

@@ -15,8 +15,8 @@ Modes (`StreamConfig.mode`):
   trigger (fingers) and grip (thumb). 50 Hz keeps the deploy far from its 1 s planner timeout.
 - ``pose-v1`` (deploy `--input-type zmq`, streaming enabled with ENTER on the deploy): a `pose`
   v1 message every tick holding the last 5 frames of the 50 Hz grid (retargeted `joint_pos` /
-  `joint_vel` [5, 29] in IsaacLab order, heading-only `body_quat_w` [5, 4], consecutive
-  `frame_index` [5] i64), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
+  `joint_vel` [N, 29] in IsaacLab order, heading-only `body_quat_w` [N, 4], consecutive
+  `frame_index` [N] i64, N >= 5: every frame not yet sent), plus the hands, the VR 3-point and `timestamp_monotonic`. Frame indices
   never restart while the session lives (a restarted stream process continues above the last
   one reported), so they increase strictly across messages and sessions.
 - ``smpl-v2`` / ``smpl-v3`` (deploy `--input-type zmq`): the same windows, each frame also an SMPL
@@ -31,11 +31,11 @@ manager stops). A failure inside a tick does the same: nothing half computed rea
 
 Parity with the PICO manager (protocol doc §4.1, §7): the mode-change commands come from
 `manager_commands` (a pose-mode start enters the planner first, then streamed motion after
-`pose_entry_delay_s`; `switch_mode` changes mode while streaming); `manager_state` goes out every
-tick while open; planner messages at `planner_rate_hz` with the gait of `stream.locomotion`;
+`pose_entry_delay_s`; `switch_mode` changes mode while streaming); `manager_state` as it is now
+(the stream process paces it, `manager_state_pacer`); planner messages at `planner_rate_hz` with the gait of `stream.locomotion`;
 nothing is sent while tracking has been lost longer than `stale_input_s`; wrist key points are
-bounded to the G1's arm reach (`reach`); a late pose tick sends every grid frame since the last
-message (never skipping an index, up to `max_catchup_frames`).
+bounded to the G1's arm reach (`reach`); a pose message carries every grid frame not yet sent, at
+least five (`pose_window`: never skipping an index, a stall beyond `max_catchup_frames` excepted).
 
 States: IDLE -(start)-> STREAMING -(stop / estop / fault)-> STOPPED -(start)-> STREAMING. A
 refused start raises `StartRefused` with the reason.
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 
 import numpy as np
 
@@ -56,6 +55,7 @@ from app.streaming.locomotion import Locomotion, hand_targets, locomotion_from_s
 from app.streaming.manager_commands import (INTO_PLANNER, INTO_POSE, STOP, is_planner_mode, manager_stream_mode,
                                             switch_command)
 from app.streaming.operator_frame import OperatorFrame
+from app.streaming.pose_window import PoseWindow
 from app.streaming.protocol import LocomotionMode, StreamMode
 from app.streaming.reach import arm_reach_spheres, bound_to_reach
 from app.streaming.retarget import G1Retargeter
@@ -95,12 +95,11 @@ class StreamSession:
         self._planner_credit_s = 0.0
         self._input_lost_since: float | None = None
         self.input_lost = False
-        self._frames: deque = deque(maxlen=self.cfg.frames_per_message)
-        self.next_frame_index = first_frame_index
-        self.last_frame_index = -1
+        self._window: PoseWindow = PoseWindow(self.cfg.frames_per_message, self.cfg.max_catchup_frames,
+                                              first_frame_index)
         self._facing_yaw = 0.0
         self._hands = {"left": np.zeros(7), "right": np.zeros(7)}
-        self.stale_ticks = self.skipped_frames = self.suppressed_ticks = 0
+        self.stale_ticks = self.suppressed_ticks = 0
         self.clamped = [0, 0]
         self.last_q_mujoco_rad: np.ndarray | None = None
         """pose modes: the newest retargeted joint angles (29,) in MuJoCo order; else None."""
@@ -118,6 +117,31 @@ class StreamSession:
     @property
     def state(self) -> StreamState:
         return self._life.state
+
+    @property
+    def next_frame_index(self) -> int:
+        """The index the next pose frame gets (a restarted process continues above it)."""
+        return self._window.next_index
+
+    @property
+    def last_frame_index(self) -> int:
+        """The newest pose frame index put in a message (-1 before any)."""
+        return self._window.last_sent
+
+    @property
+    def skipped_frames(self) -> int:
+        """Pose frame indices never sent: the gaps after stalls beyond `max_catchup_frames` (`PoseWindow`)."""
+        return self._window.skipped
+
+    @property
+    def window_refills(self) -> int:
+        """Times the pose window started afresh from the robot's pose (start, a switch into a pose
+        mode, tracking back after a pause), indices continuing."""
+        return self._window.refills
+
+    def pose_undelivered(self) -> None:
+        """The last pose message did not reach every subscriber (a full queue): the next one carries its frames too."""
+        self._window.undelivered()
 
     @property
     def frame(self) -> OperatorFrame | None:
@@ -259,7 +283,8 @@ class StreamSession:
         return out
 
     def manager_state(self) -> bytes:
-        """`manager_state`, sent every tick while open as the PICO manager does (doc §7; the deploy ignores it)."""
+        """`manager_state` as it is now (doc §7; the deploy ignores it): the stream process sends it
+        when it changes, to a new subscriber and once a second (`manager_state_pacer`)."""
         streaming = self.state is StreamState.STREAMING
         # entering a pose mode, the deploy is still in its planner until `command(1,0,0)`
         mode = (StreamMode.PLANNER if streaming and self._pose_entry_due is not None
@@ -298,7 +323,7 @@ class StreamSession:
         """Pose frames start afresh: from the robot's pose, the window refilling."""
         q_robot, _ = self._robot_q()
         self._retarget.reset(q_robot)
-        self._frames.clear()
+        self._window.refill()
 
     def _input_suppressed(self, frame: OperatorFrame | None, fresh: bool, now_s: float) -> bool:
         """True while tracking (a fresh frame with every device tracked) has been lost for longer
@@ -371,26 +396,16 @@ class StreamSession:
 
     def _pose_tick(self, tp: ThreePoint, steps: int, timestamp_s: float) -> bytes | None:
         """One frame per grid step since the last tick, all from the latest 3-point; the message
-        holds the last `frames_per_message` frames, or every new frame when the tick came later
-        than a window, so that `frame_index` never skips (up to `max_catchup_frames`)."""
-        n = self.cfg.frames_per_message
-        if steps > self.cfg.max_catchup_frames:  # a stall beyond catching up: skip, the deploy resets once
-            skip = steps - self.cfg.max_catchup_frames
-            self.next_frame_index += skip
-            self.skipped_frames += skip
-            self._frames.clear()
-            steps = self.cfg.max_catchup_frames
-        new = []
-        for _ in range(steps):
+        carries every frame not yet delivered, at least `frames_per_message` (`PoseWindow`), so that
+        `frame_index` never skips (a stall beyond `max_catchup_frames` excepted, counted)."""
+        for _ in range(self._window.frames_to_compute(steps)):
             f = self._retarget.step(tp, self.cfg.period_s, self._facing_yaw)
             if self._smpl is not None:
-                f = self._smpl.frame(f, self.next_frame_index)
-            new.append((self.next_frame_index, f))
-            self.next_frame_index += 1
-        self._frames.extend(new)
-        self.last_q_mujoco_rad = self._frames[-1][1].q_mujoco_rad
-        window = new if len(new) > n else list(self._frames)
-        if len(window) < n:
+                f = self._smpl.frame(f, self._window.next_index)
+            self._window.add(f)
+        self.last_q_mujoco_rad = self._window.newest.q_mujoco_rad
+        window = self._window.message()
+        if window is None:
             return None
         idx = np.array([i for i, _ in window], dtype=np.int64)
         optional: dict = {}
@@ -401,7 +416,6 @@ class StreamSession:
             optional["vr_position"] = tp.vr_position
             optional["vr_orientation"] = tp.vr_orientation
         optional["timestamp_monotonic"] = timestamp_s
-        self.last_frame_index = int(idx[-1])
         if self._smpl is not None:
             return self._smpl.message(window, **optional)
         return protocol.build_pose_v1(
@@ -413,14 +427,16 @@ class StreamSession:
     # ---- what the core shows ----
 
     def report(self, *, endpoint: str, sent: int, dropped: int, late_ticks: int, subscribers: int,
-               manager_states: int) -> StreamReport:
+               manager_states: int, manager_states_dropped: int = 0, cut_offs: int = 0) -> StreamReport:
         """The status with the socket's and the grid's counters (kept by the process's shell)."""
         tp = self._mapper.last
         held = tuple(n for n, h in zip(("left", "right", "head"), tp.held) if h)
         status = StreamStatus(self.mode, self.state, endpoint, sent, dropped, self.skipped_frames, self.last_error,
                               self.last_frame_index, self._mapper.calibrated, late_ticks, self.stale_ticks, held,
                               subscribers, self.input_lost, self.suppressed_ticks,
-                              (self.clamped[0], self.clamped[1]), manager_states)
+                              (self.clamped[0], self.clamped[1]), manager_states,
+                              manager_states_dropped=manager_states_dropped, window_refills=self.window_refills,
+                              cut_offs=cut_offs)
         smpl_last = None if self._smpl is None else self._smpl.last
         q = self.last_q_mujoco_rad
         return StreamReport(status, self.mode, tp, None if q is None else np.array(q),

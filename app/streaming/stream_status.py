@@ -89,11 +89,12 @@ class StreamStatus:
     """The bound endpoint (with the OS-chosen port when the configuration said '*')."""
     messages_sent: int
     dropped: int
-    """Messages ZMQ refused to queue (EAGAIN). A PUB socket drops silently, per subscriber, once
-    that subscriber's SNDHWM queue is full, so drops inside ZMQ do not show up here."""
+    """Data messages (pose, planner, command) a subscriber's full queue refused (`stream_socket`:
+    XPUB with `XPUB_NODROP`, EAGAIN counted); the subscribers with room got them. `messages_sent`
+    counts the ones queued for every subscriber: the two add up to every data message produced."""
     frames_skipped: int
-    """pose modes: grid frames never computed because the stream process stalled longer than
-    `max_catchup_frames` periods."""
+    """pose modes: frame indices missing on the wire (never sent) because the stream process
+    stalled longer than `max_catchup_frames` periods (`pose_window`)."""
     last_error: str
     frame_index: int
     """Last frame index sent in a pose message (-1 before any)."""
@@ -113,7 +114,7 @@ class StreamStatus:
     keypoints_clamped: tuple[int, int] = (0, 0)
     """Ticks on which the left / right wrist key point was moved onto the G1's reach sphere."""
     manager_states_sent: int = 0
-    """`manager_state` messages sent (every tick while open, as the PICO manager does)."""
+    """`manager_state` messages queued (on a change, to a new subscriber, once a second: `manager_state_pacer`)."""
     process: ProcessState = ProcessState.RUNNING
     """The stream process: starting, running, restarting after a crash, or down."""
     process_crashes: int = 0
@@ -122,6 +123,15 @@ class StreamStatus:
     frames_dropped: int = 0
     """Operator frames the core could not hand to the stream process (its channel full, or the
     process not running): dropped and counted, never queued."""
+    manager_states_dropped: int = 0
+    """`manager_state` messages a full queue refused (not sent at all: it never takes a data message's place)."""
+    cut_offs: int = 0
+    """Refused data messages sent again to the subscribers with room: a command, or the 25th refusal
+    in a row (`stream_socket`: a subscriber that stopped reading is cut off until it reads again,
+    so it never silences the deploy; what it misses meanwhile is not in `dropped`)."""
+    window_refills: int = 0
+    """pose modes: times the pose window started afresh from the robot's pose (start, a switch into
+    a pose mode, tracking back after a pause); frame indices continue across each."""
 
 
 @dataclass(frozen=True)

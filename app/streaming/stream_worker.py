@@ -41,6 +41,8 @@ from app.streaming.config import StreamConfig
 from app.control.timing import LoopTimer
 from app.streaming import operator_frame, protocol
 from app.streaming.manager_commands import STOP
+from app.streaming.manager_state_pacer import ManagerStatePacer
+from app.streaming.stream_socket import StreamSocket, covers
 from app.streaming.stream_session import StreamSession
 from app.streaming.stream_status import StreamReport, StreamState
 
@@ -63,6 +65,9 @@ STOP_AFTER_CRASH_S = 1.0
 (the deploy's SUB reconnects to the new socket within ~0.1 s and must hear it)."""
 
 _STOP_COMMAND = protocol.build_command(*STOP)
+_POSE = protocol.TOPIC_POSE.encode()
+_COMMAND = protocol.TOPIC_COMMAND.encode()
+_MANAGER_STATE = protocol.TOPIC_MANAGER_STATE.encode()
 
 METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "pose_distance", "set_locomotion",
                      "switch_mode", "smpl_accuracy"})
@@ -95,11 +100,12 @@ class StreamWorker:
         if after_crash:  # the deploy may still stream what the crashed process sent last
             self.session.halt("the previous stream process ended unexpectedly")
         self._ctx: zmq.Context | None = None
-        self._pub: zmq.Socket | None = None
+        self._pub: StreamSocket | None = None
+        self._manager_state = ManagerStatePacer(cfg.sndhwm)
         self._monitor: zmq.Socket | None = None
         self._frames: zmq.Socket | None = None
         self.endpoint = ""
-        self._sent = self._dropped = self._subscribers = self._manager_states = 0
+        self._subscribers = 0
         self._refused = 0
         self._ending = False
         """The process must end (closed, or the core is gone): the loop stops at its next wake-up."""
@@ -111,19 +117,15 @@ class StreamWorker:
     def open(self) -> str:
         """Bind the PUB socket (the configured endpoint) and connect to the core's frames; the bound endpoint."""
         self._ctx = zmq.Context()
-        pub = self._ctx.socket(zmq.PUB)
-        pub.setsockopt(zmq.SNDHWM, self.cfg.sndhwm)
-        pub.setsockopt(zmq.LINGER, 0)
         try:
-            pub.bind(self.cfg.endpoint)
-        except zmq.ZMQError as exc:
-            pub.close()
+            pub = StreamSocket(self._ctx, self.cfg.endpoint, self.cfg.sndhwm)
+        except OSError:
             self._ctx.term()
             self._ctx = None
-            raise OSError(f"cannot bind the humanoid stream to {self.cfg.endpoint}: {exc}") from exc
+            raise
         self._pub = pub
-        self.endpoint = pub.getsockopt_string(zmq.LAST_ENDPOINT)
-        self._monitor = pub.get_monitor_socket(_PEER_UP | zmq.EVENT_DISCONNECTED)
+        self.endpoint = pub.endpoint
+        self._monitor = pub.sock.get_monitor_socket(_PEER_UP | zmq.EVENT_DISCONNECTED)
         frames = self._ctx.socket(zmq.PULL)
         frames.setsockopt(zmq.RCVHWM, FRAMES_RCVHWM)
         frames.setsockopt(zmq.RCVBUF, FRAMES_SOCKET_BUFFER_BYTES)
@@ -134,10 +136,12 @@ class StreamWorker:
 
     def close(self) -> None:
         if self._pub is not None:
-            self._pub.disable_monitor()
-        for sock in (self._monitor, self._frames, self._pub):
+            self._pub.sock.disable_monitor()
+        for sock in (self._monitor, self._frames):
             if sock is not None:
                 sock.close(linger=0)
+        if self._pub is not None:
+            self._pub.close()
         self._monitor = self._frames = self._pub = None
         if self._ctx is not None:
             self._ctx.term()
@@ -171,7 +175,7 @@ class StreamWorker:
                     self._send(_STOP_COMMAND)
                 else:
                     self._stop_until = None
-            self._send(self.session.manager_state(), manager_state=True)
+            self._send_manager_state(now)
             timer.record(lateness, self._clock() - now, now)
             if now >= next_report:
                 next_report = now + REPORT_PERIOD_S
@@ -271,17 +275,22 @@ class StreamWorker:
         for msg in messages:
             self._send(msg)
 
-    def _send(self, msg: bytes, manager_state: bool = False) -> None:
+    def _send(self, msg: bytes) -> None:
         assert self._pub is not None
-        try:
-            self._pub.send(msg, zmq.NOBLOCK)
-        except zmq.Again:
-            self._dropped += 1
-            return
-        if manager_state:
-            self._manager_states += 1
-        else:
-            self._sent += 1
+        if not self._pub.send(msg, must_reach_others=msg.startswith(_COMMAND)) and msg.startswith(_POSE):
+            self.session.pose_undelivered()  # the next pose message carries its frames again
+
+    def _send_manager_state(self, now_s: float) -> None:
+        """`manager_state` when the pacer says so (a change, a new subscriber to it, once a second)."""
+        pub = self._pub
+        assert pub is not None
+        if any(covers(prefix, _MANAGER_STATE) for prefix in pub.subscriptions()):
+            self._manager_state.subscriber_joined()
+        state = self.session.manager_state()
+        streaming = self.session.state is StreamState.STREAMING
+        if self._manager_state.due(now_s, state, pub.data_messages, streaming):
+            pub.send_manager_state(state)
+            self._manager_state.sent(now_s, state, pub.data_messages)
 
     def _poll_monitor(self) -> None:
         """Count connected peers from the socket monitor's events (non-blocking)."""
@@ -297,10 +306,14 @@ class StreamWorker:
 
     def _report(self) -> StreamReport:
         timer = self._timer
-        return self.session.report(endpoint=self.endpoint, sent=self._sent, dropped=self._dropped,
+        pub = self._pub
+        return self.session.report(endpoint=self.endpoint, sent=pub.sent if pub else 0,
+                                   dropped=pub.dropped if pub else 0,
                                    late_ticks=timer.late_ticks if timer is not None else 0,
                                    subscribers=self._subscribers,
-                                   manager_states=self._manager_states)
+                                   manager_states=pub.manager_states_sent if pub else 0,
+                                   manager_states_dropped=pub.manager_states_dropped if pub else 0,
+                                   cut_offs=pub.cut_offs if pub else 0)
 
     def _tell(self, message: tuple) -> bool:
         try:
