@@ -284,7 +284,7 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
     deploy.bind("tcp://127.0.0.1:*")
     sub = ctx.socket(zmq.SUB)  # the deploy's command listener
     sub.setsockopt(zmq.SUBSCRIBE, b"command")
-    sub.setsockopt(zmq.SUBSCRIBE, b"manager_state")  # sent every tick while open: the subscription is in place
+    sub.setsockopt(zmq.SUBSCRIBE, b"manager_state")  # sent at once to a new subscriber, then on change and once a second
     sub.setsockopt(zmq.LINGER, 0)
     commands: list[tuple[bool, bool, bool]] = []
     heard = [0]
