@@ -15,6 +15,10 @@ import numpy as np
 
 ARM_DOF = 7
 
+PHYSICS_STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+"""What a simulation's `physics_state` holds: MuJoCo's whole integration state (time, qpos, qvel,
+act, the constraint solver's warm start, ctrl, mocap, ...), enough to step on bit for bit."""
+
 ResyncHook = Callable[[dict[str, float]], None]
 """Called by an output with each arm's gripper closing (0..1) in force on the robot; the callee
 re-reads the joints through `read()`."""
@@ -113,6 +117,17 @@ class ArmsOutput(Protocol):
     def is_live(self) -> bool:
         """True while the arms' state is current and commands reach them (a remote output: its
         link is CONNECTED); False while it is stale or lost. Cheap: called every tick."""
+        ...
+
+    def physics_state(self) -> np.ndarray | None:
+        """The physics' whole state as `PHYSICS_STATE_SPEC` defines it (a new array), for a recording
+        to start its replay from; None for an output whose robot is not this process's to record
+        (a simulation server, a real robot)."""
+        ...
+
+    def restore_physics_state(self, state: np.ndarray) -> None:
+        """Continue from a `physics_state()` (a replay's start); an output that cannot (a simulation
+        server) raises RuntimeError."""
         ...
 
     def set_resync_hook(self, hook: ResyncHook) -> None:
