@@ -139,7 +139,7 @@ class ClutchMapping:
         """Release the clutch; the next `latch` starts from fresh poses."""
         self._latch = None
 
-    def state(self) -> dict | None:
+    def state_dict(self) -> dict | None:
         """The latch as plain lists and floats (None when unlatched), for `restore`."""
         latch = self._latch
         if latch is None:
@@ -148,7 +148,7 @@ class ClutchMapping:
                 "target_pos": latch.target_pos.tolist(), "target_quat": latch.target_quat.tolist(), "scale": latch.scale}
 
     def restore(self, state: dict | None) -> None:
-        """Latch (validated as `latch` does) or unlatch as a `state()` says: `map` then returns the
+        """Latch (validated as `latch` does) or unlatch as a `state_dict()` says: `map` then returns the
         same targets bit for bit."""
         if state is None:
             self.unlatch()

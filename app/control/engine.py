@@ -220,7 +220,7 @@ class TeleopEngine:
         arms = {}
         for arm in self.arms.values():
             arms[arm.name] = {
-                "clutch": arm.clutch.state_dict(), "mapping": arm.mapping.state(), "input": arm.input.state(),
+                "clutch": arm.clutch.state_dict(), "mapping": arm.mapping.state_dict(), "input": arm.input.state(),
                 "q_cmd_rad": array_state(arm.q_cmd), "gripper_cmd": float(arm.gripper_cmd),
                 "target_pos_m": array_state(arm.target_pos), "target_quat_wxyz": array_state(arm.target_quat),
                 "ctrl_pos_m": array_state(arm.ctrl_pos), "ctrl_quat_wxyz": array_state(arm.ctrl_quat),

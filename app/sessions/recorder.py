@@ -225,6 +225,7 @@ class Recorder:
         self.columns = session_columns(objects)
         """The CSV's columns (`schema.session_columns` of the sidecar's `scene_objects`)."""
         self._n_objects = len(objects)
+        self._n_pose_values = 7 * len(objects)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         # Guards state changes against a concurrent submit(): a row is either queued before
         # the stop marker or not queued at all (`SubmitGate`).
@@ -571,7 +572,10 @@ class Recorder:
                     self._dropped_writer += 1
                     continue
                 try:
-                    write(row_to_line(snapshot_to_row(item, self._n_objects)))
+                    if len(item.object_pose) != self._n_pose_values:  # the header names the objects
+                        raise ValueError(f"object_pose: expected {self._n_pose_values} values ({self._n_objects} "
+                                         f"objects), got {len(item.object_pose)}")
+                    write(row_to_line(snapshot_to_row(item)))
                 except OSError as e:
                     self._dropped_writer += 1
                     with self._lock:
