@@ -65,8 +65,9 @@ class Clutch:
 
     def state_dict(self) -> dict:
         """What the next `step` depends on from earlier ticks (the arm's state included), plain data."""
-        return {"arm_state": str(self.sm.state), "precision": self.precision, "forced_engage": self.forced_engage,
-                "await_release": self.await_release, "last_grip": self._last_grip}
+        return {"arm_state": str(self.sm.state), "precision": bool(self.precision),
+                "forced_engage": bool(self.forced_engage), "await_release": bool(self.await_release),
+                "last_grip": bool(self._last_grip)}
 
     def restore(self, state: dict) -> None:
         """Continue from a `state_dict()`: the arm's state machine is moved there from IDLE by its own

@@ -92,7 +92,7 @@ class CollisionAwareDLS:
 
     def state(self) -> dict:
         """What the next `solve` depends on from the last one: whether its QP held an arm back."""
-        return {"pressing": self._pressing}
+        return {"pressing": bool(self._pressing)}
 
     def restore(self, state: dict) -> None:
         self._pressing = bool(state["pressing"])

@@ -224,7 +224,7 @@ class TeleopEngine:
                 "q_cmd_rad": array_state(arm.q_cmd), "gripper_cmd": float(arm.gripper_cmd),
                 "target_pos_m": array_state(arm.target_pos), "target_quat_wxyz": array_state(arm.target_quat),
                 "ctrl_pos_m": array_state(arm.ctrl_pos), "ctrl_quat_wxyz": array_state(arm.ctrl_quat),
-                "tracking_ok": arm.tracking_ok, "workspace_clamped": arm.workspace_clamped,
+                "tracking_ok": bool(arm.tracking_ok), "workspace_clamped": bool(arm.workspace_clamped),
                 "ik_result": _ik_result_state(arm.ik_result),
             }
         collision = self.ik.collision
@@ -232,7 +232,7 @@ class TeleopEngine:
             "teleop_state": str(self.teleop.state), "estop_reason": self.estop_reason, "error": self._error,
             "heading_rad": float(self.heading_rad),
             "clamp_counts": [[k.scope, k.reason, int(n)] for k, n in sorted(self.clamp_counts.items(), key=_by_text)],
-            "prev_a": self._prev_a, "prev_b": dict(self._prev_b), "haptic_limiter": self._haptic_limiter.state(),
+            "prev_a": bool(self._prev_a), "prev_b": {k: bool(v) for k, v in self._prev_b.items()}, "haptic_limiter": self._haptic_limiter.state(),
             "ik_collision": collision.state() if collision is not None else None,
             "arms": arms,
         }

@@ -87,7 +87,8 @@ class PoseGate:
 
     def state(self) -> dict:
         """What the next `check` depends on from earlier samples, and the rejection counts (plain data)."""
-        return {"last_good": _opt_list(self._last_good), "lost": self._lost, "jump_since_s": self._jump_since_s,
+        return {"last_good": _opt_list(self._last_good), "lost": bool(self._lost),
+                "jump_since_s": None if self._jump_since_s is None else float(self._jump_since_s),
                 "last_jump_pos": _opt_list(self._last_jump_pos), "rejections": dict(self.rejections)}
 
     def restore(self, state: dict) -> None:
