@@ -153,3 +153,23 @@ def test_a_damaged_initial_state_is_refused_naming_the_field(midrun, tmp_path):
     sidecar_path(copy).write_text(json.dumps(side), encoding="utf-8")
     with pytest.raises(SessionFormatError, match="initial_state.physics"):
         initial_state(read_session(copy))
+
+
+def test_the_window_s_review_draws_the_cube_in_the_gripper(midrun):
+    """The review mode (`SessionReview.seek`) puts cube_left where it was recorded, not on the table."""
+    from app.gui.timeline import SessionReview
+    scene = load_scene(Config())
+    review = SessionReview(midrun, scene, window_rows=200)
+    s = review.session
+    lifted = _lifted_rows(s)
+    row = int(lifted[lifted.size // 2])
+    review.seek(row)
+    qpos = np.zeros(scene.model.nq)
+    review.mirror.read(qpos)
+    data = mujoco.MjData(scene.model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(scene.model, data)
+    body = mujoco.mj_name2id(scene.model, mujoco.mjtObj.mjOBJ_BODY, "cube_left")
+    np.testing.assert_array_equal(data.xpos[body], [s.data[f"obj_cube_left_{a}_m"][row] for a in "xyz"])
+    assert data.xpos[body][2] > 0.03  # off the table, where the home pose would have put it (0.025)
+    assert np.linalg.norm(data.site_xpos[scene.arms["left"].tcp_site_id] - data.xpos[body]) < 0.03

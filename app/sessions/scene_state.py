@@ -72,7 +72,8 @@ def apply_recorded_pose(model: mujoco.MjModel, data: mujoco.MjData, columns: Ses
             for adr, c in zip(fingers, recorded):
                 data.qpos[adr] = float(cols[c][row])
         elif f"{arm}_gripper_cmd" in cols:
-            closing = min(max(float(cols[f"{arm}_gripper_cmd"][row]), 0.0), 1.0)
+            g = float(cols[f"{arm}_gripper_cmd"][row])
+            closing = min(max(g, 0.0), 1.0) if g == g else 0.0  # a nan command: drawn open
             for adr, f in zip(fingers, FINGER_JOINTS):
                 j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + f)
                 data.qpos[adr] = float(model.jnt_range[j, 1]) * (1.0 - closing)
