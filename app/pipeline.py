@@ -203,11 +203,13 @@ class Pipeline:
                 session = read_session_in_steps(replay_path, REPLAY_READ_CHUNK_ROWS, self._yield_to_loop)
             if cfg is None:
                 cfg = replay_config(session, self.live_cfg)
-        recorded, replay_note = None, ""
+        recorded, replay_note, initial = None, "", None
         if session is not None and kind is SourceKind.REPLAY:
             from app.sessions.replay import recorded_ticks
             from app.sessions.replay_exactness import inexact_replay_reasons
+            from app.sessions.scene_state import initial_state
             recorded = recorded_ticks(session)  # the loop and the engine run the recorded ticks
+            initial = initial_state(session)  # where it started: the engine starts there
             reasons = inexact_replay_reasons(session)
             if reasons:
                 replay_note = f"the replay of {session.path.name} may not be exact: {'; '.join(reasons)}."
@@ -235,6 +237,17 @@ class Pipeline:
                 source.close()
                 raise PipelineError(f"cannot connect to the simulation server {self.remote.endpoints.state}: {exc}") from None
         engine = build_engine(cfg, scene, source, output=output, recorded_ticks=recorded)
+        if initial is not None:
+            if output is not None:
+                note = " ".join(n for n in (note, "the recording's initial state is not restored on a simulation "
+                                                   "server: the replay starts from the server's state.") if n)
+            else:
+                try:
+                    engine.restore_state(initial)
+                except ValueError as exc:  # EngineStateError: the engine is half restored, so nothing runs
+                    source.close()
+                    from app.sessions.reader import SessionFormatError
+                    raise SessionFormatError(f"{session.path}: cannot start from its initial state: {exc}") from None
         loop = ControlLoop(engine, source, cfg.loop, paced=options.paced, max_ticks=options.max_ticks,
                            idle=self.loop_idle, recorded_ticks=recorded)
         self.mirror.clear()
@@ -521,8 +534,10 @@ class Pipeline:
             recorder.stop()
             raise RecordingError(status.error or f"cannot record to {path}")
         summary = RunSummary()
-        self.loop.subscribe(summary.add)
-        self.loop.subscribe(recorder.submit)
+        # From the next tick on, in the loop's thread: the state that tick starts from goes to the
+        # sidecar (`initial_state`), so a recording started mid-run replays from where it started.
+        self.loop.subscribe_from_next_tick(summary.add)
+        self.loop.subscribe_from_next_tick(recorder.submit, recorder.submit_initial_state)
         self._recorder, self._summary = recorder, summary
         log.info("recording to %s", recorder.path)
         return recorder.path

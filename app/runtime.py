@@ -117,4 +117,6 @@ def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopE
         "calibration": {"heading_rad": engine.heading_rad, "scale": cfg.mapping.scale,
                         "precision_factor": cfg.mapping.precision_factor},
         "loop_rate_hz": cfg.loop.rate_hz,
+        # The free bodies whose poses end each row (`schema.object_columns`), in model order.
+        "scene_objects": list(engine.scene_objects.names),
     }

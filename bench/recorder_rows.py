@@ -10,7 +10,11 @@ Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other 
   row before); `schema.snapshot_to_line` (the writer's row now), all holding the interpreter lock;
 - the writer's path as it runs: a real `Recorder` started on a temporary file, every snapshot
   submitted, then stopped; the writer thread's CPU time (from `/proc/self/task`) per row, and
-  how many times it read the queue.
+  how many times it read the queue;
+- the bytes of a row and of the whole CSV (format 3 adds the fingers and the objects' poses);
+- the loop thread's cost of the scene's state: the engine's tick (median CPU), reading the fingers
+  and the objects' poses into a snapshot, and the one-off capture of the state a recording starts
+  from (`TeleopEngine.capture_state`) with its pickled size (what the loop thread sends).
 
 `--tree PATH` imports the application from another checkout (a before/after). Where
 `schema.snapshot_to_line` exists, its text is compared with `csv.writer`'s for every row.
@@ -19,6 +23,7 @@ Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -44,7 +49,7 @@ if ARGS is not None:
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
-def demo_snapshots(ticks: int) -> list:
+def demo_snapshots(ticks: int, tick_cpu_s: list | None = None, engine_out: list | None = None) -> list:
     from app.config import Config
     from app.runtime import build_engine, make_demo
     from app.sim.scene import load_scene
@@ -57,9 +62,20 @@ def demo_snapshots(ticks: int) -> list:
     snaps = []
     for k in range(ticks):
         t = k * cfg.loop.period_s
-        snaps.append(eng.tick(demo.read(t), t))
+        sample = demo.read(t)
+        c0 = time.thread_time()
+        snaps.append(eng.tick(sample, t))
+        if tick_cpu_s is not None:
+            tick_cpu_s.append(time.thread_time() - c0)
     demo.close()
+    if engine_out is not None:
+        engine_out.append(eng)
     return snaps
+
+
+def _objects_sidecar(eng) -> dict:
+    objects = getattr(eng, "scene_objects", None)
+    return {"app_version": "bench", **({"scene_objects": list(objects.names)} if objects is not None else {})}
 
 
 def _thread_cpu_s(native_id: int) -> float:
@@ -68,13 +84,13 @@ def _thread_cpu_s(native_id: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
 
 
-def recorder_run(snaps: list, folder: Path, k: int) -> tuple[float, int]:
+def recorder_run(snaps: list, folder: Path, k: int, sidecar: dict | None = None) -> tuple[float, int, int]:
     """(writer CPU s, queue reads) of one recording of `snaps`, submitted in bursts of 10 every
     50 ms (the loop's 200 Hz, ten ticks at a time)."""
     from app.sessions import recorder as recorder_mod
 
     path = folder / f"run{k}.csv"
-    rec = recorder_mod.Recorder(path, {"app_version": "bench"})
+    rec = recorder_mod.Recorder(path, sidecar or {"app_version": "bench"})
     wakes = [0]
     real_get = rec._queue.get
 
@@ -92,7 +108,7 @@ def recorder_run(snaps: list, folder: Path, k: int) -> tuple[float, int]:
         time.sleep(0.05)  # ten ticks' worth at a time: the writer sees the queue as a loop fills it
     cpu1 = _thread_cpu_s(tid)
     rec.stop()
-    return cpu1 - cpu0, wakes[0]
+    return cpu1 - cpu0, wakes[0], path.stat().st_size
 
 
 def _per_row_us(fn, snaps: list, rounds: int) -> tuple[float, float]:
@@ -115,7 +131,31 @@ def main() -> int:
     from app.sessions import schema
 
     print(f"application from {Path(app_pkg.__file__).parent.parent}; load average {os.getloadavg()[0]:.2f}")
-    snaps = demo_snapshots(args.ticks)
+    tick_cpu: list[float] = []
+    engines: list = []
+    snaps = demo_snapshots(args.ticks, tick_cpu, engines)
+    eng = engines[0]
+    print(f"engine tick, loop thread CPU: median {statistics.median(tick_cpu) * 1e6:.0f} us over {len(tick_cpu)} ticks")
+    objects = getattr(eng, "scene_objects", None)
+    if objects is not None:
+        qpos = eng.sim.data.qpos
+
+        def scene_reads(_s) -> None:
+            objects.fingers_m(qpos, 0)
+            objects.fingers_m(qpos, 1)
+            objects.poses(qpos)
+
+        med, best = _per_row_us(scene_reads, snaps, args.rounds)
+        print(f"  of which the fingers and {len(objects.names)} objects' poses for the snapshot: {med:.1f} us ({best:.1f})")
+        import pickle
+        times = []
+        for _ in range(20):
+            c0 = time.thread_time()
+            state = eng.capture_state()
+            payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            times.append(time.thread_time() - c0)
+        print(f"recording start (once, loop thread): capture_state + pickle {statistics.median(times) * 1e6:.0f} us, "
+              f"{len(payload)} bytes; its sidecar JSON {len(json.dumps(state.to_json(), allow_nan=True))} bytes")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     cases = {"snapshot_to_row (the fields' text)": schema.snapshot_to_row,
@@ -134,11 +174,14 @@ def main() -> int:
         same = buf.getvalue() == "".join(line(s) for s in snaps)
         print(f"  snapshot_to_line's text {'IS' if same else 'is NOT'} byte-identical to csv.writer's for all {len(snaps)} rows")
     with tempfile.TemporaryDirectory() as d:
-        runs = [recorder_run(snaps, Path(d), k) for k in range(args.rounds)]
+        runs = [recorder_run(snaps, Path(d), k, _objects_sidecar(eng)) for k in range(args.rounds)]
     cpu = statistics.median(r[0] for r in runs) / len(snaps)
     wakes = statistics.median(r[1] for r in runs)
     print(f"recorder writer thread: {cpu * 1e6:.1f} us CPU per row (median of {args.rounds} runs; /proc's "
           f"{1e3 / TICKS_PER_S:.0f} ms ticks over {len(snaps)} rows), {wakes:.0f} queue reads for {len(snaps)} rows")
+    size = runs[0][2]
+    print(f"CSV: {size} bytes for {len(snaps)} rows, {size / len(snaps):.0f} bytes per row "
+          f"({len(getattr(snaps[0], 'object_pose', ())) // 7} objects)")
     return 0
 
 

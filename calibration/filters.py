@@ -67,6 +67,18 @@ class OneEuroFilter:
         """Forget the state: the next sample is returned as it is."""
         self._x_hat = None
 
+    def state(self) -> dict:
+        """What the next `filter` depends on from earlier samples (plain floats and lists), for `restore`."""
+        return {"x_hat": None if self._x_hat is None else list(self._x_hat), "dx_hat": list(self._dx_hat),
+                "t_s": self._t_s}
+
+    def restore(self, state: dict) -> None:
+        """Continue from a `state()`: the next `filter` returns what it returned after that state, bit for bit."""
+        x_hat = state["x_hat"]
+        self._x_hat = None if x_hat is None else [float(v) for v in x_hat]
+        self._dx_hat = [float(v) for v in state["dx_hat"]]
+        self._t_s = float(state["t_s"])
+
     def filter(self, x, t_s: float) -> np.ndarray:
         """The filtered value (a new array) of sample ``x`` taken at time ``t_s`` (s).
 
@@ -143,6 +155,23 @@ class OneEuroQuatFilter:
     def reset(self) -> None:
         """Forget the state: the next sample is returned as it is (normalized)."""
         self._q_hat = None
+
+    def state(self) -> dict:
+        """What the next `filter` depends on from earlier samples (plain floats and lists), for `restore`."""
+        return {"q_hat": None if self._q_hat is None else list(self._q_hat), "w_hat": list(self._w_hat),
+                "t_s": self._t_s}
+
+    def restore(self, state: dict) -> None:
+        """Continue from a `state()`: the next `filter` returns what it returned after that state, bit for bit."""
+        q_hat = state["q_hat"]
+        if q_hat is not None and len(q_hat) != 4:
+            raise ValueError(f"q_hat: expected 4 values (w, x, y, z), got {len(q_hat)}")
+        w_hat = tuple(float(v) for v in state["w_hat"])
+        if len(w_hat) != 3:
+            raise ValueError(f"w_hat: expected 3 values, got {len(w_hat)}")
+        self._q_hat = None if q_hat is None else tuple(float(v) for v in q_hat)
+        self._w_hat = w_hat
+        self._t_s = float(state["t_s"])
 
     def filter(self, q_wxyz, t_s: float) -> np.ndarray:
         """The filtered unit quaternion (a new array) of sample ``q_wxyz`` taken at ``t_s`` (s).

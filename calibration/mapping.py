@@ -139,6 +139,22 @@ class ClutchMapping:
         """Release the clutch; the next `latch` starts from fresh poses."""
         self._latch = None
 
+    def state_dict(self) -> dict | None:
+        """The latch as plain lists and floats (None when unlatched), for `restore`."""
+        latch = self._latch
+        if latch is None:
+            return None
+        return {"ctrl_pos": latch.ctrl_pos.tolist(), "ctrl_quat": latch.ctrl_quat.tolist(),
+                "target_pos": latch.target_pos.tolist(), "target_quat": latch.target_quat.tolist(), "scale": latch.scale}
+
+    def restore(self, state: dict | None) -> None:
+        """Latch (validated as `latch` does) or unlatch as a `state_dict()` says: `map` then returns the
+        same targets bit for bit."""
+        if state is None:
+            self.unlatch()
+        else:
+            self.latch(state["ctrl_pos"], state["ctrl_quat"], state["target_pos"], state["target_quat"], state["scale"])
+
     def _map(self, ctrl_pos, ctrl_quat) -> tuple[tuple, tuple]:
         latch = self._latch
         if latch is None:

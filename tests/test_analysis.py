@@ -18,6 +18,7 @@ import app.sessions.reader as reader_module
 from app.cli import main
 from app.cli.analyze import analyze_command
 from app.sessions.analysis import analyze_session
+from app.sessions.report import render_markdown
 from app.sessions.health import Level, assess
 from app.sessions.limits import session_limits
 from app.sessions.reader import SessionFormatError, read_session
@@ -402,3 +403,31 @@ def test_a_file_recorded_before_the_collision_columns_reads_replays_and_analyses
     out = tmp_path / "replayed.csv"
     assert main(["run", "--replay", str(old), "--fast", "--quiet", "--record", str(out)]) == 0
     assert "left_collision_distance_m" in read_session(out).columns
+
+
+def test_objects_start_end_path_and_lift_match_their_columns(demo, demo_analysis):
+    """The demo picks cube_left up and sets it down on its marker: moved and lifted; the block it has
+    not reached yet in this cycle stays put. Every figure against a direct computation (chunked analysis)."""
+    s = read_session(demo)
+    objects = demo_analysis.metrics["objects"]
+    assert tuple(objects) == ("cube_left", "cube_right", "cylinder", "block")
+    for name, o in objects.items():
+        p = np.stack([s.data[f"obj_{name}_{a}"] for a in XYZ], axis=1)
+        assert o["start_m"] == p[0].tolist() and o["end_m"] == p[-1].tolist()
+        assert o["moved_m"] == pytest.approx(float(np.linalg.norm(p[-1] - p[0])))
+        assert o["path_m"] == pytest.approx(float(np.sum(np.linalg.norm(np.diff(p, axis=0), axis=1))))
+        assert o["max_lift_m"] == pytest.approx(float(p[:, 2].max() - p[0, 2]))
+    cube = objects["cube_left"]
+    assert cube["lifted"] and cube["max_lift_m"] > 0.1 and cube["moved_m"] > 0.1
+    assert not objects["cylinder"]["lifted"] and objects["cylinder"]["moved_m"] < 0.005
+    md = render_markdown(demo_analysis, {})
+    assert "## Objects" in md and "| cube_left |" in md
+
+
+def test_a_file_without_object_columns_has_no_objects_section(demo, tmp_path):
+    header, rows = _rows(demo)
+    keep = [i for i, c in enumerate(header) if not c.startswith("obj_")]
+    old = _write(tmp_path / "old.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in rows], None)
+    an = analyze_session(old)
+    assert an.metrics["objects"] == {}
+    assert "## Objects" not in render_markdown(an, {})

@@ -25,7 +25,7 @@ from app.pipeline import Pipeline, StartOptions
 from app.sessions.reader import read_session
 from app.sessions.replay import recorded_ticks
 from app.sessions.replay_exactness import inexact_replay_reasons
-from app.sessions.schema import sidecar_path
+from app.sessions.schema import FORMAT_VERSION, sidecar_path
 from app.tracking.source import SourceKind
 from tests.test_stall import stalled_run
 
@@ -98,7 +98,7 @@ def stalled(tmp_path_factory) -> Path:
 def test_a_replay_reproduces_every_tick_of_a_recording_with_forced_stalls(stalled, tmp_path):
     original = stalled
     s = read_session(original)
-    assert s.sidecar["format_version"] == 2
+    assert s.sidecar["format_version"] == FORMAT_VERSION
     skipped = s.data["skipped_ticks"]
     assert skipped[-1] >= 0.7 / 0.005, "the forced stalls skipped no deadlines"
     assert s.data["physics_dropped_steps"].sum() > 0, "the original dropped no physics"

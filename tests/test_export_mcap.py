@@ -80,6 +80,41 @@ def test_the_tcp_frame_from_forward_kinematics_is_the_recorded_tcp(exported):
         assert abs(np.dot(q, want_q)) == pytest.approx(1.0, abs=1e-9)
 
 
+def test_each_object_s_frame_is_its_recorded_pose(exported, tmp_path):
+    """Each free body's frame in /tf is its recorded pose, not the home keyframe's: a copy of the
+    recording whose cube_left is moved (0.2 m along x, in every row) is drawn there."""
+    import csv as csv_module
+    import shutil
+    from app.sessions.schema import sidecar_path
+    csv, _ = exported
+    moved = tmp_path / "moved.csv"
+    with open(csv, newline="", encoding="utf-8") as f:
+        rows = list(csv_module.reader(f))
+    col = rows[0].index("obj_cube_left_x_m")
+    for r in rows[1:]:
+        r[col] = repr(float(r[col]) + 0.2)
+    with open(moved, "w", newline="", encoding="utf-8") as f:
+        csv_module.writer(f, lineterminator="\n").writerows(rows)
+    shutil.copy(sidecar_path(csv), sidecar_path(moved))
+    out = tmp_path / "moved.mcap"
+    assert main(["export", str(moved), "--format", "mcap", "--out", str(out)]) == 0
+    s = read_session(moved)
+    with open(out, "rb") as f:
+        for k, (schema, channel, message) in enumerate(mcap_reader.make_reader(f).iter_messages(topics=["/tf"])):
+            if k == 300:
+                break
+    msg = _decoder(schema).FromString(message.data)
+    frames = {t.child_frame_id: t for t in msg.transforms}
+    assert frames["cube_left"].translation.x == pytest.approx(0.7, abs=1e-3)  # home: 0.5
+    for name in ("cube_left", "cube_right", "cylinder", "block"):
+        t = frames[name]
+        want = [s.data[f"obj_{name}_{a}_m"][300] for a in "xyz"]
+        np.testing.assert_allclose([t.translation.x, t.translation.y, t.translation.z], want, atol=1e-12)
+        want_q = np.array([s.data[f"obj_{name}_q{a}"][300] for a in "wxyz"])
+        q = [t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z]
+        assert abs(np.dot(q, want_q)) == pytest.approx(1.0, abs=1e-9)
+
+
 def test_export_refuses_to_overwrite_and_needs_one_file(exported, capsys):
     csv, out = exported
     assert main(["export", str(csv), "--format", "mcap", "--out", str(out)]) == EXIT_USAGE

@@ -76,7 +76,7 @@ def test_scrubbing_shows_the_recorded_joints_and_curves(window, qtbot, session_p
 def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_says_review(
         window, qtbot, session_path):
     """The renderer's pose (what the picture is drawn from) follows the cursor: both arms' joints and
-    the fingers at the recorded gripper command; the status panel shows REVIEW and the file's figures."""
+    the fingers as recorded; the status panel shows REVIEW and the file's figures."""
     rec = read_session(session_path)
     if window.review is None:
         _review(window, qtbot, session_path)
@@ -86,9 +86,8 @@ def test_the_3d_view_draws_each_cursor_positions_recorded_joints_and_the_status_
         i = window.timeline.seek_time(t)
         want = {}
         for arm, h in scene.arms.items():
-            g = rec.data[f"{arm}_gripper_cmd"][i]
-            open_m = scene.model.jnt_range[scene.model.jnt_qposadr.tolist().index(int(h.finger_qpos_adr[0]))][1]
-            want[arm] = ([rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)], (1 - g) * open_m)
+            fingers = [rec.data[f"{arm}_finger{k}_m"][i] for k in (1, 2)]  # measured, as recorded (format 3)
+            want[arm] = ([rec.data[f"{arm}_q{k}_rad"][i] for k in range(1, 8)], fingers)
 
         def drawn_now() -> bool:  # the render thread's pose (a frame in flight may still be the last cursor's)
             q = job.renderer.data.qpos

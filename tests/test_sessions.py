@@ -26,6 +26,11 @@ from app.lifecycle import IllegalTransition
 from app.sessions.recorder import Recorder, RecorderState
 from app.sessions.schema import (
     COLUMNS,
+    FORMAT_VERSION,
+    FINGER_COLUMNS,
+    object_columns,
+    object_names,
+    session_columns,
     INPUT_COLUMNS,
     OPTIONAL_INPUT_COLUMNS,
     OUTPUT_COLUMNS,
@@ -96,7 +101,7 @@ def make_arm(rng: np.random.Generator, state: str = "engaged") -> ArmSnapshot:
         ik_rot_err_rad=float(rng.uniform()) * 1e-3, ik_damping=1e-4,
         workspace_clamped=bool(rng.integers(2)), joint_limit_clamped=bool(rng.integers(2)),
         velocity_clamped=bool(rng.integers(2)),
-        **make_collision(rng),
+        **make_collision(rng), finger_pos_m=(float(rng.uniform()) * 0.04, float(rng.uniform()) * 0.04),
     )
 
 
@@ -189,7 +194,31 @@ def expected_values(s: Snapshot) -> dict[str, object]:
                       for k, v in zip("xyz", point or (0.0, 0.0, 0.0))})
     e["rejected_total"] = float(sum(n for _, n in s.rejected))
     e["clamps_total"] = float(sum(n for _, n in s.clamp_counts))
+    for name in ("left", "right"):
+        e[f"{name}_finger1_m"], e[f"{name}_finger2_m"] = s.arm(name).finger_pos_m
+    e.update(zip(object_columns(object_names_of(s)), s.object_pose))
     return e
+
+
+def object_names_of(s: Snapshot) -> tuple[str, ...]:
+    """The objects `with_objects` gave a snapshot (none by default)."""
+    return OBJECT_NAMES[: len(s.object_pose) // 7]
+
+
+OBJECT_NAMES = ("cube", "ball_2")
+
+
+def with_objects(snaps: list[Snapshot], seed: int = 1) -> list[Snapshot]:
+    """`snaps` with a pose of each of `OBJECT_NAMES` (random positions, unit quaternions)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in snaps:
+        pose: list[float] = []
+        for _ in OBJECT_NAMES:
+            q = rng.normal(size=4)
+            pose += [float(v) for v in rng.normal(size=3)] + [float(v) for v in q / np.linalg.norm(q)]
+        out.append(_replace(s, object_pose=tuple(pose)))
+    return out
 
 
 def assert_bits_equal(actual: np.ndarray, expected: np.ndarray, column: str) -> None:
@@ -336,6 +365,35 @@ def test_recorded_session_reads_back_bit_exactly(tmp_path):
     assert np.isinf(session.data["in_right_z_m"][7])
 
 
+def test_the_scene_objects_poses_read_back_bit_exactly_under_their_names(tmp_path):
+    snaps = with_objects(make_snapshots(20))
+    path = tmp_path / "objects.csv"
+    rec = record(path, snaps, sidecar={"app_version": "test", "scene_objects": list(OBJECT_NAMES)})
+    assert rec.status().error is None
+    session = read_session(path)
+    assert session.columns == session_columns(OBJECT_NAMES)
+    assert session.columns[-14:] == tuple(object_columns(OBJECT_NAMES))
+    assert object_names(session.columns) == OBJECT_NAMES
+    assert session.sidecar["columns"] == list(session.columns)
+    expected = [expected_values(s) for s in snaps]
+    for col in object_columns(OBJECT_NAMES) + list(FINGER_COLUMNS):
+        assert_bits_equal(session.data[col], np.array([e[col] for e in expected]), col)
+
+
+def test_a_row_with_poses_for_other_objects_than_the_header_names_fails_the_recording(tmp_path):
+    rec = record(tmp_path / "bad.csv", with_objects(make_snapshots(3)), sidecar={"scene_objects": ["cube"]})
+    assert "object_pose: expected 7 values (1 objects), got 14" in (rec.status().error or "")
+
+
+def test_object_names_recover_the_bodies_of_a_header_and_refuse_names_a_header_cannot_hold():
+    cols = ["t_s", *object_columns(["a_x_m", "b"]), "obj_half_x_m", "obj_half_y_m"]
+    assert object_names(cols) == ("a_x_m", "b")
+    assert object_names(COLUMNS) == ()
+    for bad in ("", "a,b", 'a"b'):
+        with pytest.raises(ValueError, match="object name"):
+            object_columns([bad])
+
+
 def test_sidecar_is_written_at_start_and_completed_at_stop(tmp_path):
     path = tmp_path / "run.csv"
     rec = Recorder(path, {"app_version": "1.2.3", "config": {"loop": {"rate_hz": 200.0}}})
@@ -343,7 +401,7 @@ def test_sidecar_is_written_at_start_and_completed_at_stop(tmp_path):
     side = json.loads(sidecar_path(path).read_text())
     assert side["complete"] is False
     assert side["app_version"] == "1.2.3" and side["config"]["loop"]["rate_hz"] == 200.0
-    assert side["format_version"] == 2
+    assert side["format_version"] == FORMAT_VERSION == 3
     assert side["columns"] == list(COLUMNS)
     assert "started_at" in side and "ended_at" not in side
     # The header is on disk before any row.

@@ -63,6 +63,26 @@ class Clutch:
     def state(self) -> ArmState:
         return self.sm.state
 
+    def state_dict(self) -> dict:
+        """What the next `step` depends on from earlier ticks (the arm's state included), plain data."""
+        return {"arm_state": str(self.sm.state), "precision": bool(self.precision),
+                "forced_engage": bool(self.forced_engage), "await_release": bool(self.await_release),
+                "last_grip": bool(self._last_grip)}
+
+    def restore(self, state: dict) -> None:
+        """Continue from a `state_dict()`: the arm's state machine is moved there from IDLE by its own
+        transitions (after an e-stop of the teleop state machine, which idles every arm)."""
+        target = ArmState(state["arm_state"])
+        self.sm.force_idle()
+        if target is not ArmState.IDLE:
+            self.sm.engage()
+        if target is ArmState.HOLDING:
+            self.sm.lose_tracking()
+        self.precision = bool(state["precision"])
+        self.forced_engage = bool(state["forced_engage"])
+        self.await_release = bool(state["await_release"])
+        self._last_grip = bool(state["last_grip"])
+
     def keyboard(self, engage: bool) -> None:
         """A keyboard engage (or release) of this arm; an engage is itself a fresh press."""
         self.forced_engage = engage

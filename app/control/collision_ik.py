@@ -90,6 +90,13 @@ class CollisionAwareDLS:
         self._no_rows = [False] * self.n
         self._no_held_row = [-1] * self.n
 
+    def state(self) -> dict:
+        """What the next `solve` depends on from the last one: whether its QP held an arm back."""
+        return {"pressing": bool(self._pressing)}
+
+    def restore(self, state: dict) -> None:
+        self._pressing = bool(state["pressing"])
+
     def solve(self, q_start: np.ndarray, dt_s: float | None) -> tuple[np.ndarray, list[CollisionStatus]]:
         """Joint answer (new array) from ``q_start`` and each arm's collision status."""
         self.tasks.prime(q_start)

@@ -30,6 +30,8 @@ import numpy as np
 from app.config import Config
 from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.config import ArmConfig
+from app.control.collision import CollisionStatus
+from app.control.engine_state import EngineState, EngineStateError, array_from, array_state
 from app.control.ik import IKResult, MultiArmIK
 from app.control.physics_pacer import Pacer, PhysicsPacer, ScriptedPacer
 from app.control.recorded_ticks import RecordedTicks
@@ -43,6 +45,7 @@ from app.sim.config import ARMS
 from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.placement import PlacementError, ScenePlacer
 from app.sim.scene import ArmHandles, home_state
+from app.sim.scene_objects import SceneObjects
 from app.tracking.sample import ControllerButtons, TrackingSample
 from calibration import frames
 from calibration.mapping import ClutchMapping
@@ -102,6 +105,46 @@ def _collision_fields(r: IKResult | None) -> dict:
                 collision_point_b_m=c.point_b_m, collision_held=c.held, collision_held_pair=c.held_pair)
 
 
+def _ik_result_state(r: IKResult | None) -> dict | None:
+    """An arm's last IK result as plain data (a tick's snapshot shows it while the IK does not run)."""
+    if r is None:
+        return None
+    c = r.collision
+    return {"q_rad": r.q_rad.tolist(), "iterations": int(r.iterations), "pos_err_m": float(r.pos_err_m),
+            "rot_err_rad": float(r.rot_err_rad), "damping": float(r.damping),
+            "velocity_clamped": bool(r.velocity_clamped), "joint_limit_clamped": bool(r.joint_limit_clamped),
+            "collision": {"distance_m": float(c.distance_m), "pair": c.pair, "point_a_m": _opt_point(c.point_a_m),
+                          "point_b_m": _opt_point(c.point_b_m), "held": bool(c.held), "held_pair": c.held_pair,
+                          "infeasible": bool(c.infeasible)}}
+
+
+def _ik_result_from(state: dict | None) -> IKResult | None:
+    if state is None:
+        return None
+    c = state["collision"]
+    collision = CollisionStatus(distance_m=float(c["distance_m"]), pair=str(c["pair"]), point_a_m=_point_from(c["point_a_m"]),
+                                point_b_m=_point_from(c["point_b_m"]), held=bool(c["held"]), held_pair=str(c["held_pair"]),
+                                infeasible=bool(c["infeasible"]))
+    q = np.array(state["q_rad"], dtype=float)
+    if q.shape != (7,):
+        raise EngineStateError(f"ik_result.q_rad: expected 7 joints, got {q.shape}")
+    return IKResult(q, int(state["iterations"]), float(state["pos_err_m"]), float(state["rot_err_rad"]),
+                    float(state["damping"]), bool(state["velocity_clamped"]), bool(state["joint_limit_clamped"]), collision)
+
+
+def _opt_point(p) -> list[float] | None:
+    return None if p is None else [float(v) for v in p]
+
+
+def _point_from(p) -> tuple[float, float, float] | None:
+    if p is None:
+        return None
+    if len(p) != 3:
+        raise EngineStateError(f"expected a point of 3 values (m), got {len(p)}")
+    x, y, z = (float(v) for v in p)
+    return (x, y, z)
+
+
 class TeleopEngine:
     def __init__(self, cfg: Config, sim: ArmsOutput, arms: dict[str, ArmHandles],
                  haptic: Callable[[str, int], None] | None = None, source_name: str = "",
@@ -152,6 +195,8 @@ class TeleopEngine:
             self.placer = ScenePlacer(sim.model, home_state(sim.model, arms, home_q)[0], cfg.episodes)
         except PlacementError as exc:
             raise ConfigError(str(exc)) from None
+        self.scene_objects = SceneObjects.of(sim.model, {name: arms[name] for name in ARMS})
+        """Where the fingers and the free bodies are in the output's `qpos` (every snapshot records them)."""
         self._output_events: list[Event] = []
         self.clock: Callable[[], float] = time.perf_counter
         """The tick's stage timer (perf_counter s); a test may replace it to make the physics pacing exact."""
@@ -181,6 +226,87 @@ class TeleopEngine:
             if grippers is not None and arm.name in grippers:
                 arm.gripper_cmd = min(max(float(grippers[arm.name]), 0.0), 1.0)
         self._output_events.append(Event(EventKind.RESYNC))
+
+    # ----- state between ticks (a recording's start, a replay's start) -----
+
+    def capture_state(self) -> EngineState:
+        """Everything the next tick depends on from earlier ticks (`app.control.engine_state`), copied:
+        the loop thread calls it between two ticks, where a recording starts. A few hundred floats
+        of physics and small dicts; no I/O.
+
+        The controller part holds the tick count, heading, e-stop, counters and button edges of the
+        engine (the B button's hold timing included); per arm its clutch, mapping latch, input gate and
+        filters, homing, command, target, last controller pose, flags and last IK result; and the
+        collision-aware IK's one carried flag."""
+        arms = {}
+        for arm in self.arms.values():
+            arms[arm.name] = {
+                "clutch": arm.clutch.state_dict(), "mapping": arm.mapping.state_dict(), "input": arm.input.state(),
+                "q_cmd_rad": array_state(arm.q_cmd), "gripper_cmd": float(arm.gripper_cmd),
+                "target_pos_m": array_state(arm.target_pos), "target_quat_wxyz": array_state(arm.target_quat),
+                "ctrl_pos_m": array_state(arm.ctrl_pos), "ctrl_quat_wxyz": array_state(arm.ctrl_quat),
+                "tracking_ok": bool(arm.tracking_ok), "workspace_clamped": bool(arm.workspace_clamped),
+                "ik_result": _ik_result_state(arm.ik_result), "homing": bool(arm.homing),
+            }
+        collision = self.ik.collision
+        controller = {
+            "teleop_state": str(self.teleop.state), "estop_reason": self.estop_reason, "error": self._error,
+            "heading_rad": float(self.heading_rad),
+            "clamp_counts": [[k.scope, k.reason, int(n)] for k, n in sorted(self.clamp_counts.items(), key=_by_text)],
+            "prev_a": bool(self._prev_a), "prev_b": {k: bool(v) for k, v in self._prev_b.items()}, "haptic_limiter": self._haptic_limiter.state(),
+            "b_hold_from_s": self._b_hold_from_s, "b_hold_arms": sorted(self._b_hold_arms),
+            "ik_collision": collision.state() if collision is not None else None,
+            "arms": arms,
+        }
+        return EngineState(tick=self.tick_index, controller=controller, physics=self.sim.physics_state())
+
+    def restore_state(self, state: EngineState) -> None:
+        """Put this engine, built afresh on a new simulation of the same scene and configuration,
+        into `state`: its next tick is the one `state` preceded, bit for bit. Before the loop starts.
+        `EngineStateError` naming the field when `state` does not fit (then nothing is to be trusted:
+        build the engine again)."""
+        c = state.controller
+        try:
+            if state.physics is not None:
+                self.sim.restore_physics_state(state.physics)
+            self.tick_index = int(state.tick)
+            if c["teleop_state"] == "estopped" and not self.teleop.estopped:
+                self.teleop.estop()
+            elif c["teleop_state"] != "estopped" and self.teleop.estopped:
+                self.teleop.reset()
+            self.estop_reason = str(c["estop_reason"])
+            self._error = str(c["error"])
+            self.heading_rad = float(c["heading_rad"])
+            self.clamp_counts = Counter({_count_key(str(scope), str(reason)): int(n) for scope, reason, n in c["clamp_counts"]})
+            self._prev_a = bool(c["prev_a"])
+            self._prev_b = {name: bool(c["prev_b"][name]) for name in ARMS}
+            self._haptic_limiter.restore(c["haptic_limiter"])
+            self._b_hold_from_s = None if c["b_hold_from_s"] is None else float(c["b_hold_from_s"])
+            self._b_hold_arms = {str(name) for name in c["b_hold_arms"]} & set(ARMS)
+            if self.ik.collision is not None and c["ik_collision"] is not None:
+                self.ik.collision.restore(c["ik_collision"])
+            for arm in self.arms.values():
+                a = c["arms"][arm.name]
+                arm.clutch.restore(a["clutch"])
+                arm.mapping.restore(a["mapping"])
+                arm.input.restore(a["input"])
+                arm.q_cmd = array_from(a["q_cmd_rad"], 7, f"{arm.name}.q_cmd_rad")
+                arm.gripper_cmd = float(a["gripper_cmd"])
+                arm.target_pos = array_from(a["target_pos_m"], 3, f"{arm.name}.target_pos_m")
+                arm.target_quat = array_from(a["target_quat_wxyz"], 4, f"{arm.name}.target_quat_wxyz")
+                arm.ctrl_pos = None if a["ctrl_pos_m"] is None else array_from(a["ctrl_pos_m"], 3, f"{arm.name}.ctrl_pos_m")
+                arm.ctrl_quat = (None if a["ctrl_quat_wxyz"] is None
+                                 else array_from(a["ctrl_quat_wxyz"], 4, f"{arm.name}.ctrl_quat_wxyz"))
+                arm.tracking_ok = bool(a["tracking_ok"])
+                arm.workspace_clamped = bool(a["workspace_clamped"])
+                arm.ik_result = _ik_result_from(a["ik_result"])
+                arm.homing = bool(a["homing"])
+        except EngineStateError:
+            raise
+        except KeyError as exc:
+            raise EngineStateError(f"initial_state.controller: missing {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise EngineStateError(f"initial_state.controller: {type(exc).__name__}: {exc}") from None
 
     # ----- commands (called from the loop thread only; other threads go through ControlLoop) -----
 
@@ -503,6 +629,8 @@ class TeleopEngine:
                   physics_dropped_steps: int) -> Snapshot:
         """`t0` is when `tick` began, `t_start` when this snapshot stage began (perf_counter)."""
         arm_snaps = {}
+        objects = self.scene_objects
+        qpos = self.sim.data.qpos
         for arm in self.arms.values():
             reading = self.sim.read(arm.name)
             r = arm.ik_result
@@ -517,7 +645,7 @@ class TeleopEngine:
                 ik_rot_err_rad=r.rot_err_rad if r else 0.0, ik_damping=r.damping if r else 0.0,
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
-                **_collision_fields(r),
+                **_collision_fields(r), finger_pos_m=objects.fingers_m(qpos, arm.index),
             )
         rejected = tuple(sorted(((_count_key(a.name, k), v) for a in self.arms.values() for k, v in a.input.rejections.items()),
                                 key=_by_text))
@@ -532,5 +660,5 @@ class TeleopEngine:
             sample=sample, left=arm_snaps["left"], right=arm_snaps["right"], timing=timing,
             teleop_state=self.teleop.state, heading_rad=self.heading_rad, source_name=self.source_name,
             rejected=rejected, clamp_counts=tuple(sorted(self.clamp_counts.items(), key=_by_text)), events=tuple(events),
-            error=self._error, output_live=self.sim.is_live(),
+            error=self._error, output_live=self.sim.is_live(), object_pose=objects.poses(qpos),
         )

@@ -16,6 +16,7 @@ from typing import Callable
 
 from app.control.config import LoopConfig
 from app.control.engine import Command, TeleopEngine
+from app.control.engine_state import EngineState
 from app.control.lock_wait import LockWaitFigures, ThreadWaitProbe
 from app.control.recorded_ticks import RecordedTicks
 from app.control.snapshot import Snapshot
@@ -27,6 +28,7 @@ from app.tracking.source import TrackingSource
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Snapshot], None]
+StateSubscriber = Callable[[EngineState], None]
 
 STOP_WARN_AFTER_S = 2.0
 """`stop` logs a warning when the loop has not ended this long (s) after being asked to."""
@@ -76,6 +78,9 @@ class ControlLoop:
                                pause_when_late=source.follows_recording)
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self._subscribers: list[Subscriber] = []
+        self._joining: list[tuple[Subscriber, StateSubscriber | None]] = []
+        """Subscribers that start with the next tick (`subscribe_from_next_tick`)."""
+        self._joining_lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._stop = threading.Event()
         self._done = threading.Event()
@@ -91,12 +96,38 @@ class ControlLoop:
         """`fn` is called in the loop thread with each snapshot: it must be quick and never block."""
         self._subscribers.append(fn)
 
+    def subscribe_from_next_tick(self, fn: Subscriber, on_state: StateSubscriber | None = None) -> None:
+        """Call `fn` with every snapshot from the next tick on; just before that tick, in the loop
+        thread, hand `on_state` the engine's state that tick starts from (`TeleopEngine.capture_state`),
+        so that `fn`'s first snapshot and that state belong together: a recording's start. Both must
+        be quick and never block (a one-off copy of the state is taken for `on_state`)."""
+        with self._joining_lock:
+            self._joining = [*self._joining, (fn, on_state)]
+
     def unsubscribe(self, fn: Subscriber) -> None:
         """Stop calling `fn` (compared with ==, so a bound method given again matches); no-op if absent.
 
         The list is replaced, not edited: the loop thread may be iterating over the old one.
         """
+        with self._joining_lock:
+            self._joining = [j for j in self._joining if j[0] != fn]
         self._subscribers = [f for f in self._subscribers if f != fn]
+
+    def _admit_joining(self) -> None:
+        """In the loop thread, between two ticks: the subscribers waiting for the next tick start now."""
+        with self._joining_lock:
+            joining, self._joining = self._joining, []
+        state = None
+        for fn, on_state in joining:
+            if on_state is not None:
+                if state is None:
+                    state = self.engine.capture_state()
+                try:
+                    on_state(state)
+                except Exception:
+                    self.subscriber_errors += 1
+                    log.exception("state subscriber %r failed", on_state)
+            self._subscribers = [*self._subscribers, fn]
 
     def send(self, command: Command) -> None:
         self._commands.put(command)
@@ -201,15 +232,18 @@ class ControlLoop:
                     grid_index = timer.index
                     # The grid index, not the tick count: after skipped deadlines loop time keeps up
                     # with the wall clock (replay reads its rows by this time).
-                    t_nominal = timer.index * period
+                    t_nominal = t_engine = timer.index * period
                     skipped = timer.skipped_ticks
                 else:  # the recorded tick, not this loop's own timing: the replay is exact by construction
                     grid_index = int(recorded.grid_index[k])
                     t_nominal = float(recorded.t_s[k])
+                    t_engine = float(recorded.loop_t_s[k])  # as recorded: the filters' time steps are the original's
                     skipped = int(recorded.skipped_ticks[k])
                 k += 1
                 if self.max_ticks is not None and grid_index >= self.max_ticks:
                     break  # the budget is loop time: deadlines skipped in a stall count against it
+                if self._joining:
+                    self._admit_joining()
                 while True:
                     try:
                         engine.submit(self._commands.get_nowait())
@@ -224,7 +258,7 @@ class ControlLoop:
                 # Everything since the tick woke is its input stage, so the snapshot's compute
                 # time covers the whole tick and the timer records that same value.
                 input_s = time.perf_counter() - wall
-                snap = engine.tick(sample, t_nominal, wall, lateness, input_s, timer.overruns, timer.late_ticks, skipped)
+                snap = engine.tick(sample, t_engine, wall, lateness, input_s, timer.overruns, timer.late_ticks, skipped)
                 timer.record(lateness, snap.timing.compute_s, wall)
                 # A scripted operator cannot see the window: without this it would go on with its
                 # script through an e-stop, away from the arms it holds.

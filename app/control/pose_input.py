@@ -77,6 +77,16 @@ class PoseInput:
         p_op, q_op = frames.apply_heading(heading_rad, p_r, q_r)
         return PoseInputResult(True, None, res.reacquired, p_op, q_op)
 
+    def state(self) -> dict:
+        """What the next `update` depends on from earlier samples: the gate's and the filters' state."""
+        return {"gate": self.gate.state(), "pos_filter": self.pos_filter.state(), "rot_filter": self.rot_filter.state()}
+
+    def restore(self, state: dict) -> None:
+        """Continue from a `state()` (the configuration stays this input's own)."""
+        self.gate.restore(state["gate"])
+        self.pos_filter.restore(state["pos_filter"])
+        self.rot_filter.restore(state["rot_filter"])
+
     def reset(self) -> None:
         """Forget the device: the next good sample counts as a reacquisition and restarts the filters."""
         self.gate.reset()

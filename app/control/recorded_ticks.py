@@ -36,10 +36,15 @@ class RecordedTicks:
     """Physics steps each tick took."""
     physics_dropped_steps: np.ndarray
     """Physics steps each tick dropped (the simulation's clock skipped them, before its steps)."""
+    loop_t_s: np.ndarray | None = None
+    """Loop time of each tick as recorded (s, not made relative): what the engine's tick is given, so
+    that a replay of a recording started mid-run times its filters as the original did (None: `t_s`)."""
 
     def __post_init__(self) -> None:
         n = len(self.t_s)
-        for name in ("grid_index", "skipped_ticks", "physics_steps", "physics_dropped_steps"):
+        if self.loop_t_s is None:
+            object.__setattr__(self, "loop_t_s", self.t_s)
+        for name in ("loop_t_s", "grid_index", "skipped_ticks", "physics_steps", "physics_dropped_steps"):
             if len(getattr(self, name)) != n:
                 raise RecordedTicksError(f"{name} has {len(getattr(self, name))} entries, expected {n} (one per tick)")
         if n and not (np.all(np.isfinite(self.t_s)) and np.all(np.diff(self.t_s) > 0)):
@@ -65,7 +70,7 @@ class RecordedTicks:
                 raise RecordedTicksError(f"{name} must hold whole numbers")
         skipped, steps, dropped = (a.astype(np.int64) for a in ints)
         grid = np.round(t_rel / period_s).astype(np.int64)
-        return cls(t_s=frozen_array(t_rel), grid_index=frozen_array(grid, np.int64),
+        return cls(t_s=frozen_array(t_rel), loop_t_s=frozen_array(t), grid_index=frozen_array(grid, np.int64),
                    skipped_ticks=frozen_array(skipped, np.int64), physics_steps=frozen_array(steps, np.int64),
                    physics_dropped_steps=frozen_array(dropped, np.int64))
 

@@ -85,6 +85,21 @@ class PoseGate:
         self._jump_since_s = None
         self._last_jump_pos = None
 
+    def state(self) -> dict:
+        """What the next `check` depends on from earlier samples, and the rejection counts (plain data)."""
+        return {"last_good": _opt_list(self._last_good), "lost": bool(self._lost),
+                "jump_since_s": None if self._jump_since_s is None else float(self._jump_since_s),
+                "last_jump_pos": _opt_list(self._last_jump_pos), "rejections": dict(self.rejections)}
+
+    def restore(self, state: dict) -> None:
+        """Continue from a `state()` (the limits stay this gate's own)."""
+        self._last_good = _opt_vec3(state["last_good"], "last_good")
+        self._lost = bool(state["lost"])
+        since = state["jump_since_s"]
+        self._jump_since_s = None if since is None else float(since)
+        self._last_jump_pos = _opt_vec3(state["last_jump_pos"], "last_jump_pos")
+        self.rejections = Counter({str(k): int(v) for k, v in dict(state["rejections"]).items()})
+
     def check(self, pose: DevicePose, t_s: float) -> GateResult:
         defect = pose_defect(pose, self.rotation_tol)
         if defect is not None:
@@ -116,6 +131,19 @@ class PoseGate:
         self._last_jump_pos = None
 
 
+def _opt_list(p) -> list[float] | None:
+    return None if p is None else [float(v) for v in p]
+
+
+def _opt_vec3(p, what: str) -> tuple[float, float, float] | None:
+    if p is None:
+        return None
+    if len(p) != 3:
+        raise ValueError(f"{what}: expected 3 values (m), got {len(p)}")
+    x, y, z = (float(v) for v in p)
+    return (x, y, z)
+
+
 def _dist(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
     return math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2)
 
@@ -126,6 +154,13 @@ class RateLimiter:
     def __init__(self, min_interval_s: float) -> None:
         self.min_interval_s = min_interval_s
         self._last: dict[str, float] = {}
+
+    def state(self) -> dict[str, float]:
+        """When each key was last allowed (s)."""
+        return dict(self._last)
+
+    def restore(self, state: dict) -> None:
+        self._last = {str(k): float(v) for k, v in dict(state).items()}
 
     def allow(self, key: str, t_s: float) -> bool:
         last = self._last.get(key)

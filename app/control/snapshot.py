@@ -62,6 +62,9 @@ class ArmSnapshot:
     collision_held_pair: str = ""
     """While held: the pair whose constraint held it (the binding pair of least distance), which need
     not be the closest pair (`collision_pair`); '' otherwise."""
+    finger_pos_m: tuple[float, float] = (math.nan, math.nan)
+    """finger_joint1, finger_joint2 positions (m, 0 closed) from the physics state after this tick's
+    steps; nan when not known."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,10 @@ class Snapshot:
     """The arms' output was live this tick (`ArmsOutput.is_live`): False while a remote server's
     link is stale or lost, when the achieved pose on record is not the robot's current one."""
     """Set on the tick where an exception e-stopped the loop."""
+    object_pose: tuple[float, ...] = ()
+    """Each free body of the scene (`app.sim.scene_objects.SceneObjects.names`, in model order): its
+    position (m) and orientation (w, x, y, z) in the world frame after this tick's steps, 7 values
+    per object, one object after the other."""
 
     def arm(self, name: str) -> ArmSnapshot:
         if name == "left":

@@ -1,14 +1,16 @@
 """Session review: a recorded session shown as it was, along a timeline the operator plays and scrubs.
 
-Display only: the recorded joints (`<arm>_q1_rad..q7_rad`, both arms, and the grippers when
-recorded) are put into the 3D view's model through a `SceneMirror` of the review's own (no
-dynamics run), and plot buffers of its own are filled with the recorded rows of the plot window
+Display only: the recorded scene (`app.sessions.scene_state.apply_recorded_pose`: both arms'
+joints, their fingers and every loose object where they were; from the gripper command and the
+home pose in files of formats 1 and 2) is put into the 3D view's model through a `SceneMirror` of
+the review's own (no dynamics run), and plot buffers of its own are filled with the recorded rows of the plot window
 ending at the cursor. The live session goes on behind the review, in its own mirror and buffers,
 untouched: closing the review shows it again as it is. Re-simulating a session's inputs is the
 other option ("Replay session file", a tracking source).
 
 `SessionReview` (Qt-free, built off the Qt thread: reading a 20 MB file takes seconds) converts
-the session once into plot rows, scene poses and the timeline's marks; `seek` costs one block copy.
+the session once into plot rows and the timeline's marks; `seek` poses the cursor's row (~0.1 ms)
+and copies the plot window.
 `TimelineBar` is the play / pause / slider widget, with the recording's e-stops, holds and marks
 on a strip under the slider (`app.gui.mark_strip`; click one to go there). A click on the slider's
 track or Page Up / Down moves the cursor 1 s or 5 % of the recording, whichever is longer
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import mujoco
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
@@ -32,6 +35,7 @@ from app.gui.timeline_marks import page_step_rows, timeline_marks
 from app.sim.mirror import SceneMirror
 from app.sessions.metrics import tracking_errors
 from app.sessions.reader import Session, SessionFormatError, read_session_in_steps
+from app.sessions.scene_state import apply_recorded_pose
 from app.sim.scene import Scene
 
 PLAY_FPS = 30.0
@@ -107,35 +111,14 @@ def session_plot_rows(session: Session) -> np.ndarray:
     return rows
 
 
-def session_qpos(session: Session, scene: Scene) -> np.ndarray:
-    """The scene's qpos per recorded tick, (n, nq): the home pose with each arm's recorded joints
-    and gripper opening (`<arm>_gripper_m`, the finger joints', when recorded).
-    SessionFormatError when the session has no joint columns (not a recording of this program)."""
-    qpos = np.tile(scene.home_qpos, (session.n_rows, 1))
+def check_reviewable(session: Session, scene: Scene) -> None:
+    """SessionFormatError when the session has no joint columns (not a recording of this program)."""
     for arm, h in scene.arms.items():
-        _gripper_qpos(session, scene, arm, qpos)
-        adr = np.asarray(h.qpos_adr)
-        names = [f"{arm}_q{i}_rad" for i in range(1, len(adr) + 1)]
+        names = [f"{arm}_q{i}_rad" for i in range(1, len(h.qpos_adr) + 1)]
         missing = [c for c in names if c not in session.data]
         if missing:
             raise SessionFormatError(f"{session.path}: no recorded joints to review (missing {', '.join(missing[:3])}"
                                      f"{'...' if len(missing) > 3 else ''})")
-        qpos[:, adr] = np.stack([_col(session, c) for c in names], axis=1)
-    return qpos
-
-
-def _gripper_qpos(session: Session, scene: Scene, arm: str, qpos: np.ndarray) -> None:
-    """Open `arm`'s fingers in `qpos` as the recorded gripper command says (`<arm>_gripper_cmd`,
-    0 open .. 1 closed): the recording has no measured finger positions, so the fingers are drawn
-    where they were commanded. Left at home when the column is absent."""
-    g = session.data.get(f"{arm}_gripper_cmd")
-    if g is None:
-        return
-    h = scene.arms[arm]
-    adr = np.asarray(h.finger_qpos_adr)
-    open_m = np.asarray(h.finger_open_m)
-    closing = np.clip(np.nan_to_num(np.asarray(g, dtype=float), nan=0.0), 0.0, 1.0)
-    qpos[:, adr] = (1.0 - closing)[:, None] * open_m[None, :]
 
 
 class SessionReview:
@@ -155,7 +138,11 @@ class SessionReview:
             raise ValueError(f"mirror of size {mirror.nq} does not fit the scene's {scene.model.nq} qpos")
         self.path = Path(path)
         self.rows = session_plot_rows(self.session)
-        self.qpos = session_qpos(self.session, scene)
+        check_reviewable(self.session, scene)
+        self._model = scene.model
+        self._pose = mujoco.MjData(scene.model)
+        """The cursor's scene as recorded (`apply_recorded_pose`: arms, fingers, objects), drawn through the mirror."""
+        self._prefixes = {arm: h.prefix for arm, h in scene.arms.items()}
         self.t_s = self.rows[:, COL["t_s"]]
         self.marks = timeline_marks(self.session)
         self.buffers = buffers
@@ -183,7 +170,8 @@ class SessionReview:
     def seek(self, index: int) -> int:
         i = int(np.clip(index, 0, self.n_rows - 1))
         self.index = i
-        self.mirror.show(self.qpos[i])
+        apply_recorded_pose(self._model, self._pose, self.session, i, self._prefixes)
+        self.mirror.show(self._pose.qpos)
         self.buffers.load(self.rows[max(0, i + 1 - self.window_rows): i + 1])
         return i
 
@@ -291,4 +279,4 @@ class TimelineBar(QWidget):
             self.set_playing(False)
 
 
-__all__ = ["PLAY_FPS", "REVIEW_CHUNK_ROWS", "SessionReview", "read_session_for_review", "TimelineBar", "session_plot_rows", "session_qpos"]
+__all__ = ["PLAY_FPS", "REVIEW_CHUNK_ROWS", "SessionReview", "read_session_for_review", "TimelineBar", "check_reviewable", "session_plot_rows"]

@@ -218,6 +218,13 @@ class RemoteArms:
         from app.sim.placement import PlacementError
         raise PlacementError("the simulation server cannot place objects: a scene reset needs the local simulation")
 
+    def physics_state(self) -> np.ndarray | None:
+        """None: the server's physics is not this process's to record."""
+        return None
+
+    def restore_physics_state(self, state: np.ndarray) -> None:
+        raise RuntimeError("a simulation server's physics cannot be set from a recording")
+
     def set_resync_hook(self, hook: ResyncHook) -> None:
         """The engine registers `resync_from_output` here; commands wait for it after each (re)connection.
 

@@ -36,7 +36,7 @@ from app.sessions.metrics import achieved_rate_hz, count_late, count_overruns, s
 from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
 from app.control.config import CollisionConfig
-from app.sessions.schema import ARMS
+from app.sessions.schema import ARMS, object_names
 from app.sessions.replay_exactness import inexact_reasons
 from app.sessions.sidecar import DEFAULT_RATE_HZ, loop_period_s, rows_recorded
 
@@ -373,6 +373,46 @@ class _Events:
             self.listed.append((t_s, text))
 
 
+LIFTED_M = 0.02
+"""An object whose centre rose this far (m) above where it started counts as lifted."""
+
+
+class _Objects:
+    """Each recorded free body (format 3: `obj_<body>_*`): where it started and ended, the path its
+    centre travelled and how high it rose above its start (world frame, m)."""
+
+    def __init__(self, columns: tuple[str, ...]) -> None:
+        self.names = object_names(columns)
+        self.start: dict[str, np.ndarray] = {}
+        self.end: dict[str, np.ndarray] = {}
+        self.path_m = {n: 0.0 for n in self.names}
+        self.top_z_m = {n: -math.inf for n in self.names}
+
+    def add(self, d: Mapping[str, np.ndarray]) -> None:
+        for n in self.names:
+            p = np.stack([d[f"obj_{n}_{a}_m"] for a in "xyz"], axis=1)
+            if not len(p):
+                continue
+            prev = self.end.get(n)
+            steps = np.diff(p if prev is None else np.vstack((prev, p)), axis=0)
+            self.path_m[n] += float(np.sum(np.linalg.norm(steps, axis=1)))
+            self.start.setdefault(n, p[0].copy())
+            self.end[n] = p[-1].copy()
+            self.top_z_m[n] = max(self.top_z_m[n], float(np.max(p[:, 2])))
+
+    def finish(self) -> dict:
+        out = {}
+        for n in self.names:
+            if n not in self.start:
+                continue
+            start, end = self.start[n], self.end[n]
+            lift = self.top_z_m[n] - float(start[2])
+            out[n] = {"start_m": start.tolist(), "end_m": end.tolist(),
+                      "moved_m": float(np.linalg.norm(end - start)), "path_m": self.path_m[n],
+                      "max_lift_m": lift, "lifted": bool(lift >= LIFTED_M)}
+        return out
+
+
 class _Analyzer:
     def __init__(self, columns: tuple[str, ...], sidecar: dict | None, max_plot_points: int) -> None:
         self.columns = columns
@@ -383,6 +423,7 @@ class _Analyzer:
         self.lateness = Distribution() if "lateness_ms" in self.has else None
         self.compute = Distribution() if "compute_ms" in self.has else None
         self.events = _Events()
+        self.objects = _Objects(columns)
         self.estopped = Episodes(0)
         self.period_s: float | None = None
         self.period_source = ""
@@ -444,6 +485,7 @@ class _Analyzer:
             self.events.add(t, d["events"])
         if "teleop_state" in d:
             self.estopped.add(t, d["teleop_state"] == "estopped")
+        self.objects.add(d)
         out: dict[str, np.ndarray] = {}
         for arm in self.arms.values():
             arm.add(d, t, tick, self.period_s, out)
@@ -551,7 +593,8 @@ class _Analyzer:
             holds = self.events.per_arm[a][EventKind.COLLISION_HOLD.value] if "events" in self.has else None
             arms[a] = acc.finish(period_s, jr, max_joint_vel_rad_s, rows, holds, minimum_m,
                                  self.first.get("tick", 0.0) == 0.0)
-        return {"file": file, "timing": timing, "tracking": tracking, "events": events, "arms": arms}
+        return {"file": file, "timing": timing, "tracking": tracking, "events": events, "arms": arms,
+                "objects": self.objects.finish()}
 
 
 def analyze_session(

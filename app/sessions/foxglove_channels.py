@@ -26,9 +26,11 @@ heading, placed at the world origin: the controllers' positions are the VR origi
 robot's) with `operator/left_controller`, `operator/right_controller` and `operator/headset`.
 A pose that is not finite (a bad tracking sample) is left out of that row's message.
 
-The bodies are posed from the recorded arm joints; the finger openings come from the gripper
-command (the CSV holds no finger positions: `(1 - gripper_cmd) x` the finger joint's upper limit),
-and free objects stay where the scene's home keyframe puts them (their poses are not recorded).
+The bodies are posed from the recorded arm joints, fingers (`<arm>_finger1_m`, `_finger2_m`) and
+free objects' poses (`obj_<body>_*`: each object's frame in `/tf`, under its body name, is where it
+was), as a file of format 3 records them. In older files the finger openings come from the gripper
+command (`(1 - gripper_cmd) x` the finger joint's upper limit) and free objects stay where the
+scene's home keyframe puts them.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ import numpy as np
 from app.config_checks import is_finite_vector
 from app.events import EventKind, parse_events
 from app.sessions.analysis import tracking_errors
-from app.sessions.schema import ARMS
+from app.sessions.schema import ARMS, object_names
 from app.sim.scene import Scene
+from app.sim.scene_objects import free_body_qpos_adr
 from calibration.frames import vr_pose_to_operator_frame
 
 SCENE_PERIOD_S = 10.0
@@ -183,6 +186,7 @@ class FoxgloveChannels:
         self._bodies = [bf for bf in visual_bodies(scene) if bf.body_id != 0]
         self._all_bodies = visual_bodies(scene)
         self._finger_open_m = {arm: float(h.finger_open_m[0]) for arm, h in scene.arms.items()}
+        self._objects: tuple[tuple[str, ...], np.ndarray] | None = None
         self._tf = ch.FrameTransformsChannel("/tf", context=context)
         self._joints = ch.JointStatesChannel("/joint_states", context=context)
         self._commands = ch.JointStatesChannel("/joint_commands", context=context)
@@ -246,11 +250,17 @@ class FoxgloveChannels:
                     self.counts["/events"] += 1
 
     def _finger_opening_m(self, data, i: int, arm: str) -> float:
-        """Per finger (m): from the gripper command, as the CSV has no finger positions."""
+        """Per finger (m): from the gripper command, for a file without finger positions (formats 1 and 2)."""
         cmd = float(data[f"{arm}_gripper_cmd"][i])
         if not math.isfinite(cmd):
             cmd = 0.0
         return (1.0 - min(max(cmd, 0.0), 1.0)) * self._finger_open_m[arm]
+
+    def _object_qpos_adr(self, names: tuple[str, ...]) -> np.ndarray:
+        """Each recorded object's first `qpos` address in this scene (looked up once per set of names)."""
+        if self._objects is None or self._objects[0] != names:
+            self._objects = (names, free_body_qpos_adr(self.scene.model, names))
+        return self._objects[1]
 
     def _transforms(self, data, i: int, stamp):
         m, model, d = self._m, self.scene.model, self._data
@@ -258,7 +268,17 @@ class FoxgloveChannels:
             q = np.array([data[f"{arm}_q{j}_rad"][i] for j in range(1, 8)])
             if np.all(np.isfinite(q)):
                 d.qpos[h.qpos_adr] = q
-            d.qpos[h.finger_qpos_adr] = self._finger_opening_m(data, i, arm)
+            fingers = [f"{arm}_finger{k}_m" for k in (1, 2)]
+            recorded = [float(data[c][i]) for c in fingers if c in data]
+            if len(recorded) == 2 and all(math.isfinite(v) for v in recorded):
+                d.qpos[h.finger_qpos_adr] = recorded
+            else:
+                d.qpos[h.finger_qpos_adr] = self._finger_opening_m(data, i, arm)
+        names = object_names(data.keys())
+        for start, name in zip(self._object_qpos_adr(names).tolist(), names):
+            pose = [float(data[f"obj_{name}_{a}"][i]) for a in ("x_m", "y_m", "z_m", "qw", "qx", "qy", "qz")]
+            if all(math.isfinite(v) for v in pose):
+                d.qpos[start:start + 7] = pose
         mujoco.mj_kinematics(model, d)
         out = []
 

@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.lifecycle import Lifecycle
-from app.sessions.schema import COLUMNS, FORMAT_VERSION, sidecar_path, snapshot_to_row
-from app.sessions.schema import row_to_line
+from app.sessions.schema import FORMAT_VERSION, row_to_line, session_columns, sidecar_path, snapshot_to_row
 
 if TYPE_CHECKING:
     from app.control.snapshot import Snapshot
@@ -50,11 +49,18 @@ log = logging.getLogger(__name__)
 
 RESERVED_SIDECAR_KEYS: tuple[str, ...] = (
     "format_version", "columns", "started_at", "complete", "n_rows", "dropped_rows",
-    "ended_at", "error", "summary",
+    "ended_at", "error", "summary", "initial_state",
 )
 """Sidecar keys the recorder writes itself; the caller's sidecar dict must not use them."""
 
 _STOP = object()
+
+
+@dataclass(frozen=True)
+class _InitialState:
+    """The queue's item that brings the recording's initial state (`Recorder.submit_initial_state`)."""
+
+    state: Any
 
 
 class RecorderState(Enum):
@@ -185,7 +191,9 @@ class Recorder:
     """Writes one CSV row per submitted snapshot to `csv_path` and a sidecar to `<csv_path>.json`.
 
     `sidecar` is the caller's description of the run (versions, config, calibration); it
-    must be JSON-serialisable and must not use `RESERVED_SIDECAR_KEYS`. `queue_size` is the
+    must be JSON-serialisable and must not use `RESERVED_SIDECAR_KEYS`. Its `scene_objects` (the
+    scene's free bodies, model order) name the object pose columns each row ends with
+    (`schema.session_columns`); every snapshot must carry a pose for each. `queue_size` is the
     number of snapshots that may wait for the writer (4096 = 20 s at 200 Hz).
     `flush_interval_s` bounds how old unflushed rows may get, in seconds.
     An existing `csv_path` is never overwritten: `start()` then fails.
@@ -213,6 +221,11 @@ class Recorder:
         self.flush_interval_s = float(flush_interval_s)
         self.block_when_full = bool(block_when_full)
         self._sidecar = dict(sidecar)
+        objects = tuple(sidecar.get("scene_objects", ()))
+        self.columns = session_columns(objects)
+        """The CSV's columns (`schema.session_columns` of the sidecar's `scene_objects`)."""
+        self._n_objects = len(objects)
+        self._n_pose_values = 7 * len(objects)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         # Guards state changes against a concurrent submit(): a row is either queued before
         # the stop marker or not queued at all (`SubmitGate`).
@@ -287,7 +300,7 @@ class Recorder:
             return f"cannot record to {self.path}: {e.strerror or e}"
         try:
             self._writer = csv.writer(self._file, lineterminator="\n")
-            self._writer.writerow(COLUMNS)
+            self._writer.writerow(self.columns)
             self._file.flush()
             # On the disk before the first row: after a power cut the file still has its header.
             os.fsync(self._file.fileno())
@@ -326,6 +339,13 @@ class Recorder:
                 self._dropped_submit += 1
             self._gate.leave()
         return queued
+
+    def submit_initial_state(self, state: Any) -> bool:
+        """The state the first recorded tick started from (an `app.control.engine_state.EngineState`,
+        or anything with its `to_json()`), for the sidecar's `initial_state`: submit it before the
+        first snapshot. The writer thread converts it and rewrites the sidecar before the first row;
+        the caller (the loop's thread) only queues it. True if queued (as `submit`)."""
+        return self.submit(_InitialState(state))  # type: ignore[arg-type]
 
     def stop(self, summary: dict | None = None) -> RecorderStatus:
         """Write the queued rows, close the file and complete the sidecar; returns the final status.
@@ -403,9 +423,12 @@ class Recorder:
             self._fail(error, log_it=False)
         try:
             with open(self.sidecar_path, encoding="utf-8") as f:
-                self._started_at = json.load(f).get("started_at")
+                written = json.load(f)
+            self._started_at = written.get("started_at")
         except (OSError, ValueError, AttributeError):
             return self.status()  # no initial sidecar: the writer never got as far as its start
+        if "initial_state" in written:  # the dead writer had it; the rows it wrote start from it
+            self._sidecar["initial_state"] = written["initial_state"]
         self._count_rows_on_disk()
         try:
             self._write_sidecar(complete=False, final=True, summary=summary or {})
@@ -446,7 +469,7 @@ class Recorder:
     def _write_sidecar(self, complete: bool, final: bool, summary: dict | None = None) -> None:
         doc: dict[str, Any] = dict(self._sidecar)
         doc["format_version"] = FORMAT_VERSION
-        doc["columns"] = list(COLUMNS)
+        doc["columns"] = list(self.columns)
         doc["started_at"] = self._started_at
         doc["complete"] = complete
         if final:
@@ -504,6 +527,21 @@ class Recorder:
             return True
         return False
 
+    def _take_initial_state(self, state: Any) -> None:
+        """In the writer thread: the sidecar gets `initial_state` (rewritten now, before the first row)."""
+        if self._error is not None:
+            return
+        try:
+            self._sidecar["initial_state"] = state.to_json()
+            self._write_sidecar(complete=False, final=False)
+        except OSError as e:
+            with self._lock:
+                self._fail(f"writing {self.sidecar_path} failed: {e.strerror or e}")
+            self._close_file_quietly()
+        except Exception as e:  # a state that does not convert: the replay then says it may not be exact
+            self._sidecar.pop("initial_state", None)
+            log.error("recorder: the initial state of %s is not recorded: %s: %s", self.path, type(e).__name__, e)
+
     def _run(self) -> None:
         try:
             self._drain()
@@ -526,11 +564,17 @@ class Recorder:
                 item = None
             if item is _STOP:
                 return
+            if isinstance(item, _InitialState):
+                self._take_initial_state(item.state)
+                continue
             if item is not None:
                 if self._error is not None:
                     self._dropped_writer += 1
                     continue
                 try:
+                    if len(item.object_pose) != self._n_pose_values:  # the header names the objects
+                        raise ValueError(f"object_pose: expected {self._n_pose_values} values ({self._n_objects} "
+                                         f"objects), got {len(item.object_pose)}")
                     write(row_to_line(snapshot_to_row(item)))
                 except OSError as e:
                     self._dropped_writer += 1

@@ -9,7 +9,8 @@ Links:
 
 - **rows** (core PUSH -> here PULL, TCP on 127.0.0.1, this side connects): one frame per row, the
   tick's pickled `Snapshot`; then, in the same ordered stream after the last row,
-  ``[STOP_FRAME, pickle((summary, rows dropped by the core, the core's error or None))]``.
+  ``[STOP_FRAME, pickle((summary, rows dropped by the core, the core's error or None))]``; before
+  the first row, ``[INITIAL_STATE_FRAME, pickle(initial state)]`` (`Recorder.submit_initial_state`).
 - **counters** (shared memory, here -> core): rows written and rows dropped here, refreshed every
   `COUNTERS_PERIOD_S`; the core reads them without waiting for anything.
 - **reports** (a pipe, here -> core; rare messages only, so it never fills while nobody reads):
@@ -43,6 +44,10 @@ READY, FAILED, ERROR, LOG, DONE = "ready", "failed", "error", "log", "done"
 
 STOP_FRAME = b"stop"
 """First frame of the stop message (rows are single frames)."""
+
+INITIAL_STATE_FRAME = b"initial_state"
+"""First frame of the message with the recording's initial state (`Recorder.submit_initial_state`),
+sent before the first row: ``[INITIAL_STATE_FRAME, pickle(EngineState)]``."""
 
 ROWS_WRITTEN, DROPPED_ROWS, N_COUNTERS = 0, 1, 2
 """Indices of the shared counters (int64)."""
@@ -130,6 +135,11 @@ def _record(recorder: Any, rows: Any, counters: Any, reports: mpc.Connection, pa
                         recorder.fail(f"a row arrived that does not unpickle: {type(exc).__name__}: {exc}")
                 else:
                     recorder.submit(snap)
+            elif frames[0] == INITIAL_STATE_FRAME:
+                try:
+                    recorder.submit_initial_state(pickle.loads(frames[1]))
+                except Exception as exc:
+                    log.error("the initial state does not unpickle: %s: %s", type(exc).__name__, exc)
             elif frames[0] == STOP_FRAME:
                 summary, dropped_before, core_error = pickle.loads(frames[1])
                 recorder.count_dropped(dropped_before)
@@ -160,4 +170,4 @@ def _publish_counters(status: Any, counters: Any) -> None:
 
 
 __all__ = ["COUNTERS_PERIOD_S", "DONE", "DROPPED_ROWS", "ERROR", "FAILED", "LOG", "N_COUNTERS",
-           "PARENT_CHECK_PERIOD_S", "READY", "ROWS_WRITTEN", "SOCKET_BUFFER_BYTES", "STOP_FRAME", "main"]
+           "INITIAL_STATE_FRAME", "PARENT_CHECK_PERIOD_S", "READY", "ROWS_WRITTEN", "SOCKET_BUFFER_BYTES", "STOP_FRAME", "main"]

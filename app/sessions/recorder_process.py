@@ -208,6 +208,27 @@ class RecorderProcess:
             self._gate.leave()
         return sent
 
+    def submit_initial_state(self, state: Any) -> bool:
+        """`Recorder.submit_initial_state` in the recording process: the state (pickled here, in the
+        loop's thread: a one-off few kB) goes down the rows' stream before the first row. Never
+        blocks unless `block_when_full`; True if sent."""
+        with self._lock:
+            admission = self._gate.admit(self._life.state)
+        if admission is not Admission.TAKE:
+            return False
+        sent = False
+        try:
+            payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            self._rows.send_multipart([recorder_child.INITIAL_STATE_FRAME, payload], self._send_flags)
+            sent = True
+        except zmq.Again:
+            log.warning("recorder: the initial state of %s found no room; its replay will say it may not be exact", self.path)
+        except Exception as e:
+            log.error("recorder: cannot send the initial state of %s: %s: %s", self.path, type(e).__name__, e)
+        with self._lock:
+            self._gate.leave()
+        return sent
+
     def stop(self, summary: dict | None = None) -> RecorderStatus:
         """Let the process write the rows sent so far, close the file and complete the sidecar;
         returns the final status. When the process is gone (or does not finish within

@@ -3,8 +3,9 @@ the replay (`Pipeline.start` warns), `analyze` (a note) and the LeRobot export.
 
 A replay reproduces every recorded tick (bit for bit, every column but the timing figures) when
 the file says what the physics did in each tick (format 2: `schema.TICK_PHYSICS_COLUMNS`), the
-recording started at the loop's first tick (the state before it is the home pose, not recorded)
-and no row is missing.
+recording started at the loop's first tick (the state before it is the home pose) or its sidecar
+holds the state its first tick started from (format 3: `initial_state`, the physics' and the
+controller's), and no row is missing.
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ def inexact_reasons(columns: Collection[str], sidecar: dict | None, first_tick: 
         version = (sidecar or {}).get("format_version", "unknown")
         reasons.append(f"the file (format {version}) does not record the physics of each tick, so the replay paces "
                        "itself: after skipped deadlines or dropped physics it differs")
-    if first_tick is not None and first_tick != 0:
+    initial = (sidecar or {}).get("initial_state")
+    initial_tick = initial.get("tick") if isinstance(initial, dict) else None
+    if first_tick is not None and first_tick != 0 and initial_tick is None:
         reasons.append(f"the recording started at tick {int(first_tick)}, not at the loop's start (the state "
                        "then is not recorded)")
+    elif first_tick is not None and initial_tick is not None and first_tick != initial_tick:
+        reasons.append(f"the recorded initial state is that of tick {initial_tick}, but the first row is tick "
+                       f"{int(first_tick)}")
     dropped = (sidecar or {}).get("dropped_rows")
     if missing_ticks:
         reasons.append(f"{missing_ticks} tick(s) are missing from the file")

@@ -227,6 +227,15 @@ def render_markdown(an: SessionAnalysis, plots: dict[str, str]) -> str:
                    for a in arms for p in m["arms"][a].get("periods", [])]
         if periods:
             lines += ["### Engage periods", ""] + _table(["arm", "start (s)", "end (s)", "duration (s)"], periods)
+    objects = m.get("objects") or {}
+    if objects:
+        def xyz(p) -> str:
+            return ", ".join(fmt(v, 3) for v in p)
+        lines += ["## Objects", "", "Where each loose object's centre was at the first and the last row (world frame, m), "
+                  "how far it ended from its start, the path it travelled and how high it rose above its start.", ""]
+        lines += _table(["object", "start (m)", "end (m)", "moved (m)", "path (m)", "rose (m)", "lifted"],
+                        [[n, xyz(o["start_m"]), xyz(o["end_m"]), fmt(o["moved_m"], 3), fmt(o["path_m"], 3),
+                          fmt(o["max_lift_m"], 3), "yes" if o["lifted"] else "no"] for n, o in objects.items()])
     ev = m["events"]
     if ev:
         lines += ["## Events", ""]

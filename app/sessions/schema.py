@@ -36,9 +36,11 @@ if TYPE_CHECKING:
     # must not pull the control layer in at run time.
     from app.control.snapshot import ArmSnapshot, Snapshot
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bumped whenever a column changes meaning or disappears, or a replay reads the file differently
-(2: the per-tick physics columns, `TICK_PHYSICS_COLUMNS`, which a replay follows)."""
+(2: the per-tick physics columns, `TICK_PHYSICS_COLUMNS`, which a replay follows; 3: the scene's
+state, `FINGER_COLUMNS` and `object_columns` per tick and the sidecar's `initial_state`, from
+which a replay of a recording started mid-run starts)."""
 
 ARMS: tuple[str, ...] = ("left", "right")
 
@@ -95,14 +97,51 @@ def collision_columns(arm: str) -> list[str]:
     return cols
 
 
+FINGER_COLUMNS: tuple[str, ...] = tuple(f"{arm}_finger{i}_m" for arm in ARMS for i in (1, 2))
+"""Each arm's finger_joint1 and finger_joint2 positions (m, 0 closed) after the tick's physics (format 3)."""
+
 OUTPUT_COLUMNS: tuple[str, ...] = tuple(
     ["tick", "sim_time_s", "lateness_ms", "compute_ms", "skipped_ticks", "physics_steps", "physics_dropped_steps",
      "teleop_state", "heading_rad", "events"]
     + [c for arm in ARMS for c in _arm_columns(arm)]
     + ["rejected_total", "clamps_total"]
+    + list(FINGER_COLUMNS)
 )
 COLUMNS: tuple[str, ...] = INPUT_COLUMNS + OUTPUT_COLUMNS
-"""The columns the recorder writes, in order."""
+"""The columns the recorder writes, in order, before the scene's objects (`session_columns`)."""
+
+OBJECT_PREFIX = "obj_"
+_OBJECT_SUFFIXES = _POSE_SUFFIXES
+
+
+def object_columns(names) -> list[str]:
+    """The pose columns of the scene's free bodies `names` (model order): per body
+    `obj_<body>_x_m, _y_m, _z_m` (m) and `obj_<body>_qw, _qx, _qy, _qz`, world frame. ValueError
+    for a name no CSV header can hold unquoted (empty, or with a comma, quote or line end)."""
+    cols = []
+    for name in names:
+        if not isinstance(name, str) or not name or any(c in name for c in ',"\r\n'):
+            raise ValueError(f"object name {name!r}: expected a non-empty body name without commas, quotes or line ends")
+        cols += [f"{OBJECT_PREFIX}{name}_{s}" for s in _OBJECT_SUFFIXES]
+    return cols
+
+
+def object_names(columns) -> tuple[str, ...]:
+    """The body names whose 7 pose columns (`object_columns`) are all in `columns`, in the order of
+    their `_x_m` columns; () for a file without objects (formats 1 and 2)."""
+    present = set(columns)
+    names = []
+    for c in columns:
+        if c.startswith(OBJECT_PREFIX) and c.endswith("_x_m"):
+            name = c[len(OBJECT_PREFIX):-len("_x_m")]
+            if name and all(f"{OBJECT_PREFIX}{name}_{s}" in present for s in _OBJECT_SUFFIXES):
+                names.append(name)
+    return tuple(names)
+
+
+def session_columns(names) -> tuple[str, ...]:
+    """Every column a recording of a scene with the free bodies `names` writes, in order."""
+    return COLUMNS + tuple(object_columns(names))
 TICK_PHYSICS_COLUMNS: tuple[str, ...] = ("skipped_ticks", "physics_steps", "physics_dropped_steps")
 """What the loop and the physics did in each tick, beside `t_s` (format 2): a replay runs exactly
 these ticks with these steps (`app.control.recorded_ticks`). A file without all of them (format 1)
@@ -232,12 +271,15 @@ def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[CountKey, int]) -> 
     ]
 
 
-def snapshot_to_row(snap: Snapshot) -> list[str]:
-    """One CSV row (`COLUMNS` order) for a snapshot: its input sample, then the loop's outputs.
+def snapshot_to_row(snap: Snapshot, n_objects: int | None = None) -> list[str]:
+    """One CSV row (`session_columns` order) for a snapshot: its input sample, the loop's outputs,
+    the fingers and the objects' poses.
 
-    Raises ValueError when a snapshot field has the wrong length (e.g. not 7 joints), rather
-    than writing a row whose columns are shifted.
+    Raises ValueError when a snapshot field has the wrong length (e.g. not 7 joints, or object poses
+    for other than `n_objects` objects when given), rather than writing a row whose columns are shifted.
     """
+    if n_objects is not None and len(snap.object_pose) != 7 * n_objects:
+        raise ValueError(f"object_pose: expected {7 * n_objects} values ({n_objects} objects), got {len(snap.object_pose)}")
     timing = snap.timing
     clamps = dict(snap.clamp_counts)
     return [
@@ -256,6 +298,9 @@ def snapshot_to_row(snap: Snapshot) -> list[str]:
         *_arm_fields(snap.right, "right", clamps),
         str(sum(n for _, n in snap.rejected)),
         str(sum(n for _, n in snap.clamp_counts)),
+        *map(_repr, snap.left.finger_pos_m),
+        *map(_repr, snap.right.finger_pos_m),
+        *map(_repr, snap.object_pose),
     ]
 
 
@@ -299,9 +344,9 @@ def row_to_line(row: list[str]) -> str:
     return ",".join(row) + "\n"
 
 
-def snapshot_to_line(snap: Snapshot) -> str:
-    """One CSV line for a snapshot (`row_to_line(snapshot_to_row(snap))`)."""
-    return row_to_line(snapshot_to_row(snap))
+def snapshot_to_line(snap: Snapshot, n_objects: int | None = None) -> str:
+    """One CSV line for a snapshot (`row_to_line(snapshot_to_row(snap, n_objects))`)."""
+    return row_to_line(snapshot_to_row(snap, n_objects))
 
 
 # --- reading -----------------------------------------------------------------------------

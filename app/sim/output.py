@@ -17,6 +17,10 @@ from app.sim.placement import ObjectPlacement
 
 ARM_DOF = 7
 
+PHYSICS_STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+"""What a simulation's `physics_state` holds: MuJoCo's whole integration state (time, qpos, qvel,
+act, the constraint solver's warm start, ctrl, mocap, ...), enough to step on bit for bit."""
+
 ResyncHook = Callable[[dict[str, float]], None]
 """Called by an output with each arm's gripper closing (0..1) in force on the robot; the callee
 re-reads the joints through `read()`."""
@@ -121,6 +125,17 @@ class ArmsOutput(Protocol):
         """Put the scene's free bodies at `placements` (world frame), at rest: a scene reset between
         demonstration episodes. `PlacementError` when this output cannot (a robot's objects are
         not placed by software); nothing is changed then."""
+        ...
+
+    def physics_state(self) -> np.ndarray | None:
+        """The physics' whole state as `PHYSICS_STATE_SPEC` defines it (a new array), for a recording
+        to start its replay from; None for an output whose robot is not this process's to record
+        (a simulation server, a real robot)."""
+        ...
+
+    def restore_physics_state(self, state: np.ndarray) -> None:
+        """Continue from a `physics_state()` (a replay's start); an output that cannot (a simulation
+        server) raises RuntimeError."""
         ...
 
     def set_resync_hook(self, hook: ResyncHook) -> None:

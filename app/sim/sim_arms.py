@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 
 from app.sim.placement import ObjectPlacement, free_body, write_placements
-from app.sim.output import ArmReading, CommandLimits, ResyncHook, clip_command
+from app.sim.output import PHYSICS_STATE_SPEC, ArmReading, CommandLimits, ResyncHook, clip_command
 from app.sim.scene import ArmHandles, Scene
 
 
@@ -82,6 +82,23 @@ class SimulatedArms:
     @property
     def sim_time_s(self) -> float:
         return float(self.data.time)
+
+    def physics_state(self) -> np.ndarray:
+        """The simulation's whole integration state (`mj_getState` with `PHYSICS_STATE_SPEC`: time,
+        qpos, qvel, act, warm start, ctrl, ...), a new float64 array: from it `restore_physics_state`
+        steps on exactly as this simulation does."""
+        out = np.empty(mujoco.mj_stateSize(self.model, PHYSICS_STATE_SPEC))
+        mujoco.mj_getState(self.model, self.data, out, PHYSICS_STATE_SPEC)
+        return out
+
+    def restore_physics_state(self, state: np.ndarray) -> None:
+        """Continue from a `physics_state()` of this model; ValueError when its size does not fit."""
+        state = np.asarray(state, dtype=np.float64)
+        size = mujoco.mj_stateSize(self.model, PHYSICS_STATE_SPEC)
+        if state.shape != (size,):
+            raise ValueError(f"physics state: expected {size} values for this model, got {state.shape}")
+        mujoco.mj_setState(self.model, self.data, state, PHYSICS_STATE_SPEC)
+        mujoco.mj_kinematics(self.model, self.data)
 
     def is_live(self) -> bool:
         """Always: the local simulation cannot lose its arms."""
