@@ -1,5 +1,6 @@
-"""Recordings with the scene state of format 3 (fingers and free bodies per tick), made from real
-recordings: the values come from an exact re-simulation's `qpos`, so they are what the run did."""
+"""Copies of real recordings in the shapes the export must handle: with the scene state of format 3
+(fingers and free bodies per tick; for a format-2 file the values come from an exact re-simulation's
+`qpos`, so they are what the run did), without it (`as_format_2`), in format 1, or cut to start mid-run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from app.replay_render import ReplayRenderer
 from app.sessions.recorded_pose import OBJECT_SUFFIXES, finger_columns
-from app.sessions.schema import ARMS, sidecar_path
+from app.sessions.schema import ARMS, FINGER_COLUMNS, sidecar_path
 
 OBJECTS = ("cube_left", "cube_right", "cylinder", "block")
 
@@ -30,9 +31,17 @@ def _write(path: Path, header: list[str], body: list[list[str]], sidecar: dict) 
     return path
 
 
+def _scene_columns(header: list[str]) -> list[str]:
+    return [c for c in header if c in FINGER_COLUMNS or c.startswith("obj_")]
+
+
 def add_scene_state(session: Path, out: Path) -> Path:
-    """`session` (format 2, from tick 0) with the finger and object columns of format 3, at `out`."""
+    """`session` with the finger and object columns of format 3, at `out`: a copy when it has them
+    (a recording of format 3), else (format 2, from tick 0) computed by re-simulating it."""
     header, body = _read(session)
+    sidecar = json.loads(sidecar_path(session).read_text())
+    if _scene_columns(header):
+        return _write(out, header, body, sidecar)
     model, qpos = ReplayRenderer(64, 48).replay_poses(session, np.arange(len(body)))
     cols: list[tuple[str, int]] = []
     for arm in ARMS:
@@ -43,9 +52,20 @@ def add_scene_state(session: Path, out: Path) -> Path:
         cols += [(f"obj_{body_name}_{s}", adr + k) for k, s in enumerate(OBJECT_SUFFIXES)]
     header = header + [c for c, _ in cols]
     body = [row + [repr(float(qpos[i, adr])) for _, adr in cols] for i, row in enumerate(body)]
-    sidecar = json.loads(sidecar_path(session).read_text())
     sidecar.update(format_version=3, scene_objects=list(OBJECTS), columns=header, n_rows=len(body))
     return _write(out, header, body, sidecar)
+
+
+def as_format_2(session: Path, out: Path) -> Path:
+    """`session` without the scene's columns and start state, its sidecar saying format 2."""
+    header, body = _read(session)
+    drop = set(_scene_columns(header))
+    keep = [i for i, c in enumerate(header) if c not in drop]
+    sidecar = json.loads(sidecar_path(session).read_text())
+    for key in ("initial_state", "scene_objects"):
+        sidecar.pop(key, None)
+    sidecar.update(format_version=2, columns=[header[i] for i in keep])
+    return _write(out, [header[i] for i in keep], [[r[i] for i in keep] for r in body], sidecar)
 
 
 def cut_rows(session: Path, out: Path, first: int, end: int | None = None) -> Path:

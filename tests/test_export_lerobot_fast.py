@@ -22,7 +22,7 @@ from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, write_datase
 from app.sessions.reader import read_session  # noqa: E402
 from app.sessions.schema import sidecar_path  # noqa: E402
 from tests.recording import record_demo  # noqa: E402
-from bench.scene_state_copy import OBJECTS, add_scene_state, as_format_1, cut_rows  # noqa: E402
+from bench.scene_state_copy import OBJECTS, as_format_1, as_format_2, cut_rows  # noqa: E402
 
 FPS = 10
 W, H = 64, 48
@@ -31,10 +31,10 @@ SIZE = ["--fps", str(FPS), "--video-size", f"{W}x{H}"]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """A 3 s demo recording (format 2) and the same with the scene state of format 3."""
+    """A 3 s demo recording without the scene state (as format 2 wrote it) and as recorded (format 3)."""
     d = tmp_path_factory.mktemp("fast")
-    plain = record_demo(d / "demo.csv", 3)
-    return plain, add_scene_state(plain, d / "state.csv")
+    state = record_demo(d / "state.csv", 3)
+    return as_format_2(state, d / "plain.csv"), state
 
 
 def _no_replay(monkeypatch):
