@@ -203,3 +203,27 @@ def test_space_in_the_task_field_estops_first_and_types_a_space(window, qtbot):
     qtbot.keyClick(panel.folder_edit, Qt.Key.Key_Space)  # any other field: the e-stop only
     assert " " not in panel.folder_edit.text()
     wait_running(window)
+
+
+def test_the_scene_reset_settings_are_in_the_dialog_applied_between_batches_and_saved(window, qtbot, folder):
+    from app.gui.settings import SettingsDialog
+    from app.gui.settings_store import SettingsStore
+    dialog = SettingsDialog(window.runner.live_cfg, window.base_cfg, window)
+    assert dialog.field(("episodes", "reset_mode")).currentText() == "relatch"
+    dialog.field(("episodes", "reset_mode")).setCurrentText("home")
+    dialog.field(("episodes", "randomize")).setChecked(True)
+    dialog.field(("episodes", "seed")).setText("-1")
+    assert dialog.validate() is None and "episodes.seed" in dialog.error_label.text()
+    dialog.field(("episodes", "seed")).setText("100")
+    cfg = dialog.validate()
+    assert cfg is not None and (cfg.episodes.reset_mode, cfg.episodes.randomize, cfg.episodes.seed) == ("home", True, 100)
+    window.apply_config(cfg)
+    qtbot.waitUntil(lambda: window.runner.cfg.episodes.reset_mode == "home" and window.runner.running,
+                    timeout=CORE_START_MS)
+    text = (folder / "config" / "settings.toml").read_text(encoding="utf-8")
+    assert 'reset_mode = "home"' in text and "randomize = true" in text and "seed = 100" in text
+    assert SettingsStore(folder / "config").apply(window.base_cfg).episodes.seed == 100
+    dialog.load(window.base_cfg)  # Restore defaults
+    window.apply_config(dialog.validate())
+    qtbot.waitUntil(lambda: window.runner.cfg.episodes.reset_mode == "relatch" and window.runner.running,
+                    timeout=CORE_START_MS)
