@@ -227,3 +227,34 @@ def test_the_scene_reset_settings_are_in_the_dialog_applied_between_batches_and_
     window.apply_config(dialog.validate())
     qtbot.waitUntil(lambda: window.runner.cfg.episodes.reset_mode == "relatch" and window.runner.running,
                     timeout=CORE_START_MS)
+
+
+def test_the_in_process_backend_owns_its_batch_the_same_way(qapp, qtbot, tmp_path):
+    """`--in-process` (debugging): the window's own pipeline owns the batch, polled at its refresh."""
+    from app.config import Config
+    from app.gui import theme
+    from app.gui.main_window import MainWindow
+    from app.gui.settings_store import SettingsStore
+    from tests.gui_helpers import others_hidden
+    theme.apply(qapp)
+    with others_hidden():
+        w = MainWindow(Config(), SettingsStore(tmp_path / "config"), sessions_dir=tmp_path / "sessions", source="demo")
+        w.show()
+        try:
+            qtbot.waitUntil(lambda: w.session.running and w.act["batch_begin"].isEnabled(), timeout=CORE_START_MS)
+            w.episodes_panel.task_edit.setText("stack the cubes")
+            w.act["batch_begin"].trigger()
+            assert _state(w) is EpisodeState.IDLE  # answered at once in-process
+            w.act["episode_start_stop"].trigger()
+            qtbot.waitUntil(lambda: _state(w) is EpisodeState.RECORDING, timeout=RECORDING_MS)
+            qtbot.waitUntil(lambda: w.session.episode_status().elapsed_s > 0.2, timeout=ANSWER_MS)
+            w.act["episode_start_stop"].trigger()
+            qtbot.waitUntil(lambda: _state(w) is EpisodeState.STOPPED, timeout=RECORDING_MS)
+            w.episode(EpisodeAction.FAILURE)
+            qtbot.waitUntil(lambda: w.session.episode_status().kept == 1, timeout=RECORDING_MS)
+            dataset = tmp_path / "sessions" / "episodes"
+            assert [(e.file, e.verdict) for e in read_dataset_index(dataset).episodes] == [("episode_0000.csv", "failure")]
+            w.act["batch_end"].trigger()
+            assert w.session.episode_status() is None
+        finally:
+            w.close()
