@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from app.events import Command, EpisodeAction  # noqa: E402
+from app.pipeline import PipelineError  # noqa: E402
 from app.sessions.dataset_folder import read_dataset_index  # noqa: E402
 from app.sessions.episodes import EpisodeState  # noqa: E402
 from tests.gui_helpers import ANSWER_MS, CORE_START_MS, core_window, wait_running  # noqa: E402
@@ -152,6 +153,8 @@ def test_a_batch_from_the_panel_keeps_a_success_discards_and_ends(window, qtbot,
     _key(qtbot, window, Qt.Key.Key_F5)
     qtbot.waitUntil(lambda: _state(window) is EpisodeState.RECORDING, timeout=RECORDING_MS)
     assert (dataset / "episode_0001.csv").exists()
+    with pytest.raises(PipelineError, match=r"stop the episode \(F5\) before reviewing"):
+        window.review_file(dataset / "episode_0000.csv")
     _key(qtbot, window, Qt.Key.Key_F8)
     qtbot.waitUntil(lambda: window.session.episode_status().discarded == 1, timeout=RECORDING_MS)
     qtbot.waitUntil(lambda: "last: discarded" in window.viewport.hud.episode
@@ -180,7 +183,6 @@ def test_settings_are_refused_while_a_batch_is_open(window, qtbot, folder):
     panel.task_edit.setText("stack the cubes")
     window.act["batch_begin"].trigger()
     qtbot.waitUntil(lambda: window.session.episode_status() is not None, timeout=ANSWER_MS)
-    from app.gui.main_window import PipelineError
     with pytest.raises(PipelineError, match="end the episode batch"):
         window.apply_config(window.runner.live_cfg)
     window.act["batch_end"].trigger()

@@ -886,21 +886,27 @@ class MainWindow(QMainWindow):
             self._sync_source_actions()
 
     def open_review(self) -> None:
-        if self.session.recording:  # before the file dialog: the operator must not pick a file for nothing
-            raise PipelineError("stop the recording (F9) before reviewing a session")
+        self._check_not_recording()  # before the file dialog: the operator must not pick a file for nothing
         path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
                                               options=FILE_DIALOG_OPTIONS)
         self._focus_back()
         if path:
             self.review_file(path)
 
+    def _check_not_recording(self) -> None:
+        """A review is refused while the session records (by hand, or an episode of the batch)."""
+        if not self.session.recording:
+            return
+        if self.session.episode_status() is not None:
+            raise PipelineError(f"stop the episode ({EPISODE_KEYS['start_stop']}) before reviewing a session")
+        raise PipelineError("stop the recording (F9) before reviewing a session")
+
     def review_file(self, path: str | Path) -> None:
         """Show session file `path` along a timeline (display only). The file is read in a thread
         of its own (a 20 MB session takes seconds) while the window and the live session go on;
         the review appears when it is read. The live loop is not stopped: it runs on behind the
         review (Space still e-stops it), and closing the review shows it as it is."""
-        if self.session.recording:
-            raise PipelineError("stop the recording (F9) before reviewing a session")
+        self._check_not_recording()
         if self._review_loading is not None:
             raise PipelineError(f"already loading {Path(self._review_loading).name} for review")
         path = Path(path)
