@@ -49,6 +49,7 @@ def _examples() -> dict[type, wire.Request]:
         wire.Start: wire.Start(SourceKind.REPLAY, "/tmp/s.csv", cfg, "/tmp/r.csv"), wire.Restart: wire.Restart(cfg),
         wire.Stop: wire.Stop(), wire.SetLiveConfig: wire.SetLiveConfig(cfg),
         wire.StartRecording: wire.StartRecording("/tmp/r.csv"), wire.StopRecording: wire.StopRecording(),
+        wire.BeginBatch: wire.BeginBatch("/tmp/dataset", "put the cube on its marker"), wire.EndBatch: wire.EndBatch(),
         wire.OpenStream: wire.OpenStream(cfg.stream), wire.CloseStream: wire.CloseStream(),
         wire.StreamWhenCalibrated: wire.StreamWhenCalibrated(cfg.stream),
         wire.OpenFoxglove: wire.OpenFoxglove("127.0.0.1:8765", True), wire.CloseFoxglove: wire.CloseFoxglove(),
@@ -128,3 +129,14 @@ def test_a_start_names_its_source_kind_as_an_enum_with_the_same_text():
     with pytest.raises(TypeError, match="Start.kind must be SourceKind, got str 'demo'"):
         wire.Start("demo")  # the client parses the text first (`SourceKind.parse`)
     assert str(wire.Start(SourceKind.parse("demo")).kind) == "demo"
+
+
+def test_a_status_carries_the_episode_batch_as_typed_data():
+    from app.sessions.episodes import EpisodeState, EpisodeStatus
+    batch = EpisodeStatus(EpisodeState.RECORDING, "put the cube on its marker", kept=3, discarded=1, current_index=4,
+                          elapsed_s=12.3, last_verdict="success", last_error="", folder="/tmp/dataset")
+    status = wire.CoreStatus(pid=1, seq=2, running=True, finished=False, fatal_error="", source_kind=SourceKind.DEMO,
+                             replay_path=None, note="", cfg=Config(), live_cfg=Config(), episodes=batch)
+    _, got = wire.decode_update(wire.encode_update(wire.KIND_STATUS, status))
+    assert got.episodes == batch and got.episodes.state is EpisodeState.RECORDING
+    assert got.episodes_ended_why == ""

@@ -47,6 +47,7 @@ class FakeRunner:
     fatal_error: str = ""
     remote: object = None
     recorder: object = None
+    episodes: object = None
 
     def latest(self):
         return self.snap
@@ -62,6 +63,9 @@ class FakeRunner:
 
     def remote_seq(self):
         return 7 if self.remote is not None else None
+
+    def episode_status(self):
+        return self.episodes
 
 
 NOTHING_NEAR = dict(collision_distance_m=0.1, collision_pair="", collision_point_a_m=None, collision_point_b_m=None,

@@ -16,9 +16,11 @@ Threads of the core, and what each may do:
   `shutdown`, SIGTERM/SIGINT or when no GUI came back for `core.orphan_timeout_s`;
 - the **session thread** (`core-session`) is the only one that changes the session: it runs the
   requests that may take seconds (a source start: the SteamVR probe, a remote connect, reading a
-  replay file; a restart, recording, the stream, Foxglove), one at a time in the order they came
-  (a request made while one runs waits its turn: `CoreStatus.busy` says what runs), and the
-  housekeeping (the stream's auto-start; closing a recording whose replay ended). It never blocks
+  replay file; a restart, recording, the stream, Foxglove, a batch of demonstration episodes begun
+  or ended), one at a time in the order they came (a request made while one runs waits its turn:
+  `CoreStatus.busy` says what runs), and the housekeeping (the stream's auto-start; closing a
+  recording whose replay ended; the episode batch's requests, which start and stop its recordings:
+  every 50 ms while a batch is open, else every 250 ms). It never blocks
   the main thread: an e-stop during a source start reaches the old loop at once, or is kept for
   the new one (`Pipeline.send`). On exit the main thread lets it finish what was queued, then
   closes the session (the recording first).
@@ -57,6 +59,7 @@ from app.core.window_watch import WindowWatch
 from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
 from app.pipeline import SOURCE_LABELS, Pipeline
+from app.sessions.episode_host import EpisodeHost
 from app.sessions.recorder import RecorderStatus
 from app.tracking.source import SourceKind
 
@@ -75,6 +78,13 @@ IMMEDIATE: frozenset[type[wire.Request]] = frozenset({
     wire.Heartbeat, wire.SendCommand, wire.GetStatus, wire.Shutdown, wire.StreamEstop})
 """Requests the main thread carries out as they arrive, whatever the session thread is doing. Each
 is quick and changes no session (the e-stops, the heartbeat, the status, the exit)."""
+
+HOUSEKEEPING_PERIOD_S = 0.25
+"""How often the session thread does its housekeeping (the stream's auto-start, a replay's end)."""
+
+EPISODES_POLL_PERIOD_S = 0.05
+"""... and how often while an episode batch is open: an episode starts or stops this long at most
+after its request reached the loop (as `pico-teleop run --episodes` polls its batch)."""
 
 SESSION_JOIN_TIMEOUT_S = 30.0
 """On exit, how long the core waits for the session thread's request in progress (a remote
@@ -138,6 +148,9 @@ class CoreServer:
         """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'.
         Written by the session thread only."""
         self._housekeeping_queued = threading.Event()
+        self.episodes = EpisodeHost(pipeline)
+        """The batch of demonstration episodes, while one is open: begun, polled and ended by the
+        session thread; its status read by the main thread."""
         self.bad_requests = 0
         """Requests not carried out because they were bad: ignored (wrong token, bad framing) or
         refused with a `BadRequest` answer (unpicklable, unknown type, a field of the wrong type).
@@ -147,6 +160,8 @@ class CoreServer:
             wire.Shutdown: self._shutdown_request, wire.Start: self._start, wire.Restart: self._restart,
             wire.Stop: self._stop_session, wire.SetLiveConfig: self._set_live_cfg,
             wire.StartRecording: self._start_recording, wire.StopRecording: self._stop_recording,
+            wire.BeginBatch: lambda r: self.episodes.begin(r.folder, r.task),
+            wire.EndBatch: lambda _: self.episodes.end(),
             wire.OpenStream: self._open_stream, wire.CloseStream: self._close_stream,
             wire.StreamWhenCalibrated: self._stream_when_calibrated,
             wire.OpenFoxglove: self._open_foxglove, wire.CloseFoxglove: self._close_foxglove,
@@ -214,7 +229,8 @@ class CoreServer:
                 if now >= next_status:
                     next_status = now + status_period
                     self._publish_status()
-                if now - last_housekeeping >= 0.25 and not self._housekeeping_queued.is_set():
+                period = EPISODES_POLL_PERIOD_S if self.episodes.open else HOUSEKEEPING_PERIOD_S
+                if now - last_housekeeping >= period and not self._housekeeping_queued.is_set():
                     last_housekeeping = now
                     self._housekeeping_queued.set()
                     self._jobs.put(_HOUSEKEEPING)
@@ -228,6 +244,7 @@ class CoreServer:
             if self._session.is_alive():
                 log.error("a request (%s) still runs %.0f s after shutdown; closing the session anyway",
                           self.busy, SESSION_JOIN_TIMEOUT_S)
+            self._end_batch()
             if self.pipeline.recording:
                 self._last_recording = self.pipeline.stop_recording()
             self.pipeline.close()
@@ -340,7 +357,8 @@ class CoreServer:
                                            self._loop_priority and f"loop thread: {self._loop_priority}") if x),
             gui_lost=self.gui_lost, gui_lost_why=self.window.last_loss.why if self.window.last_loss is not None else "",
             window_longest_silence_s=self.window.longest_silence_s, estop_reason=p.estop_reason,
-            bad_requests=self.bad_requests, busy=self.busy)
+            bad_requests=self.bad_requests, busy=self.busy, episodes=self.episodes.status(),
+            episodes_ended_why=self.episodes.ended_why)
 
     # ----- requests -----
 
@@ -462,6 +480,7 @@ class CoreServer:
         p = self.pipeline
         p.loop_idle.wait_for_sleep()
         p.poll()
+        self.episodes.poll()  # before the check below: an episode cut by the loop's end is discarded
         if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
             self._last_recording = p.stop_recording()
 
@@ -469,11 +488,13 @@ class CoreServer:
         self.pipeline.send(request.command)
 
     def _start(self, request: wire.Start) -> str:
+        self.episodes.check_session_change(replay=request.kind is SourceKind.REPLAY)
         note = self.pipeline.start(request.kind, request.replay_path, request.cfg, record_path=request.record_path)
         self._after_start()
         return note
 
     def _restart(self, request: wire.Restart) -> str:
+        self.episodes.check_session_change()
         note = self.pipeline.restart(request.cfg)
         self._after_start()
         return note
@@ -487,16 +508,26 @@ class CoreServer:
                      self.threads_priority or "as the process's", self._loop_priority)
 
     def _stop_session(self, _: wire.Stop) -> None:
+        self._end_batch()
         if self.pipeline.recording:
             self._last_recording = self.pipeline.stop_recording()
         self.pipeline.stop()
 
     def _start_recording(self, request: wire.StartRecording) -> Path:
+        self.episodes.check_manual_recording()
         return self.pipeline.start_recording(request.path)
 
     def _stop_recording(self, _: wire.StopRecording) -> RecorderStatus:
+        self.episodes.check_manual_recording()  # the batch's recording is stopped by the batch
         self._last_recording = self.pipeline.stop_recording()
         return self._last_recording
+
+    def _end_batch(self) -> None:
+        """Session thread (or the main thread at exit, after it): the session stops, so does its batch."""
+        try:
+            self.episodes.end()
+        except Exception:
+            log.exception("ending the episode batch failed")
 
     def _open_stream(self, request: wire.OpenStream) -> None:
         self.pipeline.open_stream(request.stream_cfg)

@@ -48,6 +48,7 @@ from app.tracking.source import SourceKind
 
 if TYPE_CHECKING:
     from app.remote.client import RemoteStatus
+    from app.sessions.episodes import EpisodeStatus
     from app.sessions.recorder import RecorderStatus
     from app.streaming.feedback import FeedbackSnapshot
     from app.streaming.stream_status import StreamStatus
@@ -156,6 +157,10 @@ class CoreStatus:
     """What the core's session thread is doing, '' when idle: "starting Demo operator, connecting
     to the simulation server tcp://..." (requests made meanwhile wait their turn; the e-stop, the
     heartbeat and the status never do)."""
+    episodes: "EpisodeStatus | None" = None
+    """The open batch of demonstration episodes (`BeginBatch`), None between batches."""
+    episodes_ended_why: str = ""
+    """Why the last batch ended without an `EndBatch` (the loop ended during an episode), '' otherwise."""
 
 
 # ----- requests: one frozen dataclass each, dispatched by type in app/core/server.py -----
@@ -291,6 +296,23 @@ class StopRecording(Request):
 
 
 @dataclass(frozen=True)
+class BeginBatch(Request):
+    """Open a batch of demonstration episodes recording into the dataset folder `folder` with the
+    task text `task` (`EpisodeHost.begin`). Answers the batch's first `EpisodeStatus`."""
+
+    folder: str
+    task: str
+    label: ClassVar[str] = "beginning the episode batch"
+
+
+@dataclass(frozen=True)
+class EndBatch(Request):
+    """Close the open batch (an open episode is discarded). Answers its last `EpisodeStatus`, or None."""
+
+    label: ClassVar[str] = "ending the episode batch"
+
+
+@dataclass(frozen=True)
 class OpenStream(Request):
     """Open the humanoid stream's publisher. Answers None."""
 
@@ -375,8 +397,8 @@ class StreamSwitchMode(StreamRequest):
 
 REQUEST_TYPES: tuple[type[Request], ...] = (
     Heartbeat, SendCommand, GetStatus, Shutdown, Start, Restart, Stop, SetLiveConfig, StartRecording, StopRecording,
-    OpenStream, CloseStream, StreamWhenCalibrated, OpenFoxglove, CloseFoxglove, StreamCalibrate, StreamStart,
-    StreamStop, StreamEstop, StreamPoseDistance, StreamSetLocomotion, StreamSwitchMode)
+    BeginBatch, EndBatch, OpenStream, CloseStream, StreamWhenCalibrated, OpenFoxglove, CloseFoxglove, StreamCalibrate,
+    StreamStart, StreamStop, StreamEstop, StreamPoseDistance, StreamSetLocomotion, StreamSwitchMode)
 """Every request the core carries out; anything else is refused (`BadRequest`)."""
 
 _ID = struct.Struct("<Q")
@@ -475,7 +497,8 @@ def decode_update(frames: list[bytes]) -> tuple[bytes, Any]:
     return frames[0], pickle.loads(frames[1])
 
 
-__all__ = ["BadRequest", "CloseFoxglove", "CloseStream", "CoreCallError", "CoreStatus", "GetStatus", "Heartbeat",
+__all__ = ["BadRequest", "BeginBatch", "CloseFoxglove", "CloseStream", "CoreCallError", "CoreStatus", "EndBatch",
+           "GetStatus", "Heartbeat",
            "KIND_SNAPSHOTS", "KIND_STATUS", "OpenFoxglove", "OpenStream", "REQUEST_TYPES", "Reply", "Request", "Restart",
            "STATUS_RATE_HZ", "SendCommand", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
            "Stop", "StopRecording", "StreamCalibrate", "StreamEstop", "StreamPoseDistance", "StreamRequest",

@@ -29,6 +29,7 @@ from app.tracking.source import SourceKind
 if TYPE_CHECKING:
     from app.remote.client import RemoteStatus
     from app.remote.config import ClientConfig
+    from app.sessions.episodes import EpisodeStatus
     from app.sessions.recorder import RecorderStatus
     from app.streaming.feedback import FeedbackSnapshot
 
@@ -73,6 +74,14 @@ class SessionView(Protocol):
     def recording(self) -> bool: ...
 
     def recorder_status(self) -> "RecorderStatus | None": ...
+
+    # ----- demonstration episodes -----
+    def episode_status(self) -> "EpisodeStatus | None":
+        """The open batch of episodes, None between batches."""
+
+    @property
+    def episodes_ended_why(self) -> str:
+        """Why the last batch ended by itself (the loop ended during an episode), '' otherwise."""
 
     @property
     def publisher(self) -> StreamControl | None: ...
@@ -134,6 +143,13 @@ class SessionBackend(SessionView, Protocol):
 
     def stop_recording(self) -> "RecorderStatus":
         """Answers the recording's final status."""
+
+    def begin_batch(self, folder: str | Path, task: str) -> "EpisodeStatus":
+        """Open a batch of demonstration episodes (`EpisodeHost.begin`); answers its first status.
+        Its episodes are started, stopped and judged by `send(Command.episode(action))`."""
+
+    def end_batch(self) -> "EpisodeStatus | None":
+        """Close the open batch (an open episode is discarded); answers its last status."""
 
     def open_stream(self, stream_cfg) -> StreamControl: ...
 

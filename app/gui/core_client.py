@@ -672,5 +672,15 @@ class CoreClient(StatusReads):
         """`on_done` gets the recording's final `RecorderStatus`."""
         self._request(wire.StopRecording(), on_done=on_done)
 
+    # ----- demonstration episodes -----
+
+    def begin_batch(self, folder: str | Path, task: str, on_done: Done | None = None) -> None:
+        """Open a batch of episodes in the core; `on_done` gets its first `EpisodeStatus`."""
+        self._request(wire.BeginBatch(str(folder), task), on_done=on_done)
+
+    def end_batch(self, on_done: Done | None = None) -> None:
+        """Close the core's batch; `on_done` gets its last `EpisodeStatus` (None: none was open)."""
+        self._request(wire.EndBatch(), on_done=on_done)
+
 
 __all__ = ["CoreClient", "CoreUnavailable", "Done", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy"]

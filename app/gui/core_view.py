@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from app.gui.core_client import CoreClient, StreamProxy
     from app.gui.plot_buffers import PlotBuffers
     from app.remote.client import RemoteStatus
+    from app.sessions.episodes import EpisodeStatus
     from app.sessions.recorder import RecorderStatus
     from app.streaming.feedback import FeedbackSnapshot
 
@@ -129,6 +130,16 @@ class StatusReads(ABC):
     def recorder_status(self) -> "RecorderStatus | None":
         st = self._shown_status()
         return st.recorder if st is not None else None
+
+    def episode_status(self) -> "EpisodeStatus | None":
+        """The open batch of demonstration episodes, None between batches."""
+        st = self._shown_status()
+        return st.episodes if st is not None else None
+
+    @property
+    def episodes_ended_why(self) -> str:
+        st = self._shown_status()
+        return st.episodes_ended_why if st is not None else ""
 
 
 class CoreView(StatusReads):

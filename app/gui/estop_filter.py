@@ -13,6 +13,10 @@ whether it wants the key before the shortcut map takes it), then as the `KeyPres
 accepts the override (so the shortcut map does not fire the E-STOP action a second time) and
 swallows it (so the widget never learns of the key), then e-stops on the press. A held key's
 auto-repeats are swallowed without e-stopping again; the release is left alone.
+
+One field needs spaces: the Episodes panel's task text (`types_space`). There Space still
+e-stops first, as everywhere, and then types a space into the field (the operator resets after
+typing the task; an e-stop that waits for the focus to leave a field would not be one).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QLineEdit
 
 ESTOP_KEY = Qt.Key.Key_Space
 
@@ -32,6 +37,11 @@ class EstopKeyFilter(QObject):
         self._estop = estop
         self.presses = 0
         """Space presses that e-stopped (auto-repeats not counted)."""
+        self._typing: list[QLineEdit] = []
+
+    def types_space(self, field: QLineEdit) -> None:
+        """Space in `field` e-stops, then types a space there (a text that needs spaces: the task)."""
+        self._typing.append(field)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
         kind = event.type()
@@ -42,7 +52,11 @@ class EstopKeyFilter(QObject):
         event.accept()
         if kind == QEvent.Type.KeyPress and not event.isAutoRepeat():
             self.presses += 1
-            self._estop()
+            try:
+                self._estop()
+            finally:
+                if any(obj is f for f in self._typing) and obj.isEnabled() and not obj.isReadOnly():
+                    obj.insert(" ")
         return True
 
 

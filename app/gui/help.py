@@ -9,7 +9,9 @@ from PySide6.QtWidgets import QDialog, QLabel, QMessageBox, QTableWidget, QTable
 
 from app import __version__
 
-NOTES = ("Space is the e-stop everywhere: in every window and dialog, text fields included (no field needs a space).\n"
+NOTES = ("Space is the e-stop everywhere: in every window and dialog, text fields included (no field needs a space,\n"
+         "but the Episodes panel's task: there Space e-stops, then types a space; Reset after typing).\n"
+         "Episodes: F5 starts or stops, F6 success, F7 failure, F8 discard (in a batch begun in the Episodes panel).\n"
          "3D view: left drag orbits, right drag pans, wheel zooms; Shift for the horizontal variants.")
 
 

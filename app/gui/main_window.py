@@ -30,11 +30,15 @@ from app import __version__
 from app.config import Config, ConfigError, load_config
 from app.pipeline import SOURCE_LABELS, PipelineError, generated_session_name
 from app.control.engine import Command, CommandKind
+from app.events import EpisodeAction
 from app.gui import theme
 from app.gui.backend import SessionBackend, SessionView
 from app.control.loop import freeze_long_lived_objects
 from app.gui.app_setup import close_on_signals, install_excepthook, setup_logging
 from app.gui.estop_filter import EstopKeyFilter
+from app.gui.episode_view import KEYS as EPISODE_KEYS
+from app.gui.episode_view import batch_text, episode_controls, hud_line, next_start_stop
+from app.gui.episodes_panel import EpisodesPanel
 from app.gui.collision_view import collision_markers, review_collision
 from app.gui.help import about, shortcuts_dialog
 from app.gui.qt_post import OffQtWorker, QtPoster
@@ -54,6 +58,7 @@ from app.gui.timeline import SessionReview, TimelineBar
 from app.gui.core_client import HEARTBEAT_PERIOD_S
 from app.gui.teleop_runner import TeleopRunner
 from app.gui.viewport import SceneViewport
+from app.sessions.episodes import DatasetError
 from app.sessions.reader import SessionFormatError
 from app.sim.scene import SceneError
 from app.tracking.source import SourceKind, TrackingSourceError
@@ -78,7 +83,8 @@ FILE_DIALOG_OPTIONS = QFileDialog.Option.DontUseNativeDialog
 """Qt's own file dialogs: a platform's native one runs outside Qt's event loop, where the
 application's E-STOP key filter cannot see its keys."""
 
-OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, ConfigError, SceneError, OSError)
+OPERATOR_ERRORS = (TrackingSourceError, SessionFormatError, PipelineError, ConfigError, SceneError, OSError,
+                   DatasetError)
 """Errors whose message is written for the operator: shown as they are."""
 
 
@@ -125,6 +131,21 @@ ACTIONS: tuple[ActionRow, ...] = (
               menus=(("File", 0),), toolbar=2),
     ActionRow("record_as", "Record to file…", lambda w: w.record_as, "Ctrl+F9", "Choose the recording's file name",
               menus=(("File", 0),)),
+    ActionRow("batch_begin", "Begin batch", lambda w: w.begin_batch, None,
+              "Begin a batch of demonstration episodes in the Episodes panel's folder, with its task text",
+              menus=(("Session", 4),)),
+    ActionRow("batch_end", "End batch", lambda w: w.end_batch, None,
+              "End the batch of episodes (an episode still open is discarded)", menus=(("Session", 4),)),
+    ActionRow("episode_start_stop", "Start episode", lambda w: w.episode_start_stop, EPISODE_KEYS["start_stop"],
+              "Start an episode (recorded into the batch's folder), or stop the one recording",
+              menus=(("Session", 4),)),
+    ActionRow("episode_success", "Success", lambda w: lambda: w.episode(EpisodeAction.SUCCESS), EPISODE_KEYS["success"],
+              "The episode succeeded: keep it (stops it first if it records); the scene resets", menus=(("Session", 4),)),
+    ActionRow("episode_failure", "Failure", lambda w: lambda: w.episode(EpisodeAction.FAILURE), EPISODE_KEYS["failure"],
+              "The episode failed: keep it as a failure (stops it first if it records); the scene resets",
+              menus=(("Session", 4),)),
+    ActionRow("episode_discard", "Discard", lambda w: lambda: w.episode(EpisodeAction.DISCARD), EPISODE_KEYS["discard"],
+              "Throw the current episode away: no file is kept; the scene resets", menus=(("Session", 4),)),
     ActionRow("foxglove", "Serve to Foxglove", lambda w: w.toggle_foxglove, None,
               "Serve the session live to Foxglove on ws://127.0.0.1:8765 (open that connection in Foxglove), or stop",
               checkable=True, menus=(("File", 1),)),
@@ -254,6 +275,7 @@ class MainWindow(QMainWindow):
         self._build_central(threaded_render)
         self._build_docks(cfg)
         self._build_actions()
+        self._build_episodes_dock(cfg)
         self._build_menus()
         self._build_toolbar()
         self._build_statusbar()
@@ -262,6 +284,7 @@ class MainWindow(QMainWindow):
         self._on_session_view(self.runner.view())  # any status that came while the widgets were built
         # Space e-stops before any widget of any window or dialog sees it (app/gui/estop_filter.py).
         self._estop_filter = EstopKeyFilter(self._guard(self.estop), self)
+        self._estop_filter.types_space(self.episodes_panel.task_edit)
         QApplication.instance().installEventFilter(self._estop_filter)
 
         self.qsettings = QSettings(str(store.folder / "window.ini"), QSettings.Format.IniFormat)
@@ -339,6 +362,21 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.status_dock, self.stream_dock)
         self.status_dock.raise_()
 
+    def _build_episodes_dock(self, cfg: Config) -> None:
+        """The Episodes panel, tabbed with the right-hand docks (its buttons are the window's actions)."""
+        self._batch_pending = False
+        """A Begin or End batch request is on its way (its controls wait for the answer)."""
+        self._batch_refused = ""
+        """The last Begin / End batch refusal or batch request refused, for the panel."""
+        self.episodes_panel = EpisodesPanel(self.act)
+        self.episodes_panel.folder_edit.setText(str(self.sessions_dir / "episodes"))
+        self.episodes_panel.task_edit.setText(cfg.episodes.task)
+        self.episodes_panel.choose_button.clicked.connect(self._guard(lambda checked=False: self.choose_dataset_folder()))
+        self.episodes_dock = self._dock("Episodes", self.episodes_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.tabifyDockWidget(self.status_dock, self.episodes_dock)
+        self.status_dock.raise_()
+        self._sync_episodes()
+
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock_{title.lower().replace(' ', '_')}")
@@ -399,7 +437,7 @@ class MainWindow(QMainWindow):
                     extras[(menu_name, group)](menu)
 
     def _add_dock_toggles(self, menu) -> None:
-        for dock in (self.status_dock, self.raw_dock, self.stream_dock, self.plots_dock):
+        for dock in (self.status_dock, self.raw_dock, self.stream_dock, self.episodes_dock, self.plots_dock):
             menu.addAction(dock.toggleViewAction())
 
     def _add_fps_menu(self, menu) -> None:
@@ -611,6 +649,9 @@ class MainWindow(QMainWindow):
     def toggle_recording(self, on: bool) -> None:
         """F9 / Record: `on` is the opposite of what the toggle showed (Qt has just flipped it), and
         the toggle shows the recorder's state (`_sync_record_action`), so F9 does the opposite of it."""
+        if on and self.session.episode_status() is not None:
+            self._sync_record_action()
+            self._refuse_manual_recording()
         if on and self.session.recording and self._record_wanted is None:
             # Only a status older than the toggle's own sync gets here (a recording started elsewhere).
             self._sync_record_action()
@@ -635,6 +676,8 @@ class MainWindow(QMainWindow):
             self.request(self.runner.close_foxglove)
 
     def record_as(self) -> None:
+        if self.session.episode_status() is not None:
+            self._refuse_manual_recording()
         if self.session.recording:
             raise PipelineError("already recording: stop the current recording first (F9)")
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
@@ -684,7 +727,8 @@ class MainWindow(QMainWindow):
         """The Record toggle shows the recorder's state as the newest status says (a recording
         started by --record, stopped when the loop ended, or failed to start), or, while a start
         or stop is on its way, the state asked for; runs at every display refresh."""
-        on = self.session.recording if self._record_wanted is None else self._record_wanted
+        by_hand = self.session.recording and self.session.episode_status() is None  # a batch's episode is not
+        on = by_hand if self._record_wanted is None else self._record_wanted
         act, text = self.act["record"], "Stop recording" if on else "Record"
         if act.isChecked() == on and act.text() == text:
             return
@@ -692,6 +736,84 @@ class MainWindow(QMainWindow):
         act.setChecked(on)
         act.setText(text)
         act.blockSignals(False)
+
+    # ----- demonstration episodes -----
+
+    def _refuse_manual_recording(self) -> None:
+        raise PipelineError("An episode batch is open: the batch records each episode (Start episode, "
+                            f"{EPISODE_KEYS['start_stop']}). End batch before recording by hand.")
+
+    def choose_dataset_folder(self) -> None:
+        start = self.episodes_panel.folder_edit.text().strip() or str(self.sessions_dir)
+        path = QFileDialog.getExistingDirectory(self, "Dataset folder", start, options=FILE_DIALOG_OPTIONS)
+        self._focus_back()
+        if path:
+            self.episodes_panel.folder_edit.setText(path)
+
+    def begin_batch(self) -> None:
+        """Begin a batch in the panel's folder with its task text (the core refuses, and says why,
+        when one is open, a recording runs, or the task is empty)."""
+        folder = self.episodes_panel.folder_edit.text().strip()
+        task = self.episodes_panel.task_edit.text().strip()
+        self._batch_request(self.runner.begin_batch, folder, task,
+                            done=lambda st: f"Episode batch begun in {st.folder}, from episode {st.current_index}")
+
+    def end_batch(self) -> None:
+        self._batch_request(self.runner.end_batch, done=lambda st: "Episode batch ended" + (
+            f": {st.kept} kept, {st.discarded} discarded" if st is not None else ""))
+
+    def _batch_request(self, method: Callable, *args: Any, done: Callable[[Any], str]) -> None:
+        def answered(st) -> None:
+            self._batch_pending = False
+            self._batch_refused = ""
+            self._sync_episodes()
+            self.statusBar().showMessage(done(st), 8000)
+
+        def failed(exc: BaseException) -> None:
+            self._batch_pending = False
+            self._batch_refused = _describe(exc)
+            self._sync_episodes()
+            self.report(exc)
+
+        self._batch_pending = True
+        self._sync_episodes()
+        self.request(method, *args, then=answered, failed=failed)
+
+    def episode_start_stop(self) -> None:
+        action = next_start_stop(self.session.episode_status())
+        if action is None:
+            self.statusBar().showMessage("No episode to start or stop: begin a batch, or give the stopped "
+                                         "episode its verdict first", 8000)
+            return
+        self.episode(action)
+
+    def episode(self, action: EpisodeAction) -> None:
+        """Ask the batch for `action` through the loop (recorded as `cmd:episode:<action>`); the batch
+        refuses what does not fit its state then, and the panel says so."""
+        if self.session.episode_status() is None:
+            self.statusBar().showMessage(f"{action.value.capitalize()} refused: no episode batch is open", 8000)
+            return
+        self._send(Command.episode(action))
+        self.statusBar().showMessage(f"Episode: {action.value} asked for", 3000)
+
+    def _sync_episodes(self) -> None:
+        """The Episodes panel and its actions as the newest status says (every display refresh)."""
+        session = self.session
+        status = session.episode_status()
+        c = episode_controls(status, live=self.mode is WindowMode.LIVE, running=session.running,
+                             recording=session.recording, pending=self._batch_pending)
+        for name, on in (("batch_begin", c.begin), ("batch_end", c.end), ("episode_start_stop", c.start_stop),
+                         ("episode_success", c.success), ("episode_failure", c.failure),
+                         ("episode_discard", c.discard)):
+            if self.act[name].isEnabled() != on:
+                self.act[name].setEnabled(on)
+        if self.act["episode_start_stop"].text() != c.start_stop_text:
+            self.act["episode_start_stop"].setText(c.start_stop_text)
+        self.episodes_panel.set_setup_editable(c.setup_editable)
+        refused = status.last_error if status is not None and status.last_error else self._batch_refused
+        if status is not None and status.last_error:
+            self._batch_refused = status.last_error  # kept after the batch clears it (its next start)
+        self.episodes_panel.show_texts(hud_line(status), batch_text(status, session.episodes_ended_why), refused)
 
     # ----- sources and settings -----
 
@@ -764,21 +886,27 @@ class MainWindow(QMainWindow):
             self._sync_source_actions()
 
     def open_review(self) -> None:
-        if self.session.recording:  # before the file dialog: the operator must not pick a file for nothing
-            raise PipelineError("stop the recording (F9) before reviewing a session")
+        self._check_not_recording()  # before the file dialog: the operator must not pick a file for nothing
         path, _ = QFileDialog.getOpenFileName(self, "Review session", str(self.sessions_dir), "Session CSV (*.csv);;All files (*)",
                                               options=FILE_DIALOG_OPTIONS)
         self._focus_back()
         if path:
             self.review_file(path)
 
+    def _check_not_recording(self) -> None:
+        """A review is refused while the session records (by hand, or an episode of the batch)."""
+        if not self.session.recording:
+            return
+        if self.session.episode_status() is not None:
+            raise PipelineError(f"stop the episode ({EPISODE_KEYS['start_stop']}) before reviewing a session")
+        raise PipelineError("stop the recording (F9) before reviewing a session")
+
     def review_file(self, path: str | Path) -> None:
         """Show session file `path` along a timeline (display only). The file is read in a thread
         of its own (a 20 MB session takes seconds) while the window and the live session go on;
         the review appears when it is read. The live loop is not stopped: it runs on behind the
         review (Space still e-stops it), and closing the review shows it as it is."""
-        if self.session.recording:
-            raise PipelineError("stop the recording (F9) before reviewing a session")
+        self._check_not_recording()
         if self._review_loading is not None:
             raise PipelineError(f"already loading {Path(self._review_loading).name} for review")
         path = Path(path)
@@ -860,6 +988,8 @@ class MainWindow(QMainWindow):
 
     def apply_config(self, cfg: Config) -> None:
         """Save what differs from the defaults + --config, and restart the loop with `cfg`."""
+        if self.session.episode_status() is not None:
+            raise PipelineError("end the episode batch before changing settings (they apply between batches)")
         if self.session.recording:
             raise PipelineError("stop the recording before changing settings")
         overrides = diff(self.base_cfg.to_dict(), cfg.to_dict())
@@ -952,9 +1082,10 @@ class MainWindow(QMainWindow):
             self.raw_panel.update_sample(snap.sample)
         if shown.banner is not None:
             self.banner.show_message(*shown.banner)
-        if shown.loop_ended and session.recording:
-            self.stop_recording()
+        if shown.loop_ended and session.recording and session.episode_status() is None:
+            self.stop_recording()  # a batch's recording is the core's to close (it discards that episode)
         self._sync_record_action()
+        self._sync_episodes()
 
     def _refresh_status(self, snap, shown: Presentation) -> None:
         """The status panel and the status bar (half the display rate)."""

@@ -1,4 +1,5 @@
-"""The settings dialog: scale, precision, filter, workspace boxes, button map.
+"""The settings dialog: scale, precision, filter, workspace boxes, button map, and how the scene
+resets between demonstration episodes (`[episodes]`: applied between batches).
 
 Every value goes through the configuration dataclasses (`config_from_dict`), so the dialog
 accepts exactly what a TOML file would, and a bad value shows the same `ConfigError` message
@@ -10,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
                                QLabel, QLineEdit, QVBoxLayout, QWidget)
 
 from app.config import Config, ConfigError, config_from_dict
-from app.sim.config import ARMS
+from app.sim.config import ARMS, RESET_MODES
 from app.gui import theme
 
-# (path, label, kind, tooltip); kind is float, int, bool or "vec3".
+# (path, label, kind, tooltip); kind is float, int, bool, "vec3" or a tuple of the texts to choose from.
 FIELDS: tuple[tuple[tuple[str, ...], str, Any, str], ...] = (
     (("mapping", "scale"), "Scale", float, "Robot TCP metres per metre of controller motion while engaged (0.05..5)"),
     (("mapping", "precision_factor"), "Precision factor", float, "Scale multiplier while the thumbstick is held down (0.01..1)"),
@@ -37,9 +38,19 @@ FIELDS: tuple[tuple[tuple[str, ...], str, Any, str], ...] = (
     (("buttons", "menu_bit"), "Menu bit", int, "Button id of the menu button; -1 = unmapped"),
     (("buttons", "trigger_axis"), "Trigger axis", int, "rAxis index whose x is the analog trigger (gripper)"),
     (("buttons", "stick_axis"), "Stick axis", int, "rAxis index of the thumbstick"),
+    (("episodes", "randomize"), "Randomize objects", bool,
+     "Between episodes: off puts the objects back at the scene's home keyframe; on places them by each episode's "
+     "seed within their ranges"),
+    (("episodes", "seed"), "First seed", int, "The first episode's placement seed when randomizing (seed + episode number)"),
+    (("episodes", "reset_mode"), "Arms at a reset", RESET_MODES,
+     "relatch: released where they are (the next grip latches them there); home: brought home slowly. Never a jump"),
+    (("episodes", "home_speed_fraction"), "Home speed fraction", float,
+     "'home' mode: the arms move home at this fraction of their joint speed limit (0.01..1)"),
 )
 
-GROUPS = (("mapping", "Mapping"), ("filter", "Filter"), ("arms", "Workspace"), ("buttons", "Button map"))
+GROUPS = (("mapping", "Mapping"), ("filter", "Filter"), ("arms", "Workspace"), ("buttons", "Button map"),
+          ("episodes", "Episodes (between batches)"))
+LEFT_GROUPS = ("mapping", "filter", "episodes")
 
 
 def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
@@ -78,7 +89,7 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         columns = QHBoxLayout()
         left, right = QVBoxLayout(), QVBoxLayout()
-        for i, (table, title) in enumerate(GROUPS):
+        for table, title in GROUPS:
             box = QGroupBox(title)
             form = QFormLayout(box)
             for path, label, kind, tip in FIELDS:
@@ -89,7 +100,7 @@ class SettingsDialog(QDialog):
                 lab = QLabel(label)
                 lab.setToolTip(tip)
                 form.addRow(lab, w)
-            (left if i < 2 else right).addWidget(box)
+            (left if table in LEFT_GROUPS else right).addWidget(box)
         left.addStretch(1)
         right.addStretch(1)
         columns.addLayout(left)
@@ -118,6 +129,9 @@ class SettingsDialog(QDialog):
     def _make(self, path: tuple[str, ...], kind: Any) -> QWidget:
         if kind is bool:
             w: Any = QCheckBox()
+        elif isinstance(kind, tuple):
+            w = QComboBox()
+            w.addItems(list(kind))
         elif kind == "vec3":
             w = QWidget()
             grid = QGridLayout(w)
@@ -139,6 +153,8 @@ class SettingsDialog(QDialog):
             v = _get(data, path)
             if kind is bool:
                 w.setChecked(bool(v))
+            elif isinstance(kind, tuple):
+                w.setCurrentText(str(v))
             elif kind == "vec3":
                 for e, x in zip(w.edits, v):
                     e.setText(repr(float(x)))
@@ -157,6 +173,8 @@ class SettingsDialog(QDialog):
             key = ".".join(path)
             if kind is bool:
                 v: Any = w.isChecked()
+            elif isinstance(kind, tuple):
+                v = w.currentText()
             elif kind == "vec3":
                 v = [_parse(f"{key}[{j}]", float, e.text()) for j, e in enumerate(w.edits)]
             else:

@@ -23,11 +23,13 @@ from app.control.engine import Command, CommandKind
 from app.control.loop import ControlLoop
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import Pipeline, StartOptions
+from app.sessions.episode_host import EpisodeHost
 from app.sim.scene import Scene
 from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
     from app.remote.config import ClientConfig
+    from app.sessions.episodes import EpisodeStatus
     from app.sessions.reader import Session
 
 
@@ -40,6 +42,9 @@ class TeleopRunner(Pipeline):
             self.send(Command(CommandKind.ESTOP, label=held))  # no loop yet: the first one starts held
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.subscribe(self.buffers.on_snapshot)
+        self.episodes = EpisodeHost(self)
+        """The batch of demonstration episodes, polled on the Qt thread (`poll`) as the core's
+        session thread polls its own."""
 
     asynchronous = False
     """Requests are answered before they return (the in-process debugging mode blocks; see above)."""
@@ -50,7 +55,35 @@ class TeleopRunner(Pipeline):
         """`Pipeline.start` with `SessionBackend.start`'s positional order: the window passes
         `record_path` fourth, where the pipeline has `options` (`--in-process --record` gave the
         path as the options)."""
+        self.episodes.check_session_change(replay=SourceKind.parse(kind) is SourceKind.REPLAY)
         return super().start(kind, replay_path, cfg, options=options, session=session, record_path=record_path)
+
+    def stop(self) -> None:
+        self.episodes.end()
+        super().stop()
+
+    def close(self) -> None:
+        self.episodes.end()
+        super().close()
+
+    def poll(self) -> None:
+        super().poll()
+        self.episodes.poll()
+
+    # ----- demonstration episodes (`EpisodeHost`) -----
+
+    def begin_batch(self, folder: str | Path, task: str) -> "EpisodeStatus":
+        return self.episodes.begin(folder, task)
+
+    def end_batch(self) -> "EpisodeStatus | None":
+        return self.episodes.end()
+
+    def episode_status(self) -> "EpisodeStatus | None":
+        return self.episodes.status()
+
+    @property
+    def episodes_ended_why(self) -> str:
+        return self.episodes.ended_why
 
     def heartbeat(self) -> None:
         """Nothing to tell: the loop shares this process (the core client's heartbeat keeps its core holding on)."""

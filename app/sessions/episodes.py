@@ -137,7 +137,7 @@ class EpisodeStatus:
     current_index: int
     """The number of the episode recording, stopped or next."""
     elapsed_s: float
-    """Loop time (s) the current episode has been recording (0 when idle)."""
+    """Loop time (s) the current episode has been recording; once stopped, its duration (0 when idle)."""
     last_verdict: str
     """'success', 'failure', 'discarded' or '' (none yet)."""
     last_error: str
@@ -211,7 +211,10 @@ class EpisodeBatch:
 
     def status(self) -> EpisodeStatus:
         state = self.state
-        elapsed = self._latest_t_s - self._start_t_s if state is EpisodeState.RECORDING else 0.0
+        if state is EpisodeState.RECORDING:
+            elapsed = self._latest_t_s - self._start_t_s
+        else:
+            elapsed = self._duration_s if state is EpisodeState.STOPPED else 0.0
         return EpisodeStatus(state, self.task, len(self.kept), self.discarded, self._next, max(0.0, elapsed),
                              self.last_verdict, self.last_error, str(self.folder))
 
