@@ -106,6 +106,8 @@ class StartOptions:
     """An unpaced run waits for the recorder rather than dropping rows (nothing is real time there)."""
     demo_episodes: bool = False
     """A demo operator runs its scripted batch of demonstration episodes (`run --episodes N`)."""
+    demo_script: str = "table"
+    """What a demo operator plays (`app.tracking.source.DEMO_SCRIPTS`: 'table' or 'humanoid'; `run --demo-script`)."""
 
 
 class Pipeline:
@@ -217,7 +219,8 @@ class Pipeline:
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
         if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
             self.stop()
-        source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes)
+        source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
+                                   demo_script=options.demo_script)
         note = " ".join(n for n in (note, replay_note) if n)
         source.start()
         self.stop()
