@@ -269,6 +269,14 @@ def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):
     assert code == EXIT_USAGE and "go with --stream" in err
 
 
+def test_the_humanoid_demo_script_is_the_demo_operators_only(capsys, tmp_path):
+    code, _, err = run(capsys, "run", "--seconds", "1", "--source", "openvr", "--demo-script", "humanoid")
+    assert code == EXIT_USAGE and "--demo-script" in err and "openvr" in err
+    code, _, err = run(capsys, "run", "--source", "demo", "--demo-script", "humanoid", "--episodes", "2",
+                       "--dataset", str(tmp_path / "d"))
+    assert code == EXIT_USAGE and "--episodes" in err and "humanoid" in err
+
+
 def test_help_lists_the_public_commands_only_and_the_hidden_core_still_parses(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--help"])
