@@ -242,12 +242,15 @@ def robot_points(g1: G1Kinematics, wire: Wire) -> G1Points | None:
     return None
 
 
-def evaluate(g1: G1Kinematics, pairs) -> Figures:
-    """Figures over ``pairs`` of (message bytes, the operator's tracking sample at that message)."""
+def evaluate(g1: G1Kinematics, pairs, topics: tuple[str, ...] = ("pose", "planner")) -> Figures:
+    """Figures over ``pairs`` of (message bytes, the operator's tracking sample at that message),
+    the messages of ``topics`` only (a pose mode's planner messages before it enters pose are not its figures)."""
     rows: list[tuple[G1Points, OperatorPoints]] = []
     head_pelvis: list[float] = []
     for raw, sample in pairs:
         wire = decode(raw)
+        if wire.topic not in topics:
+            continue
         pts = robot_points(g1, wire)
         if pts is None:
             continue

@@ -116,7 +116,7 @@ def main() -> int:
           f"{g1.reach_m['left']:.3f} m")
     for mode in args.modes:
         messages, samples, note = run_mode(mode, args.seconds, args.demo_script)
-        fig = evaluate(g1, pair(messages, samples))
+        fig = evaluate(g1, pair(messages, samples), ("planner",) if mode == "planner-vr3pt" else ("pose",))
         print(f"\n{mode}: {len(messages)} messages; {note}")
         for line in fig.lines():
             print(f"  {line}")
