@@ -215,6 +215,9 @@ class Figures:
     near_limit_by_joint_pct: dict[str, float] = field(default_factory=dict)
     smpl_head_pelvis_m: float = float("nan")
     """smpl messages: the median head-to-pelvis distance of the streamed body (m)."""
+    smpl_head_over_feet_m: float = float("nan")
+    """smpl messages: the median height of the streamed body's head joint (15) over its lower foot
+    joint (10, 11), along the body's up axis (m): its standing head height."""
 
     def lines(self) -> list[str]:
         worst = sorted(self.near_limit_by_joint_pct.items(), key=lambda kv: -kv[1])[:3]
@@ -229,7 +232,8 @@ class Figures:
             out.append(f"frames with a joint within {NEAR_LIMIT_RAD} rad of a limit: {self.near_limit_pct:.1f} %"
                        + (" (" + ", ".join(f"{n} {v:.1f} %" for n, v in worst if v > 0) + ")" if worst else ""))
         if not math.isnan(self.smpl_head_pelvis_m):
-            out.append(f"SMPL head to pelvis (median): {self.smpl_head_pelvis_m:.3f} m")
+            out.append(f"SMPL head to pelvis (median): {self.smpl_head_pelvis_m:.3f} m; head joint over the feet "
+                       f"{self.smpl_head_over_feet_m:.3f} m")
         return out
 
 
@@ -247,6 +251,7 @@ def evaluate(g1: G1Kinematics, pairs, topics: tuple[str, ...] = ("pose", "planne
     the messages of ``topics`` only (a pose mode's planner messages before it enters pose are not its figures)."""
     rows: list[tuple[G1Points, OperatorPoints]] = []
     head_pelvis: list[float] = []
+    head_feet: list[float] = []
     for raw, sample in pairs:
         wire = decode(raw)
         if wire.topic not in topics:
@@ -258,6 +263,7 @@ def evaluate(g1: G1Kinematics, pairs, topics: tuple[str, ...] = ("pose", "planne
         if "smpl_joints" in wire.fields:
             j = np.asarray(wire.fields["smpl_joints"])[-1]
             head_pelvis.append(float(np.linalg.norm(j[15] - j[0])))
+            head_feet.append(float(j[15, 2] - min(j[10, 2], j[11, 2])))
     fig = Figures(frames=len(rows))
     if not rows:
         return fig
@@ -286,4 +292,5 @@ def evaluate(g1: G1Kinematics, pairs, topics: tuple[str, ...] = ("pose", "planne
         fig.near_limit_by_joint_pct = {name: 100.0 * float(v) for name, v in zip(g1.names, n.mean(axis=0))}
     if head_pelvis:
         fig.smpl_head_pelvis_m = float(np.median(head_pelvis))
+        fig.smpl_head_over_feet_m = float(np.median(head_feet))
     return fig

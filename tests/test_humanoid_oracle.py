@@ -2,8 +2,8 @@
 oracle (`bench/g1_oracle.py`: the G1 MJCF's forward kinematics at the streamed joints, against the
 operator's tracked hands), for pose-v1 and smpl-v3. Calibrated standing (the script's A press at
 0.6 s), the G1's wrists are in front of its torso whenever the operator's hands are in front of the
-head, and no joint sits at a limit. The hand discrepancy and the SMPL scale are figures of
-`bench/humanoid_oracle.py`, not asserted here (docs/streaming.md).
+head, no joint sits at a limit, and the SMPL body stands as tall as the configured operator. The
+hand discrepancy is a figure of `bench/humanoid_oracle.py`, not asserted here (docs/streaming.md).
 
 The oracle itself is checked against closed-form facts first: its wire decoder against our encoder's
 bytes, its joint mapping by name against the MJCF, the operator frame of a known pose."""
@@ -72,3 +72,6 @@ def test_calibrated_standing_the_g1s_arms_go_where_the_operators_hands_go(fk, mo
         assert fig.front_frames[side] > 400
         assert fig.front_pct[side] >= 95.0, fig.lines()
     assert fig.near_limit_pct <= 5.0, fig.lines()
+    if mode == "smpl-v3":  # the body's size is the operator's: its head joint where a 1.75 m person's is
+        expected_m = 0.936 * 1.75 - 0.09  # the eyes' standing height, the head joint 9 cm below them
+        assert abs(fig.smpl_head_over_feet_m / expected_m - 1.0) <= 0.10, fig.lines()

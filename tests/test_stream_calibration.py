@@ -160,3 +160,19 @@ def test_the_press_before_the_stream_opened_calibrates_it_and_stream_when_calibr
         assert pipe.latest().t_s < 40.0  # before the script's next A press
     finally:
         pipe.close()
+
+
+def test_the_smpl_body_is_sized_from_the_configured_operator_height_not_the_head_sample(g1):
+    from app.streaming.smpl_skeleton import TEMPLATE_HEAD_HEIGHT_M
+    scales = []
+    for height_m, head_z in ((1.75, 1.64), (1.75, 1.58), (1.60, 1.50)):
+        cfg = StreamConfig(mode="smpl-v3")
+        cfg = dataclasses.replace(cfg, calibration=dataclasses.replace(cfg.calibration, operator_height_m=height_m))
+        session = StreamSession(cfg, g1)
+        session.observe(_frame(posture(head=np.array([0.08, 0.0, head_z])), 4, calibrations=1))
+        session.tick(0.02, 1, 0.02)
+        assert _status(session).calibrated
+        scale = session._smpl.estimator.skeleton.scale
+        assert scale == pytest.approx((0.936 * height_m - 0.09) / TEMPLATE_HEAD_HEIGHT_M)
+        scales.append(scale)
+    assert scales[0] == scales[1] > scales[2]  # a lower headset at calibration does not shrink the body

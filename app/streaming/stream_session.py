@@ -193,9 +193,9 @@ class StreamSession:
         q, _ = self._robot_q()
         ref = self.g1.key_poses(q, self._fk_data)
         tp = self._mapper.calibrate(frame.sample, frame.heading_rad, frame.t_s, ref)
-        if self._smpl is not None:  # the operator stands now: scale the SMPL body to the headset's height
+        if self._smpl is not None:  # the body's size is the configured operator's (the posture check held the headset to it)
             try:
-                self._smpl.calibrate(frame.sample, self._mapper.heading_rad)
+                self._smpl.calibrate(frame.sample, self._mapper.heading_rad, self.cfg.calibration.operator_height_m)
             except ValueError as exc:
                 raise CalibrationError(f"SMPL body: {exc}") from exc
         self.calibration_refused = ""
