@@ -210,7 +210,7 @@ def test_replay_uses_the_recorded_configuration_and_reissues_commands(tmp_path, 
 
 
 def test_stream_flag_streams_after_calibration(capsys, tmp_path):
-    """`run --stream` streams once the demo operator has calibrated. The run lasts until a subscriber
+    """`run --stream` streams once the demo operator has calibrated (never calibrating by itself). The run lasts until a subscriber
     here has received the stream's first messages, then ends as Ctrl-C ends it (not after a fixed
     time, which a loaded machine may spend starting the stream's process)."""
     from tests.run_helpers import Interrupter, free_loopback_endpoint
@@ -231,6 +231,8 @@ def test_stream_flag_streams_after_calibration(capsys, tmp_path):
     assert st["state"] == "stopped"  # closing the run stops the stream (and sends the stop command)
     assert "streaming to the humanoid" in err
     assert st["input_lost"] is False and st["suppressed_ticks"] >= 0
+    # the demo's A press at 0.4 s, standing before the table, made before the stream's process was up
+    assert st["calibrated"] and st["calibration_refusals"] == 0
     left, right = st["keypoints_clamped"]
     assert f"clamped to reach on {left} (left) / {right} (right) ticks" in out
 

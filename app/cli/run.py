@@ -414,7 +414,8 @@ def _run_result(pipe, summary, started: float) -> dict:
                             "last_error": st.last_error, "input_lost": st.input_lost,
                             "suppressed_ticks": st.suppressed_ticks, "keypoints_clamped": list(st.keypoints_clamped),
                             "refusals": refusals, "frames_dropped": st.frames_dropped,
-                            "process_crashes": st.process_crashes}
+                            "process_crashes": st.process_crashes, "calibrated": st.calibrated,
+                            "calibration_refusals": st.calibration_refusals}
         if acc is not None:
             result["stream"]["smpl"] = acc.as_dict()
         if feedback is not None:
