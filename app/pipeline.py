@@ -29,6 +29,7 @@ from app.control.engine import Command, CommandKind, TeleopEngine
 from app.control.loop import ControlLoop
 from app.control.timing import LoopIdle
 from app.control.snapshot import Snapshot
+from app.events import EventKind
 from app.stats import TimingFigures
 from app.runtime import build_engine, make_source, session_sidecar
 from app.sessions.recorder import RecorderState, RecorderStatus
@@ -106,6 +107,8 @@ class StartOptions:
     """An unpaced run waits for the recorder rather than dropping rows (nothing is real time there)."""
     demo_episodes: bool = False
     """A demo operator runs its scripted batch of demonstration episodes (`run --episodes N`)."""
+    demo_script: str = "table"
+    """What a demo operator plays (`app.tracking.source.DEMO_SCRIPTS`: 'table' or 'humanoid'; `run --demo-script`)."""
 
 
 class Pipeline:
@@ -145,6 +148,11 @@ class Pipeline:
         self._recorder: RecorderProcess | None = None
         self._summary: RunSummary | None = None
         self._stream_autostart: StreamAutoStart | None = None
+        self._calibration: Snapshot | None = None
+        """The snapshot of the operator's newest calibration (A, C) in the running loop, kept for a
+        stream opened after it (written by the loop thread, one reference)."""
+        self._refusals_answered = 0
+        """The stream's calibration refusals already answered with a haptic pulse (`poll`)."""
         self.foxglove: "FoxgloveLive | None" = None
         """The live Foxglove server, once opened; subscribed to every loop."""
         self.loop_idle = LoopIdle()
@@ -219,7 +227,8 @@ class Pipeline:
         # OpenVR's connection is per process: the old one must be closed before a new one opens.
         if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
             self.stop()
-        source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes)
+        source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
+                                   demo_script=options.demo_script)
         note = " ".join(n for n in (note, replay_note) if n)
         source.start()
         self.stop()
@@ -253,6 +262,8 @@ class Pipeline:
         self.mirror.clear()
         loop.subscribe(self.mirror.subscriber(engine.sim.data.qpos))
         self._on_loop_created(loop, source)
+        self._calibration = None  # a calibration belongs to the loop and the source it was made in
+        loop.subscribe(self._keep_calibration)
         for fn in self._subscribers:
             loop.subscribe(fn)
         if self.publisher is not None:
@@ -389,6 +400,11 @@ class Pipeline:
 
     # ----- humanoid stream -----
 
+    def _keep_calibration(self, snap: Snapshot) -> None:
+        """The loop thread, every tick: keep the snapshot of a calibration (a reference, no copy)."""
+        if snap.events and any(e.kind is EventKind.CALIBRATE for e in snap.events):
+            self._calibration = snap
+
     def open_stream(self, stream_cfg) -> "StreamPublisher":
         """Open the humanoid stream (starts its process, which binds the socket; IDLE, nothing sent) and
         feed it every tick. Takes a second or more (a new interpreter loads the G1 model): call it off
@@ -407,14 +423,19 @@ class Pipeline:
                 feedback.start()
             except ValueError as exc:  # the endpoint's text passed the config check but ZMQ refuses it
                 raise OSError(str(exc)) from None
+        calibration = self._calibration if self.loop is not None else None
         try:
             pub = StreamPublisher(stream_cfg, robot_q_source=feedback.live_joint_pos_mujoco_rad
-                                  if feedback is not None else None, loop_idle=self.loop_idle).open()
+                                  if feedback is not None else None, loop_idle=self.loop_idle,
+                                  calibration=calibration).open()
         except BaseException:
             if feedback is not None:
                 feedback.close()
             raise
         self.publisher, self.feedback = pub, feedback
+        self._refusals_answered = 0
+        if calibration is not None:
+            log.info("the calibration made at %.2f s, before the stream opened, is handed to it", calibration.t_s)
         if self.loop is not None:
             latest = self.loop.latest()
             if latest is not None:  # so that a Calibrate/Start right after opening has a snapshot to use
@@ -447,16 +468,37 @@ class Pipeline:
         return feedback.snapshot() if feedback is not None else None
 
     def stream_when_calibrated(self, stream_cfg) -> "StreamAutoStart":
-        """Open the stream now and start it as soon as the operator is tracked (`poll` retries);
-        the `--stream` option, which is the operator's go-ahead."""
+        """Open the stream now and start it once the operator has calibrated it (A, C or the panel's
+        Calibrate, standing upright: `poll` retries); the `--stream` option, which is the operator's
+        go-ahead to stream, never a calibration."""
         pub = self.publisher if self.publisher is not None else self.open_stream(stream_cfg)
         self._stream_autostart = StreamAutoStart(pub)
         return self._stream_autostart
 
     def poll(self) -> None:
-        """Periodic housekeeping from the owner's thread (a few Hz): the stream's auto-start."""
+        """Periodic housekeeping from the owner's thread (a few Hz): the stream's refused calibrations
+        answered, its auto-start."""
+        self._answer_calibration_refusals()
         if self._stream_autostart is not None:
             self._stream_autostart.poll(self.latest())
+
+    def _answer_calibration_refusals(self) -> None:
+        """A calibration the stream refused (the operator's posture) gets a haptic pulse on both
+        controllers and a log line with the reason."""
+        pub = self.publisher
+        if pub is None:
+            return
+        st = pub.status()
+        if st.calibration_refusals < self._refusals_answered:  # a restarted stream process counts afresh
+            self._refusals_answered = st.calibration_refusals
+        if st.calibration_refusals == self._refusals_answered:
+            return
+        self._refusals_answered = st.calibration_refusals
+        log.warning("humanoid stream calibration refused: %s", st.calibration_refused)
+        source = self.source
+        if source is not None:
+            for controller in ("left", "right"):
+                source.pulse_haptic(controller, self.cfg.safety.haptic_pulse_us)
 
     @property
     def stream_refusals(self) -> list[str]:
@@ -580,10 +622,12 @@ def _held_by_at_end(loop: ControlLoop) -> str:
 
 
 class StreamAutoStart:
-    """`--stream`: calibrate the humanoid 3-point once the operator is tracked, then start.
+    """`--stream`: start the humanoid stream once the operator has calibrated it.
 
-    Refusals (tracking lost, operator far from the robot's pose) are logged once each and
-    retried; the operator fixes the cause (or presses A to recalibrate) and streaming begins.
+    It never calibrates by itself: the operator does, standing upright with the arms relaxed (A, C,
+    or the panel's Calibrate; a calibration made before the stream was up counts). Refusals (not
+    calibrated yet, the posture refused, tracking lost, operator far from the robot's pose) are
+    announced once each and retried; the operator fixes the cause and streaming begins.
     """
 
     def __init__(self, streamer: "StreamPublisher", announce: Callable[[str], None] | None = None) -> None:
@@ -600,17 +644,23 @@ class StreamAutoStart:
         if self.streamer.status().state is StreamState.STREAMING:
             self.started = True
             return
+        status = self.streamer.status()
+        if not status.calibrated:
+            waiting = ("calibration refused: " + status.calibration_refused if status.calibration_refused else
+                       "waiting for the operator to calibrate: stand upright, arms relaxed, and press A")
+            self._refused(waiting)
+            return
         try:
-            if not self.streamer.status().calibrated:
-                self.streamer.calibrate()
             self.streamer.start_streaming()
             self.started = True
             self.announce(f"streaming to the humanoid on {self.streamer.endpoint}")
         except (StartRefused, CalibrationError) as exc:
-            text = str(exc)
-            if text not in self.refusals:
-                self.refusals.append(text)
-                self.announce(f"stream not started yet: {text}")
+            self._refused(str(exc))
+
+    def _refused(self, text: str) -> None:
+        if text not in self.refusals:
+            self.refusals.append(text)
+            self.announce(f"stream not started yet: {text}")
 
 
 __all__ = ["Pipeline", "PipelineError", "RecordingError", "SOURCE_LABELS", "StartOptions", "StreamAutoStart", "generated_session_name",

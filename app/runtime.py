@@ -20,7 +20,8 @@ from app.sim.output import ArmsOutput
 from app.sim.scene import Scene, SceneError
 from app.sim.sim_arms import make_sim
 from app.tracking.demo_operator import ArmTask, DemoOperator, HandoverTask
-from app.tracking.source import SourceKind, TrackingSource, TrackingSourceError
+from app.tracking.humanoid_operator import HumanoidOperator
+from app.tracking.source import DEMO_SCRIPTS, SourceKind, TrackingSource, TrackingSourceError
 
 if TYPE_CHECKING:
     from app.sessions.reader import Session
@@ -71,18 +72,28 @@ def demo_handover(scene: Scene) -> HandoverTask:
                         half_height_m=float(model.geom_size[geom][2]))
 
 
-def make_demo(scene: Scene, cfg: Config, episodes: bool = False) -> DemoOperator:
-    """`episodes`: the scripted batch of demonstration episodes (`DemoOperator`'s episodes mode)."""
+def make_demo(scene: Scene, cfg: Config, episodes: bool = False,
+              script: str = "table") -> DemoOperator | HumanoidOperator:
+    """`episodes`: the scripted batch of demonstration episodes (`DemoOperator`'s episodes mode);
+    `script`: one of `DEMO_SCRIPTS` (TrackingSourceError naming them otherwise). The humanoid script
+    stands at the configured operator height (`stream.calibration.operator_height_m`)."""
+    if script not in DEMO_SCRIPTS:
+        raise TrackingSourceError(f"unknown demo script {script!r}; expected one of {', '.join(DEMO_SCRIPTS)}")
+    if script == "humanoid":
+        if episodes:
+            raise TrackingSourceError("the episodes' scripted batch is the table script's: not with the humanoid script")
+        return HumanoidOperator(cfg.stream.calibration.operator_height_m)
     return DemoOperator(demo_tasks(scene, cfg), cfg.mapping.scale, handover=demo_handover(scene), episodes=episodes)
 
 
 def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | None = None,
-                demo_episodes: bool = False) -> tuple[TrackingSource, str]:
+                demo_episodes: bool = False, demo_script: str = "table") -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
     'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so. 'replay'
     replays `session` (already read, so that its recorded configuration could be chosen first)
-    with `cfg`'s button map. `demo_episodes`: a demo operator runs its scripted batch of episodes.
+    with `cfg`'s button map. `demo_episodes`: a demo operator runs its scripted batch of episodes;
+    `demo_script`: which script a demo operator plays (`DEMO_SCRIPTS`).
     """
     kind = SourceKind.parse(kind)
     if kind is SourceKind.REPLAY:
@@ -91,14 +102,14 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
         from app.sessions.replay import ReplaySource
         return ReplaySource(session, grip_engage_threshold=cfg.buttons.grip_engage_threshold), ""
     if kind is SourceKind.DEMO:
-        return make_demo(scene, cfg, demo_episodes), ""
+        return make_demo(scene, cfg, demo_episodes, demo_script), ""
     from app.tracking.openvr_source import OpenVRSource, steamvr_available
     if kind is SourceKind.OPENVR:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
     ok, reason = steamvr_available()
     if ok:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
-    return make_demo(scene, cfg, demo_episodes), f"SteamVR not found ({reason}): running the built-in demo operator instead."
+    return make_demo(scene, cfg, demo_episodes, demo_script), f"SteamVR not found ({reason}): running the built-in demo operator instead."
 
 
 def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine) -> dict:

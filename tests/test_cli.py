@@ -210,7 +210,7 @@ def test_replay_uses_the_recorded_configuration_and_reissues_commands(tmp_path, 
 
 
 def test_stream_flag_streams_after_calibration(capsys, tmp_path):
-    """`run --stream` streams once the demo operator has calibrated. The run lasts until a subscriber
+    """`run --stream` streams once the demo operator has calibrated (never calibrating by itself). The run lasts until a subscriber
     here has received the stream's first messages, then ends as Ctrl-C ends it (not after a fixed
     time, which a loaded machine may spend starting the stream's process)."""
     from tests.run_helpers import Interrupter, free_loopback_endpoint
@@ -231,6 +231,8 @@ def test_stream_flag_streams_after_calibration(capsys, tmp_path):
     assert st["state"] == "stopped"  # closing the run stops the stream (and sends the stop command)
     assert "streaming to the humanoid" in err
     assert st["input_lost"] is False and st["suppressed_ticks"] >= 0
+    # the demo's A press at 0.4 s, standing before the table, made before the stream's process was up
+    assert st["calibrated"] and st["calibration_refusals"] == 0
     left, right = st["keypoints_clamped"]
     assert f"clamped to reach on {left} (left) / {right} (right) ticks" in out
 
@@ -267,6 +269,14 @@ def test_stream_refuses_a_network_endpoint_without_opt_in(capsys):
     assert code == EXIT_USAGE and "--stream-endpoint" in err and "loopback" in err
     code, _, err = run(capsys, "run", "--seconds", "1", "--stream-endpoint", "tcp://127.0.0.1:5556")
     assert code == EXIT_USAGE and "go with --stream" in err
+
+
+def test_the_humanoid_demo_script_is_the_demo_operators_only(capsys, tmp_path):
+    code, _, err = run(capsys, "run", "--seconds", "1", "--source", "openvr", "--demo-script", "humanoid")
+    assert code == EXIT_USAGE and "--demo-script" in err and "openvr" in err
+    code, _, err = run(capsys, "run", "--source", "demo", "--demo-script", "humanoid", "--episodes", "2",
+                       "--dataset", str(tmp_path / "d"))
+    assert code == EXIT_USAGE and "--episodes" in err and "humanoid" in err
 
 
 def test_help_lists_the_public_commands_only_and_the_hidden_core_still_parses(capsys):

@@ -21,13 +21,16 @@ from app.cli.common import (
     stream_settings,
 )
 from app.streaming.config import MODES
-from app.tracking.source import SourceKind
+from app.tracking.source import DEMO_SCRIPTS, SourceKind
 
 
 def add_run_parser(sub) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
     run.add_argument("--source", choices=[str(k) for k in SourceKind], default=str(SourceKind.AUTO),
                      help="tracking source (default auto: OpenVR if SteamVR runs, else the demo operator)")
+    run.add_argument("--demo-script", choices=list(DEMO_SCRIPTS), default="table",
+                     help="what the demo operator does: 'table' (drives the arms over the table, default) or "
+                          "'humanoid' (stands upright: reaches, raises, crosses, waves, hands over, walks with the sticks)")
     run.add_argument("--replay", metavar="PATH", help="session CSV to replay (with --source replay)")
     run.add_argument("--seconds", type=positive_seconds, metavar="N", help="stop after N seconds of loop time")
     run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar); a folder "
@@ -104,6 +107,12 @@ def _check_run_args(args: argparse.Namespace) -> SourceKind:
         raise UsageError("--source replay needs --replay PATH")
     stream_settings(args.stream, args.stream_endpoint, args.stream_allow_remote)
     _check_foxglove_args(args)
+    if getattr(args, "demo_script", "table") != "table":
+        if source_kind not in (SourceKind.DEMO, SourceKind.AUTO):
+            raise UsageError(f"--demo-script is the demo operator's: it does not go with --source {source_kind}")
+        if getattr(args, "episodes", None) is not None:
+            raise UsageError("--episodes runs the table script's batch: it does not go with --demo-script "
+                             f"{args.demo_script}")
     if getattr(args, "connect", None) and args.fast:
         raise UsageError("--fast cannot drive a remote server: it runs in real time")
     _check_episode_args(args, source_kind)
@@ -262,7 +271,8 @@ def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: SourceKind
 
     max_ticks = int(round(args.seconds * cfg.loop.rate_hz)) if args.seconds else None
     options = StartOptions(paced=not args.fast, max_ticks=max_ticks, block_recorder_when_full=args.fast,
-                           demo_episodes=getattr(args, "episodes", None) is not None)
+                           demo_episodes=getattr(args, "episodes", None) is not None,
+                           demo_script=getattr(args, "demo_script", "table"))
     try:
         note = pipe.start(source_kind, args.replay, explicit_cfg, options, session=session, record_path=args.record)
     except ConfigError as exc:
@@ -404,7 +414,8 @@ def _run_result(pipe, summary, started: float) -> dict:
                             "last_error": st.last_error, "input_lost": st.input_lost,
                             "suppressed_ticks": st.suppressed_ticks, "keypoints_clamped": list(st.keypoints_clamped),
                             "refusals": refusals, "frames_dropped": st.frames_dropped,
-                            "process_crashes": st.process_crashes}
+                            "process_crashes": st.process_crashes, "calibrated": st.calibrated,
+                            "calibration_refusals": st.calibration_refusals}
         if acc is not None:
             result["stream"]["smpl"] = acc.as_dict()
         if feedback is not None:

@@ -174,6 +174,36 @@ LOCOMOTION_CHOICES: tuple[str, ...] = (LOCOMOTION_AUTO, *(m.name.lower() for m i
 
 
 @dataclass(frozen=True)
+class CalibrationPostureConfig:
+    """`[stream.calibration]`: the posture the humanoid stream calibrates in (standing upright, arms
+    relaxed), checked by `app.streaming.calibration_posture` before a calibration is accepted."""
+
+    operator_height_m: float = 1.75
+    """The operator's body height (stature, m): the standing headset height is expected at
+    `EYE_HEIGHT_FRACTION` of it."""
+    head_height_tol: float = 0.10
+    """Accepted headset height: the expected standing one, plus or minus this fraction of it."""
+    max_head_tilt_rad: float = 0.45
+    """Largest head pitch or roll from level (rad) accepted: looking straight ahead, not down at the hands."""
+    max_hand_from_body_m: float = 0.45
+    """Largest horizontal distance (m) of a controller from the headset's vertical: hands near the body."""
+    shoulder_below_head_m: float = 0.20
+    """The shoulders' height below the headset (m): each controller must be lower than that."""
+
+    def __post_init__(self) -> None:
+        require(is_number_in(self.operator_height_m, 1.0, 2.3), "stream.calibration.operator_height_m",
+                "a body height in 1.0..2.3 m", self.operator_height_m)
+        require(is_number_in(self.head_height_tol, 0.01, 0.5), "stream.calibration.head_height_tol",
+                "a fraction in 0.01..0.5", self.head_height_tol)
+        require(is_number_in(self.max_head_tilt_rad, 0.05, 1.5), "stream.calibration.max_head_tilt_rad",
+                "an angle in 0.05..1.5 rad", self.max_head_tilt_rad)
+        require(is_number_in(self.max_hand_from_body_m, 0.1, 1.0), "stream.calibration.max_hand_from_body_m",
+                "a distance in 0.1..1.0 m", self.max_hand_from_body_m)
+        require(is_number_in(self.shoulder_below_head_m, 0.05, 0.5), "stream.calibration.shoulder_below_head_m",
+                "a distance in 0.05..0.5 m", self.shoulder_below_head_m)
+
+
+@dataclass(frozen=True)
 class StreamConfig(PickledOnce):
     """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
 
@@ -238,6 +268,8 @@ class StreamConfig(PickledOnce):
     threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
     retarget: RetargetConfig = field(default_factory=RetargetConfig)
     smpl: SmplBodyConfig = field(default_factory=SmplBodyConfig)
+    calibration: CalibrationPostureConfig = field(default_factory=CalibrationPostureConfig)
+    """The operator's height and the posture a calibration is accepted in."""
 
     def __post_init__(self) -> None:
         require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)

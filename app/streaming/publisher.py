@@ -102,7 +102,7 @@ class StreamPublisher:
     """The humanoid stream, run by a process of its own. Use as a context manager or `open`/`close`."""
 
     def __init__(self, cfg: StreamConfig | None = None, robot_q_source: RobotQSource | None = None,
-                 loop_idle: LoopIdle | None = None) -> None:
+                 loop_idle: LoopIdle | None = None, calibration: Snapshot | None = None) -> None:
         """Owners: the loop's thread writes the frame state (`submit`: `_calibrations`, `_newest_frame`,
         `_frames_dropped`); the link thread writes what the process reports and its fate (`_report`,
         `_process`, `_crashes`, `_fault`, and the process and pipes on a restart, under
@@ -123,6 +123,9 @@ class StreamPublisher:
         """Held around one non-blocking send (the loop's thread, or `open_stream`'s first frame) and
         to take the socket away on close: microseconds."""
         self._calibrations = 0
+        self._calibration_frame = operator_frame.encode(calibration, 1) if calibration is not None else None
+        """``calibration``: the snapshot of the operator's newest calibration (A, C) made before the stream
+        opened; the stream process calibrates on it as soon as it is up (counted as the first calibration)."""
         self._frames_dropped = 0
         self._newest_frame: bytes | None = None
         """The newest frame submitted: every request carries it, so that it sees what the core
@@ -165,8 +168,10 @@ class StreamPublisher:
         self._frames_endpoint = f"tcp://127.0.0.1:{port}"
         self._frames = frames
         self._closing.clear()
+        if self._calibration_frame is not None:
+            self._calibrations = 1  # the process has seen none: it acts on the frame handed to it
         try:
-            self._spawn(first_frame_index=0, after_crash=False)
+            self._spawn(first_frame_index=0, after_crash=False, calibration_frame=self._calibration_frame)
         except BaseException:
             self._close_frames()
             raise
@@ -318,8 +323,9 @@ class StreamPublisher:
 
     # ---- the stream process ----
 
-    def _spawn(self, first_frame_index: int, after_crash: bool) -> None:
-        """Start a stream process and wait for it to bind (OSError when it cannot)."""
+    def _spawn(self, first_frame_index: int, after_crash: bool, calibration_frame: bytes | None = None) -> None:
+        """Start a stream process and wait for it to bind (OSError when it cannot); it acts on
+        ``calibration_frame`` (a calibration made before it was up) first."""
         self._process = ProcessState.STARTING if not after_crash else ProcessState.RESTARTING
         # a restarted process binds where its predecessor was (an OS-chosen port too): the deploy reconnects
         cfg = dataclasses.replace(self.cfg, endpoint=self._endpoint) if self._endpoint else self.cfg
@@ -327,7 +333,8 @@ class StreamPublisher:
         reports_r, reports_w = self._mp.Pipe(duplex=False)
         proc = self._mp.Process(target=stream_process.main, name="humanoid-stream", daemon=True,
                                 args=(cfg, self._frames_endpoint, control_r, reports_w, first_frame_index,
-                                      self._calibrations, after_crash))
+                                      self._calibrations - (calibration_frame is not None), after_crash,
+                                      calibration_frame))
         proc.start()
         # only the child holds its ends now: either side's death is the other's end of file
         control_r.close()

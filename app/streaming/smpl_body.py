@@ -53,6 +53,7 @@ from app.streaming.smpl_skeleton import (
     smpl_pose_from_local,
 )
 from calibration import frames
+from calibration.anthropometry import standing_eye_height_m
 from calibration import quat as Q
 from calibration.filters import OneEuroFilter, OneEuroQuatFilter
 
@@ -233,12 +234,17 @@ class SmplBodyEstimator:
         """Head joint (3,) for a headset pose (operator frame): ``p + R @ hmd_to_head_m``."""
         return np.asarray(head_pos_m, dtype=float) + Q.rotate(Q.normalize(head_quat_wxyz), self._hmd_to_head)
 
-    def calibrate(self, pos_m, quat_wxyz) -> SmplSkeleton:
+    def calibrate(self, pos_m, quat_wxyz, operator_height_m: float | None = None) -> SmplSkeleton:
         """Scale the skeleton to the operator standing upright now: ``scale = h / TEMPLATE_HEAD_HEIGHT_M``
-        with ``h`` the head joint's height above the floor (headset row 2 of ``pos_m``/``quat_wxyz``,
+        with ``h`` the head joint's standing height above the floor: from ``operator_height_m`` (the
+        configured stature: the eyes at `standing_eye_height_m`, the head joint `hmd_to_head_m` from
+        them, head level) when given, else measured from the headset (row 2 of ``pos_m``/``quat_wxyz``,
         operator frame). Raises `SmplBodyError` / `SkeletonError` for a non-finite or implausible height."""
         pos, quat = self._check_rows(pos_m, quat_wxyz)
-        h = float(self.head_joint_position_m(pos[2], quat[2])[2])
+        if operator_height_m is not None:
+            h = standing_eye_height_m(operator_height_m) + float(self._hmd_to_head[2])
+        else:
+            h = float(self.head_joint_position_m(pos[2], quat[2])[2])
         self.skeleton = SmplSkeleton.from_head_height(h)
         self._reset_state()
         self._held_pos, self._held_quat = pos.copy(), quat.copy()

@@ -115,14 +115,15 @@ class SmplStream:
         """The newest estimated body (for a preview), None before the first frame."""
         return self._last
 
-    def calibrate(self, sample: TrackingSample, heading_rad: float) -> SmplSkeleton:
-        """Scale the skeleton to the operator standing now (height from the headset), in the operator
-        frame turned by ``heading_rad`` (the 3-point calibration's). Raises `SmplBodyError` /
-        `SkeletonError` when the headset is not tracked or the height is implausible."""
+    def calibrate(self, sample: TrackingSample, heading_rad: float, operator_height_m: float | None = None) -> SmplSkeleton:
+        """Scale the skeleton to the operator standing now, in the operator frame turned by
+        ``heading_rad`` (the 3-point calibration's): to ``operator_height_m`` (the configured stature)
+        when given, else to the headset's height. Raises `SmplBodyError` / `SkeletonError` when the
+        headset is not tracked or the height is implausible."""
         pos, quat, valid = device_rows_from_sample(sample, heading_rad)
         if not valid[2]:
             raise SmplBodyError("SMPL calibration needs the headset tracked (the skeleton is scaled to its height)")
-        skeleton = self.estimator.calibrate(pos, quat)
+        skeleton = self.estimator.calibrate(pos, quat, operator_height_m)
         self._heading_rad = float(heading_rad)
         self._rows = (pos, quat, valid)
         self._last = None

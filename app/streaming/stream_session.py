@@ -23,8 +23,14 @@ Modes (`StreamConfig.mode`):
   body estimated from the headset and controllers (`smpl_stream`), sent as pose v2 (SMPL only) or
   v3 (SMPL plus the retargeted joints), with `heading_increment` from the right stick.
 
-Calibration (`calibrate`, or the engine's own calibration when `follow_engine_calibration`)
-maps the operator's wrists onto the robot's current wrist poses. Nothing is sent before
+Calibration is an operator act in a known posture: `calibrate` (the panel's Calibrate), or the
+engine's own calibration (A, C) when `follow_engine_calibration`, taken on the frame of that press
+(which may have arrived before this process was up: the core hands it over at the start). The
+posture is checked first (`calibration_posture`: standing upright at the configured operator
+height, head level, arms relaxed); a bad one is refused with the reason (`PostureRefused`, the
+status's `calibration_refused`, a log line) and counted (`calibration_refusals`, which the core
+answers with a haptic pulse). An accepted calibration maps the operator's wrists onto the robot's
+current wrist poses. Nothing is sent before
 `start` (an explicit operator action). `stop`, `estop` and an e-stopped frame send
 `command(start=0, stop=1, planner=1)` (in both modes: the plain `zmq` deploy ignores it, the
 manager stops). A failure inside a tick does the same: nothing half computed reaches the robot.
@@ -48,6 +54,7 @@ import math
 
 import numpy as np
 
+from app.streaming.calibration_posture import check_posture
 from app.streaming.config import MODES, POSE_MODES, SMPL_MODE_VERSIONS, StreamConfig
 from app.streaming import protocol
 from app.streaming.g1_model import G1Model, KeyPoses, load_g1
@@ -65,6 +72,10 @@ from app.streaming.stream_status import (PoseDistance, StartRefused, StreamRepor
 from app.streaming.threepoint import CalibrationError, ThreePoint, ThreePointMapper
 
 log = logging.getLogger(__name__)
+
+
+class PostureRefused(CalibrationError):
+    """A calibration refused because the operator is not in the calibration posture; the message says why."""
 
 
 class StreamSession:
@@ -88,7 +99,12 @@ class StreamSession:
         self._locomotion = locomotion_mode(self.cfg.locomotion)
         self._frame: OperatorFrame | None = None
         self._calibrations_seen = calibrations_seen
-        self._engine_calibrated = False
+        self._calibration_frame: OperatorFrame | None = None
+        """The frame of the engine's newest calibration not yet acted on (None: none pending)."""
+        self.calibration_refusals = 0
+        """Calibrations refused for the operator's posture (the core pulses the controllers on each)."""
+        self.calibration_refused = ""
+        """Why the newest refused calibration was refused ('' once one is accepted)."""
         self._robot_q_measured: np.ndarray | None = None
         self._pose_entry_due: float | None = None
         """Pose modes: time at which `command(1,0,0)` is due after a start (None: not pending)."""
@@ -108,9 +124,10 @@ class StreamSession:
     # ---- inputs ----
 
     def observe(self, frame: OperatorFrame) -> None:
-        """The newest operator frame (the engine's calibrations it reports are acted on at the next tick)."""
+        """The newest operator frame. One that counts a new engine calibration is kept: the next
+        tick calibrates on it (the posture of the press, not of a later frame)."""
         if frame.calibrations > self._calibrations_seen:
-            self._engine_calibrated = True
+            self._calibration_frame = frame
         self._calibrations_seen = max(self._calibrations_seen, frame.calibrations)
         self._frame = frame
 
@@ -160,18 +177,31 @@ class StreamSession:
 
     def calibrate(self) -> ThreePoint:
         """Map the operator's current wrists onto the robot's current wrist poses (measured joints
-        when there are some, else the standing pose). Raises `CalibrationError`."""
-        frame = self._frame
+        when there are some, else the standing pose). Raises `CalibrationError` (`PostureRefused`
+        when the operator is not standing upright with the arms relaxed)."""
+        return self._calibrate_on(self._frame)
+
+    def _calibrate_on(self, frame: OperatorFrame | None) -> ThreePoint:
         if frame is None:
             raise CalibrationError("no snapshot yet: the control loop has not published any")
+        verdict = check_posture(frame.sample, self.cfg.calibration)
+        if not verdict.ok:
+            self.calibration_refusals += 1
+            self.calibration_refused = verdict.reason
+            log.warning("humanoid stream calibration refused (%d so far): %s", self.calibration_refusals, verdict.reason)
+            raise PostureRefused(f"calibration refused: {verdict.reason}")
         q, _ = self._robot_q()
         ref = self.g1.key_poses(q, self._fk_data)
         tp = self._mapper.calibrate(frame.sample, frame.heading_rad, frame.t_s, ref)
-        if self._smpl is not None:  # the operator stands now: scale the SMPL body to the headset's height
+        if self._smpl is not None:  # the body's size is the configured operator's (the posture check held the headset to it)
             try:
-                self._smpl.calibrate(frame.sample, self._mapper.heading_rad)
+                self._smpl.calibrate(frame.sample, self._mapper.heading_rad, self.cfg.calibration.operator_height_m)
             except ValueError as exc:
                 raise CalibrationError(f"SMPL body: {exc}") from exc
+        self.calibration_refused = ""
+        if self.last_error.startswith("calibration refused"):
+            self.last_error = ""
+        log.info("humanoid stream calibrated (headset at %.2f m)", verdict.head_height_m)
         return tp
 
     def pose_distance(self) -> PoseDistance:
@@ -298,11 +328,13 @@ class StreamSession:
             out += self.halt("teleop e-stop")
         if frame is not None and fresh:
             self._mapper.update(frame.sample, frame.t_s)
-        if self._engine_calibrated:
-            self._engine_calibrated = False
-            if self.cfg.follow_engine_calibration and self.state is not StreamState.STREAMING:
+        pending, self._calibration_frame = self._calibration_frame, None
+        if pending is not None and self.cfg.follow_engine_calibration:
+            if self.state is StreamState.STREAMING:
+                log.info("humanoid stream: a calibration while streaming is ignored (stop the stream to recalibrate)")
+            else:
                 try:
-                    self.calibrate()
+                    self._calibrate_on(pending)
                 except CalibrationError as exc:
                     self.last_error = str(exc)
         if (self._pose_entry_due is not None and now_s >= self._pose_entry_due
@@ -436,7 +468,8 @@ class StreamSession:
                               subscribers, self.input_lost, self.suppressed_ticks,
                               (self.clamped[0], self.clamped[1]), manager_states,
                               manager_states_dropped=manager_states_dropped, window_refills=self.window_refills,
-                              cut_offs=cut_offs)
+                              cut_offs=cut_offs, calibration_refusals=self.calibration_refusals,
+                              calibration_refused=self.calibration_refused)
         smpl_last = None if self._smpl is None else self._smpl.last
         q = self.last_q_mujoco_rad
         return StreamReport(status, self.mode, tp, None if q is None else np.array(q),

@@ -132,6 +132,11 @@ class StreamStatus:
     window_refills: int = 0
     """pose modes: times the pose window started afresh from the robot's pose (start, a switch into
     a pose mode, tracking back after a pause); frame indices continue across each."""
+    calibration_refusals: int = 0
+    """Calibrations refused because the operator was not standing upright with the arms relaxed
+    (`calibration_posture`); the core pulses the controllers on each."""
+    calibration_refused: str = ""
+    """Why the newest refused calibration was refused ('' once a calibration is accepted)."""
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,9 @@ class StreamWorker:
     def __init__(self, cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
                  *, first_frame_index: int = 0, calibrations_seen: int = 0, after_crash: bool = False,
                  parent_sentinel: Any = None, clock: Callable[[], float] = time.perf_counter,
-                 session: StreamSession | None = None) -> None:
+                 session: StreamSession | None = None, calibration_frame: bytes | None = None) -> None:
+        """``calibration_frame``: the operator frame of a calibration the operator made before this
+        process was up (its count above ``calibrations_seen``): the first tick calibrates on it."""
         self.cfg = cfg
         self._frames_endpoint = frames_endpoint
         self._control = control
@@ -99,6 +101,8 @@ class StreamWorker:
         self._stop_until: float | None = None
         if after_crash:  # the deploy may still stream what the crashed process sent last
             self.session.halt("the previous stream process ended unexpectedly")
+        if calibration_frame is not None:
+            self._observe(calibration_frame)
         self._ctx: zmq.Context | None = None
         self._pub: StreamSocket | None = None
         self._manager_state = ManagerStatePacer(cfg.sndhwm)
@@ -333,7 +337,8 @@ def _crossable(exc: Exception) -> Exception:
 
 
 def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
-               first_frame_index: int, calibrations_seen: int, after_crash: bool, scheduling: str = "") -> None:
+               first_frame_index: int, calibrations_seen: int, after_crash: bool, calibration_frame: bytes | None = None,
+               scheduling: str = "") -> None:
     """The stream process's work, once `stream_process.main` has set it up (``scheduling``: what it
     did about the scheduling it inherited, logged here)."""
     log_to_core(reports, lambda record: (LOG, 0, record))
@@ -343,7 +348,8 @@ def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection,
     try:
         worker = StreamWorker(cfg, frames_endpoint, control, reports, first_frame_index=first_frame_index,
                               calibrations_seen=calibrations_seen, after_crash=after_crash,
-                              parent_sentinel=parent.sentinel if parent is not None else None)
+                              parent_sentinel=parent.sentinel if parent is not None else None,
+                              calibration_frame=calibration_frame)
         endpoint = worker.open()
     except Exception as exc:
         reports.send((FAILED, 0, f"{exc}" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"))

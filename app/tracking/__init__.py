@@ -1,6 +1,6 @@
 """Tracking sources: one interface (`TrackingSource`) and the sample it yields.
 
-The implementations live in their own modules (`openvr_source`, `demo_operator`; the session
+The implementations live in their own modules (`openvr_source`, `demo_operator`, `humanoid_operator`; the session
 replay is `app.sessions.replay`, since it reads session files) and are imported from there, so
 that importing the interface never pulls in OpenVR. Names are loaded on first use, so importing
 the devices' settings (`app.tracking.config`) does not load numpy.

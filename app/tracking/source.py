@@ -48,6 +48,12 @@ class SourceKind(StrEnum):
             raise TrackingSourceError(f"unknown source {text!r}; expected one of {', '.join(cls)}") from None
 
 
+DEMO_SCRIPTS: tuple[str, ...] = ("table", "humanoid")
+"""What the demo operator plays (the CLI's `--demo-script`): 'table' drives the two arms over the table
+(`app.tracking.demo_operator`); 'humanoid' stands upright and moves as an operator of the humanoid
+stream does (`app.tracking.humanoid_operator`)."""
+
+
 SOURCE_TRANSITIONS = {
     "start": (ConnectionState.CLOSED, ConnectionState.CONNECTING),
     "connect": (ConnectionState.CONNECTING, ConnectionState.CONNECTED),
