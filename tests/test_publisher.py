@@ -181,14 +181,16 @@ def test_pose_v1_frames_on_a_50hz_grid_over_tcp_until_estop(g1):
         assert r.merged and r.conforming, [str(v) for v in r.violations]
         assert m.version == 1
         fi = np.asarray(m.fields["frame_index"])
-        assert fi.dtype == np.int64 and fi.shape == (5,)
+        # five frames, more after a late tick: a message carries every frame not yet sent
+        assert fi.dtype == np.int64 and fi.ndim == 1 and fi.shape[0] >= 5
+        n = fi.shape[0]
         np.testing.assert_array_equal(np.diff(fi), 1)  # one frame per 20 ms step
         indices.append(fi)
         jp, jv = np.asarray(m.fields["joint_pos"]), np.asarray(m.fields["joint_vel"])
-        assert jp.shape == jv.shape == (5, 29) and np.all(np.isfinite(jp)) and np.all(np.isfinite(jv))
+        assert jp.shape == jv.shape == (n, 29) and np.all(np.isfinite(jp)) and np.all(np.isfinite(jv))
         q = isaaclab_to_mujoco(jp)
         assert np.all(q >= lo) and np.all(q <= hi)
-        np.testing.assert_allclose(q[:, :12], np.broadcast_to(g1.stand_q_rad[:12], (5, 12)), atol=1e-6)
+        np.testing.assert_allclose(q[:, :12], np.broadcast_to(g1.stand_q_rad[:12], (n, 12)), atol=1e-6)
         np.testing.assert_allclose(np.linalg.norm(m.fields["body_quat_w"], axis=1), 1.0, atol=1e-6)
     stats = validator.stats
     assert dict(stats.resets) == {ResetReason.FIRST_PACKET: 1}
