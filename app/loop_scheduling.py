@@ -107,6 +107,8 @@ class LoopScheduling:
 
     def text(self) -> str:
         """The summary's line."""
+        if not self.paced:
+            return f"scheduling: as started, nothing asked ({FAST_RUN_REASON}); {self.throttling.text()}"
         return (f"scheduling: loop thread {self.loop_thread.text()}; other threads {self.other_threads.text()}; "
                 f"process {self.process}; {self.throttling.text()}")
 
