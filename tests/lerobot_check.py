@@ -52,6 +52,7 @@ def _picture(img) -> dict:
 
 def check(root: str, repo_id: str, frames: list[int], next_action: bool) -> dict:
     import lerobot
+    import numpy as np
     import torch
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
@@ -74,8 +75,7 @@ def check(root: str, repo_id: str, frames: list[int], next_action: bool) -> dict
         "tasks": {str(t): int(i) for t, i in zip(ds.meta.tasks.index, ds.meta.tasks["task_index"])},
         "episodes": ep_rows, "video_keys": video_keys,
         "features": {k: {"dtype": f["dtype"], "shape": list(f["shape"])} for k, f in ds.meta.features.items()},
-        "stats_shapes": {k: list(__import__("numpy").asarray(s["mean"]).shape) for k, s in ds.meta.stats.items()
-                         if "mean" in s},
+        "stats_shapes": {k: list(np.asarray(s["mean"]).shape) for k, s in ds.meta.stats.items() if "mean" in s},
         "columns": columns, "items": items,
     }
     if next_action:
