@@ -20,6 +20,7 @@ from app.cli.common import (
     EXIT_FAILURE, EXIT_OK, UsageError, counts_text, load_config, plural, positive_seconds, session_path, stream_option_error,
     stream_settings,
 )
+from app.loop_scheduling import LoopScheduling
 from app.streaming.config import MODES
 from app.tracking.source import DEMO_SCRIPTS, SourceKind
 
@@ -224,8 +225,29 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     summary = RunSummary()
     pipe.subscribe(summary.add)  # before the loop starts: a --fast run's first ticks count too
     batch = _episode_batch(pipe, args, cfg)  # before the loop starts: it reads every tick's events
-    if not _start_pipeline(pipe, args, cfg, source_kind, session, explicit_cfg, config_path):
+    with LoopScheduling(cfg.core, paced=not args.fast) as scheduling:
+        result = _run_session(pipe, args, cfg, source_kind, session, explicit_cfg, config_path, summary, scheduling,
+                              batch)
+    if result is None:
         return EXIT_FAILURE
+    print_summary(result)
+    if "foxglove" in result:
+        fx = result["foxglove"]
+        print(f"foxglove on ws://{fx['endpoint']}: {fx['published_rows']} rows published, {fx['thinned']} thinned, "
+              f"{fx['dropped']} dropped, {fx['errors']} errors")
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(result, indent=2))
+    failed_recording = result.get("recording", {}).get("error")
+    return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
+
+
+def _run_session(pipe, args: argparse.Namespace, cfg, source_kind: SourceKind, session, explicit_cfg,
+                 config_path: str | None, summary, scheduling: LoopScheduling, batch) -> dict | None:
+    """Start, watch and close one run under `scheduling` (with its episode `batch`, or None); its
+    summary (None when the source could not start)."""
+    if not _start_pipeline(pipe, args, cfg, source_kind, session, explicit_cfg, config_path):
+        return None
+    scheduling.loop_started(pipe.loop.thread_native_id)
     if batch is not None:
         _begin_batch(pipe, batch)
     started = time.perf_counter()
@@ -236,6 +258,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     result = _run_result(pipe, summary, started)
     if batch is not None:
         result["episodes"] = _batch_result(batch)
+    result["scheduling"] = {**scheduling.as_dict(), "text": scheduling.text()}
     if signals.received:
         result["stopped_by"] = signals.received
     if session is not None:
@@ -249,15 +272,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
         result["recording"] = {"path": str(rec.path), "rows": rec.rows_written, "dropped": rec.dropped_rows,
                                "state": rec.state.value, "error": rec.error}
     pipe.close()
-    print_summary(result)
-    if "foxglove" in result:
-        fx = result["foxglove"]
-        print(f"foxglove on ws://{fx['endpoint']}: {fx['published_rows']} rows published, {fx['thinned']} thinned, "
-              f"{fx['dropped']} dropped, {fx['errors']} errors")
-    if args.summary_json:
-        Path(args.summary_json).write_text(json.dumps(result, indent=2))
-    failed_recording = result.get("recording", {}).get("error")
-    return EXIT_FAILURE if result.get("fatal_error") or failed_recording else EXIT_OK
+    return result
 
 
 def _start_pipeline(pipe, args: argparse.Namespace, cfg, source_kind: SourceKind, session, explicit_cfg,
@@ -483,6 +498,8 @@ def print_summary(r: dict) -> None:
         lines.append(f"loop thread's wait for other threads (interpreter lock) per tick: p50 {lw['lock_wait_p50_ms']:.3f} ms  "
                      f"p99 {lw['lock_wait_p99_ms']:.3f} ms  max {lw['lock_wait_max_ms']:.3f} ms, {lw['ticks_over_limit']} ticks "
                      f"over 0.5 ms; wait for a CPU p99 {lw['runq_wait_p99_ms']:.3f} ms")
+    if "scheduling" in r:
+        lines.append(r["scheduling"]["text"])
     ph = r.get("physics", {})
     if ph.get("catchup_ticks") or ph.get("dropped_steps"):
         # A replay's pacer takes the recorded steps (no budget of its own: budget 0).
