@@ -10,7 +10,9 @@ recorded configuration, a `ReplaySource`, unpaced, no recording), which reproduc
 `ReplayRenderer.render(path, rows)` runs that replay up to the last row asked for, keeps the physics
 pose (`qpos`) of the tick that recorded each of `rows`, checks that the re-simulated joints are the
 recorded ones, and then yields one picture per camera for each row, in order, rendered offscreen
-(`app.render.cameras`).
+(`app.render.cameras`), on the caller's thread or by `render_workers` spawned processes
+(`app.render.camera_pool`: the poses are independent, so the caller can encode while they draw;
+the same pixels as drawing here).
 
 A session of format 2 replays exactly, one replay tick per recorded row (its recorded ticks,
 `app.sessions.replay.recorded_ticks`), so tick `r` of the replay re-ran row `r`, skipped deadlines
@@ -77,11 +79,12 @@ class ReplayRenderer:
 
     def __init__(self, width: int, height: int, cameras: dict[str, str] | None = None,
                  replay_progress: Callable[[str, int, int], None] | None = None,
-                 render_workers: int | None = None) -> None:
+                 render_workers: int | None = 0) -> None:
         """`replay_progress(session file name, ticks replayed, ticks to replay)`: called from the
         replay's loop thread every `PROGRESS_EVERY_TICKS` ticks and once at the end.
-        `render_workers`: processes drawing the pictures (`app.render.camera_pool`); 0 draws them on
-        the caller's thread; None: `camera_pool.default_workers()` (one per core beyond the first)."""
+        `render_workers`: processes drawing the pictures (`app.render.camera_pool`); 0 (the default)
+        draws them on the caller's thread; None: `camera_pool.default_workers()` (one per core
+        beyond the first)."""
         if width <= 0 or height <= 0 or width % 2 or height % 2:
             raise ValueError(f"image size: expected even positive width and height, got {width}x{height}")
         if render_workers is not None and render_workers < 0:

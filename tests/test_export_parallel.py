@@ -17,12 +17,13 @@ from app.replay_render import ReplayRenderer  # noqa: E402
 from app.sessions.export_lerobot import (VIDEO_CODEC, VIDEO_OPTIONS, VIDEO_PIX_FMT, LeRobotOptions,  # noqa: E402
                                          export_lerobot)
 from app.sessions.reader import read_session  # noqa: E402
-from app.sessions.video_file import VideoEncodeError, VideoFile  # noqa: E402
+from app.sessions.video_file import InlineVideoFile, VideoEncodeError, VideoFile  # noqa: E402
 from bench.scene_state_copy import add_scene_state  # noqa: E402
 from tests.recording import record_demo  # noqa: E402
 
 W, H = 64, 48
 OPTIONS = LeRobotOptions(fps=20)
+PARALLEL = LeRobotOptions(fps=20, encode_processes=True)
 
 
 def _pictures(n: int) -> list[np.ndarray]:
@@ -52,30 +53,36 @@ def _decoded(path) -> list[np.ndarray]:
         return [fr.to_ndarray(format="rgb24") for fr in f.decode(video=0)]
 
 
-def test_the_encoder_thread_writes_the_bytes_of_a_one_thread_encode(tmp_path):
+def test_the_encoder_process_writes_the_bytes_of_an_encode_here(tmp_path):
     pictures = _pictures(30)
     _one_thread_encode(tmp_path / "serial.mp4", pictures)
-    video = VideoFile(av, tmp_path / "cam" / "x" / "threaded.mp4", 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, VIDEO_OPTIONS)
-    for rgb in pictures:
-        video.add(rgb)
-        rgb[:] = 0  # the caller may reuse its array once add returns
-    video.close()
-    assert video.frames == 30
-    assert (tmp_path / "cam" / "x" / "threaded.mp4").read_bytes() == (tmp_path / "serial.mp4").read_bytes()
+    for kind, options in ((VideoFile, {**VIDEO_OPTIONS, "svtav1-params": "lp=1"}), (InlineVideoFile, VIDEO_OPTIONS)):
+        path = tmp_path / "cam" / "x" / f"{kind.__name__}.mp4"
+        video = kind(path, 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, options)
+        for rgb in [p.copy() for p in pictures]:
+            video.add(rgb)
+            rgb[:] = 0  # the caller may reuse its array once add returns
+        video.close()
+        assert video.frames == 30
+        assert path.read_bytes() == (tmp_path / "serial.mp4").read_bytes()
     assert len(_decoded(tmp_path / "serial.mp4")) == 30
 
 
 def test_an_encoder_failure_names_the_file_and_the_frame(tmp_path):
     path = tmp_path / "v" / "c" / "bad.mp4"
-    video = VideoFile(av, path, 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, VIDEO_OPTIONS)
-    good = _pictures(3)
-    for rgb in good:
+    video = VideoFile(path, 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, VIDEO_OPTIONS)
+    for rgb in _pictures(3):
         video.add(rgb)
-    with pytest.raises(VideoEncodeError, match=r"bad\.mp4: encoding frame 3 failed"):
-        for _ in range(50):  # the thread's failure surfaces at a later add or at close
-            video.add(np.zeros((H, W, 4), dtype=np.uint8))
-        video.close()
+    with pytest.raises(VideoEncodeError, match=r"bad\.mp4: frame 3: expected a \(48, 64, 3\) uint8 picture"):
+        video.add(np.zeros((H, W, 4), dtype=np.uint8))
     video.abandon()
+    assert not multiprocessing.active_children()
+    broken = VideoFile(tmp_path / "v" / "c" / "broken.mp4", 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, {"crf": "x"})
+    with pytest.raises(VideoEncodeError, match=r"broken\.mp4: encoding frame 0 .*failed: "):
+        for rgb in _pictures(3):  # the encoder's refusal surfaces at a later add or at close
+            broken.add(rgb)
+        broken.close()
+    assert not multiprocessing.active_children()
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +93,7 @@ def state(tmp_path_factory):
 
 def test_render_processes_and_encoder_threads_write_what_the_serial_path_writes(state, tmp_path):
     serial = export_lerobot([state], tmp_path / "serial", OPTIONS, frames=ReplayRenderer(W, H, render_workers=0))
-    parallel = export_lerobot([state], tmp_path / "parallel", OPTIONS, frames=ReplayRenderer(W, H, render_workers=2))
+    parallel = export_lerobot([state], tmp_path / "parallel", PARALLEL, frames=ReplayRenderer(W, H, render_workers=2))
     assert serial.n_frames == parallel.n_frames >= 40 and parallel.video_keys == serial.video_keys
     for key in serial.video_keys:
         a = next((tmp_path / "serial" / "videos" / key).rglob("*.mp4"))
@@ -119,7 +126,7 @@ def test_an_interrupted_export_stops_its_render_processes_and_removes_the_folder
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        export_lerobot([state], tmp_path / "ds", OPTIONS, frames=ReplayRenderer(W, H, render_workers=2),
+        export_lerobot([state], tmp_path / "ds", PARALLEL, frames=ReplayRenderer(W, H, render_workers=2),
                        progress=interrupt)
     assert seen[-1] == 5
     assert not multiprocessing.active_children()
@@ -142,3 +149,15 @@ def test_the_pool_yields_every_pose_in_order_and_stops_when_closed(state):
         next(camera_pictures(model, ["front"], W, H, qpos, workers=-1))
     with pytest.raises(KeyError, match="no camera 'nope'"):
         next(camera_pictures(model, ["nope"], W, H, qpos, workers=1))
+
+
+def test_a_render_process_without_gl_says_why(state, monkeypatch):
+    renderer = ReplayRenderer(W, H, render_workers=1)
+    rows = np.array([40, 41])
+    model, qpos = renderer.recorded_poses(read_session(state), rows)
+    monkeypatch.setenv("MUJOCO_GL", "glfw")  # the workers inherit it; no display here
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    with pytest.raises(RuntimeError, match=r"row 40 could not be drawn: the render process could not start: RenderError"):
+        list(renderer._pictures(model, qpos, state.name, rows))
+    assert not multiprocessing.active_children()

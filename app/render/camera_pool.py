@@ -35,6 +35,12 @@ import numpy as np
 CHUNK_FRAMES = 8
 """Consecutive poses one worker draws per request."""
 
+WORKER_LP_THREADS = "0"
+"""llvmpipe's rasterizer threads in a worker (`LP_NUM_THREADS`; 0: draw on the worker's own thread).
+Its threads meet at a barrier every draw; beside the encoders on a loaded machine one of them is
+always waiting for a core, so a worker draws on its own thread and the processes are the
+parallelism. Same pixels (llvmpipe's result does not depend on its thread count)."""
+
 IN_FLIGHT_PER_WORKER = 2
 """Blocks asked of each worker ahead of the consumer (one drawing, one waiting to be read)."""
 
@@ -53,17 +59,24 @@ def default_workers() -> int:
 
 
 _renderer = None
+_start_error = ""
 
 
 def _start_worker(model_bytes: bytes, cameras: tuple[str, ...], width: int, height: int) -> None:
-    global _renderer
+    global _renderer, _start_error
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    from app.render.cameras import CameraRenderer
-    _renderer = CameraRenderer(pickle.loads(model_bytes), cameras, width, height)
+    os.environ.setdefault("LP_NUM_THREADS", WORKER_LP_THREADS)  # read when Mesa starts, below
+    try:
+        from app.render.cameras import CameraRenderer
+        _renderer = CameraRenderer(pickle.loads(model_bytes), cameras, width, height)
+    except Exception as exc:  # reported with the first block (RenderError: no GL context, ...)
+        _start_error = f"{type(exc).__name__}: {exc}"
 
 
 def _draw_block(first: int, qpos: np.ndarray) -> np.ndarray | tuple[int, str]:
     """(len(qpos), cameras, height, width, 3) pictures; or (failed pose's index, why)."""
+    if _renderer is None:
+        return first, f"the render process could not start: {_start_error}"
     out = np.empty((len(qpos), len(_renderer.cameras), _renderer.height, _renderer.width, 3), dtype=np.uint8)
     for i, q in enumerate(qpos):
         try:

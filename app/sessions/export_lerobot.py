@@ -53,7 +53,10 @@ Videos, as lerobot 0.4-0.6 writes them (`lerobot_dataset.py` `_save_episode_vide
   lerobot decodes frame i of an episode at `from_timestamp + timestamp`. One file per camera here:
   no roll-over at `video_files_size_in_mb` (500 MB: hours of 320x240).
 - codec: lerobot's default, SVT-AV1 (`libsvtav1`, in PyAV's wheels), `yuv420p`, `g=2` (a key frame
-  every 2 frames, for random access), `crf=30`; torchcodec and PyAV (dav1d) both decode it.
+  every 2 frames, for random access), `crf=30`; torchcodec and PyAV (dav1d) both decode it. With
+  `encode_processes` each camera's file is encoded in a process of its own (`video_file.VideoFile`,
+  fed through a pipe of a few pictures), so the encoders and the drawing overlap; the bytes are
+  those of encoding here.
 - feature: dtype `video`, shape `[height, width, 3]`, names `["height", "width", "channels"]`, and
   `info` as `get_video_info` reads it back from the file (`video.height`, `video.width`,
   `video.codec`, `video.pix_fmt`, `video.is_depth_map`, `video.fps`, `video.channels`, `has_audio`).
@@ -84,7 +87,7 @@ from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_file
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
 from app.sessions.recorded_pose import object_columns, object_names
 from app.sessions.sidecar import loop_period_s
-from app.sessions.video_file import VideoFile
+from app.sessions.video_file import InlineVideoFile, VideoFile
 from app.sessions.schema import ARMS
 
 CODEBASE_VERSION = "v3.0"
@@ -103,6 +106,10 @@ VIDEO_CODEC = "libsvtav1"
 VIDEO_PIX_FMT = "yuv420p"
 VIDEO_OPTIONS = {"g": "2", "crf": "30"}
 """lerobot's `encode_video_frames` defaults: a key frame every 2 frames, constant quality 30."""
+ENCODER_THREADS = {"svtav1-params": "lp=1"}
+"""With `encode_processes`, SVT-AV1's level of parallelism: one, each camera having a process of its own
+(`video_file`); its threads meet at barriers and lose their turn on a loaded machine. The bytes
+do not depend on it (`tests/test_export_parallel.py`)."""
 GRID_TOL_S = 1e-6
 """A row recorded this long after a frame time still counts as at that time (float rounding of k x period)."""
 
@@ -123,6 +130,10 @@ class LeRobotOptions:
     repo_id: str = "local/pico-teleop"
     robot_type: str = "dual_panda"
     tcp_targets: bool = True
+    encode_processes: bool = False
+    """Encode each camera's video in a process of its own (`video_file.VideoFile`) instead of on the
+    exporter's thread: overlaps encoding with drawing when cores are idle; on a shared, loaded
+    machine it was slower (docs/benchmarks.md). Same bytes either way."""
     video_preset: int | None = None
     """SVT-AV1's speed preset (0 slowest .. 13 fastest); None: the encoder's default, as lerobot
     leaves it. Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""
@@ -388,7 +399,7 @@ class _Episodes:
         self.columns: dict[str, list] = {k: [] for k in _FRAME_COLUMNS}
         self.episodes: list[dict] = []
         self.video_keys = tuple(IMAGE_KEY_PREFIX + name for name in frames.names) if frames is not None else ()
-        self.videos: dict[str, VideoFile] = {}
+        self.videos: dict[str, VideoFile | InlineVideoFile] = {}
         self.image_stats: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in self.video_keys}
         self.rendering: list = []
         self.rate: int | None = None
@@ -432,8 +443,11 @@ class _Episodes:
                 raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {self.fps}")
             for key in self.video_keys:
                 preset = self.options.video_preset
-                options = dict(VIDEO_OPTIONS) if preset is None else {**VIDEO_OPTIONS, "preset": str(preset)}
-                self.videos[key] = VideoFile(self._av, self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
+                processes = self.options.encode_processes
+                options = {**VIDEO_OPTIONS, **(ENCODER_THREADS if processes else {})}
+                if preset is not None:
+                    options["preset"] = str(preset)
+                self.videos[key] = (VideoFile if processes else InlineVideoFile)(self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
                                                                                      file_index=0),
                                              self.fps, self.frames.width, self.frames.height, VIDEO_CODEC,
                                              VIDEO_PIX_FMT, options)

@@ -1,140 +1,204 @@
-"""One camera's mp4 encoded on a thread of its own, behind a bounded queue.
+"""One camera's mp4 encoded in a process of its own, fed through a pipe.
 
-`VideoFile(av, path, fps, width, height, codec, pix_fmt, options)` opens the file and starts its
-encoder thread; `add(rgb)` queues one (height, width, 3) uint8 picture (a copy: the caller may
-reuse its array) and blocks only while `QUEUE_FRAMES` pictures wait, so memory stays bounded
-whatever the episode's length; `close()` flushes the encoder, closes the file and raises what
-the encoder thread raised (naming the file and the frame); `abandon()` stops it without waiting
-for the queued pictures. Frame k is at k / fps.
+`VideoFile(path, fps, width, height, codec, pix_fmt, options)` starts an encoder process that
+opens the file; `add(rgb)` writes one (height, width, 3) uint8 picture into the process's pipe
+(`PIPE_BYTES`, a few pictures: `add` blocks only when the encoder is that far behind, so memory
+stays bounded whatever the episode's length); `close()` flushes the encoder, closes the file and
+raises what the encoder raised (`VideoEncodeError`, naming the file and the frame); `abandon()`
+stops the process at once. Frame k is at k / fps.
 
-PyAV releases the interpreter lock while the encoder works (`avcodec_send_frame`,
-`avcodec_receive_packet`): a Python thread counting beside SVT-AV1 encoding 320x240 kept 68 % of
-its rate on the 2-core VM. So three cameras' encoders and the exporter's thread run at once,
-and the file is the one the same encoder writes from one thread: the same frames, in the same
-order, with the same settings, give the same bytes (`tests/test_video_file.py`).
+Why a process, not a thread: PyAV releases the interpreter lock while SVT-AV1 encodes, but three
+encoder threads beside the thread that draws hand the lock to one another several times a
+picture, and on the loaded 2-core VM (load average 10-12) each hand-over waited its turn in a long
+run queue: rendering inline with three encoder threads took 468 ms a frame against 189 ms one
+after the other, at the same CPU time (docs/benchmarks.md). A process per camera shares no lock.
+The bytes are those the same encoder writes on the caller's thread: the same frames, in the same
+order, with the same settings (`tests/test_export_parallel.py`).
 """
 
 from __future__ import annotations
 
-import queue
-import threading
+import fcntl
+import signal
 from fractions import Fraction
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
-QUEUE_FRAMES = 8
-"""Pictures waiting for one camera's encoder (each 230 KB at 320x240) before `add` blocks."""
+PIPE_BYTES = 1 << 20
+"""The pipe to each encoder (bytes; Linux's unprivileged maximum): four 320x240 pictures."""
 
-_POLL_S = 0.2
-"""How often a blocked `add` looks whether the encoder thread has failed (s)."""
-
-_FLUSH = None
+_FLUSH = b""
 
 
 class VideoEncodeError(RuntimeError):
-    """The encoder thread failed; the message names the file and the frame."""
+    """The encoder failed or stopped; the message names the file and the frame."""
+
+
+def _encode(frames, results, path: str, fps: int, width: int, height: int, codec: str, pix_fmt: str,
+            options: dict[str, str]) -> None:
+    """The encoder process: pictures from `frames` until an empty message, then flush; ('ok', n) or
+    ('error', frame, why) on `results`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exporter decides when to stop
+    import av
+    n = 0
+    try:
+        out = av.open(path, "w")
+        try:
+            stream = out.add_stream(codec, rate=fps, options=options)
+            stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+            time_base = Fraction(1, fps)
+            while True:
+                msg = frames.recv_bytes()
+                if msg == _FLUSH:
+                    for packet in stream.encode():
+                        out.mux(packet)
+                    break
+                rgb = np.frombuffer(msg, dtype=np.uint8).reshape(height, width, 3)
+                frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+                frame.pts, frame.time_base = n, time_base
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+                n += 1
+        finally:
+            out.close()
+    except Exception as exc:
+        results.send(("error", n, f"{type(exc).__name__}: {exc}"))
+        return
+    results.send(("ok", n, ""))
 
 
 class VideoFile:
     """An mp4 of one video stream; `frames` counts the pictures added."""
 
-    def __init__(self, av, path: Path, fps: int, width: int, height: int, codec: str, pix_fmt: str,
+    def __init__(self, path: Path, fps: int, width: int, height: int, codec: str, pix_fmt: str,
                  options: dict[str, str]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.width, self.height = int(width), int(height)
+        self.frames = 0
+        self._closed = False
+        ctx = get_context("spawn")  # not fork: the exporter may hold threads and GL contexts
+        frames_in, self._frames = ctx.Pipe(duplex=False)
+        self._results, results_out = ctx.Pipe(duplex=False)
+        try:
+            fcntl.fcntl(self._frames.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:  # a lower system limit: the default pipe (64 KB) still works, with less slack
+            pass
+        self._proc = ctx.Process(target=_encode, name=f"encode {path.parent.parent.name}", daemon=True,
+                                 args=(frames_in, results_out, str(path), fps, self.width, self.height, codec,
+                                       pix_fmt, dict(options)))
+        self._proc.start()
+        frames_in.close()
+        results_out.close()
+
+    def add(self, rgb: np.ndarray) -> None:
+        """Send one picture to the encoder; VideoEncodeError when it has failed."""
+        if self._closed:
+            raise VideoEncodeError(f"{self.path}: the video is closed")
+        rgb = np.asarray(rgb)
+        if rgb.shape != (self.height, self.width, 3) or rgb.dtype != np.uint8:
+            raise VideoEncodeError(f"{self.path}: frame {self.frames}: expected a ({self.height}, {self.width}, 3) "
+                                   f"uint8 picture, got {rgb.shape} {rgb.dtype}")
+        if self._results.poll():
+            self._fail()
+        try:
+            self._frames.send_bytes(memoryview(np.ascontiguousarray(rgb)).cast("B"))
+        except OSError:  # the encoder stopped: say why
+            self._fail()
+        self.frames += 1
+
+    def close(self) -> None:
+        """Flush the encoder, close the file; VideoEncodeError when it failed."""
+        if self._closed:
+            return
+        try:
+            self._frames.send_bytes(_FLUSH)
+        except OSError:
+            pass
+        self._closed = True
+        try:
+            status, n, why = self._result()
+        finally:
+            self._stop()
+        if status != "ok" or n != self.frames:
+            raise VideoEncodeError(f"{self.path}: encoding frame {n} of {self.frames} failed: {why or 'no reason given'}")
+
+    def abandon(self) -> None:
+        """Stop the encoder at once, raise nothing (the file is left incomplete)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._proc.terminate()
+        self._stop()
+
+    def _result(self) -> tuple[str, int, str]:
+        try:
+            return self._results.recv()
+        except (EOFError, OSError):
+            self._proc.join()
+            return "error", self.frames, f"the encoder process ended (exit code {self._proc.exitcode})"
+
+    def _fail(self) -> None:
+        self._closed = True
+        try:
+            _, n, why = self._result()
+        finally:
+            self._stop()
+        raise VideoEncodeError(f"{self.path}: encoding frame {n} failed: {why}")
+
+    def _stop(self) -> None:
+        self._proc.join(timeout=5.0)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._frames.close()
+        self._results.close()
+
+
+class InlineVideoFile:
+    """The same mp4 encoded on the caller's thread (the export's default): `add` returns once the
+    encoder has taken the picture; same interface as `VideoFile`."""
+
+    def __init__(self, path: Path, fps: int, width: int, height: int, codec: str, pix_fmt: str,
+                 options: dict[str, str]) -> None:
+        import av
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._av = av
         self._time_base = Fraction(1, fps)
         self._out = av.open(str(path), "w")
-        try:
-            self._stream = self._out.add_stream(codec, rate=fps, options=dict(options))
-            self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, pix_fmt
-        except BaseException:
-            self._out.close()
-            raise
+        self._stream = self._out.add_stream(codec, rate=fps, options=dict(options))
+        self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, pix_fmt
         self.frames = 0
-        self._encoded = 0
-        self._queue: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
-        self._error: BaseException | None = None
-        self._stop = threading.Event()
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name=f"encode {path.parent.parent.name}", daemon=True)
-        self._thread.start()
 
     def add(self, rgb: np.ndarray) -> None:
-        """Queue one picture (copied); raises VideoEncodeError when the encoder thread has failed."""
-        self._raise_failure()
-        item = np.array(rgb, dtype=np.uint8, order="C", copy=True)
-        while True:
-            try:
-                self._queue.put(item, timeout=_POLL_S)
-                break
-            except queue.Full:
-                self._raise_failure()
+        frame = self._av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        frame.pts, frame.time_base = self.frames, self._time_base
+        for packet in self._stream.encode(frame):
+            self._out.mux(packet)
         self.frames += 1
 
     def close(self) -> None:
-        """Encode what is queued, flush the encoder, close the file; raise the encoder thread's failure."""
         if self._closed:
             return
         self._closed = True
-        while self._thread.is_alive():
-            try:
-                self._queue.put(_FLUSH, timeout=_POLL_S)
-                break
-            except queue.Full:
-                continue
-        self._thread.join()
-        self._out.close()
-        self._raise_failure()
+        try:
+            for packet in self._stream.encode():
+                self._out.mux(packet)
+        finally:
+            self._out.close()
 
     def abandon(self) -> None:
-        """Stop the encoder thread without encoding what is queued, close the file, raise nothing."""
         if self._closed:
             return
         self._closed = True
-        self._stop.set()
-        while self._thread.is_alive():
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                pass
-            try:
-                self._queue.put_nowait(_FLUSH)
-            except queue.Full:
-                pass
-            self._thread.join(timeout=_POLL_S)
         try:
             self._out.close()
         except Exception:
             pass
 
-    def _raise_failure(self) -> None:
-        if self._error is not None:
-            raise VideoEncodeError(f"{self.path}: encoding frame {self._encoded} failed: "
-                                   f"{type(self._error).__name__}: {self._error}") from self._error
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                item = self._queue.get()
-                if item is _FLUSH:
-                    if not self._stop.is_set():
-                        for packet in self._stream.encode():
-                            self._out.mux(packet)
-                    return
-                frame = self._av.VideoFrame.from_ndarray(item, format="rgb24")
-                frame.pts, frame.time_base = self._encoded, self._time_base
-                for packet in self._stream.encode(frame):
-                    self._out.mux(packet)
-                self._encoded += 1
-        except BaseException as exc:  # reported by the next add or by close
-            self._error = exc
-            while True:  # unblock a producer waiting on a full queue
-                try:
-                    self._queue.get_nowait()
-                except queue.Empty:
-                    break
-
-
-__all__ = ["QUEUE_FRAMES", "VideoEncodeError", "VideoFile"]
+__all__ = ["InlineVideoFile", "PIPE_BYTES", "VideoEncodeError", "VideoFile"]
