@@ -13,7 +13,8 @@ picture, and on the loaded 2-core VM (load average 10-12) each hand-over waited 
 run queue: rendering inline with three encoder threads took 468 ms a frame against 189 ms one
 after the other, at the same CPU time (docs/benchmarks.md). A process per camera shares no lock.
 The bytes are those the same encoder writes on the caller's thread: the same frames, in the same
-order, with the same settings (`tests/test_export_parallel.py`).
+order, with the same settings (`tests/test_export_parallel.py`). `InlineVideoFile` is the same
+file encoded on the caller's thread, the export's default (`LeRobotOptions.encode_processes`).
 """
 
 from __future__ import annotations
