@@ -6,8 +6,9 @@ scene state (format 3; made here from the same recording with its re-simulated p
         [--video-preset N ...] [--parallel] [--from-recording-only]
 
 Runs `pico-teleop export` in this process (the CLI's own code path, default size and fps), once
-per case; progress goes to stderr. `--parallel` times the CLI's `--parallel` (render and encoder
-processes) beside each default case; process CPU time (children included) per frame is printed.
+per case; progress goes to stderr. Each video case runs with the CLI's `--no-parallel` (drawing
+and encoding in this process) and, with `--parallel`, also with its `--parallel` (render and
+encoder processes, the CLI's default); CPU time of this process and its children is printed.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def run(seconds: float, session: Path | None, presets: list[int | None], paralle
             print(f"{label:<16} {'none':<24} {el:9.1f} {el / minutes:10.1f} {cpu:7.1f} {_load():>5}", flush=True)
             for preset in presets:
                 for par in ((False, True) if parallel else (False,)):
-                    extra = ([] if preset is None else ["--video-preset", str(preset)]) + (["--parallel"] if par else [])
+                    extra = ([] if preset is None else ["--video-preset", str(preset)]) + \
+                        (["--parallel"] if par else ["--no-parallel"])
                     el, cpu = _export(f, d / "ds", *extra)
                     size = sum(p.stat().st_size for p in (d / "ds" / "videos").rglob("*.mp4")) / 1e6
                     name = ("preset default" if preset is None else f"preset {preset}") + (" --parallel" if par else "")
@@ -78,7 +80,8 @@ def main_(argv: list[str] | None = None) -> None:
     p.add_argument("--session", type=Path, help="a format-2 recording starting at tick 0 (e.g. the README's)")
     p.add_argument("--video-preset", type=int, action="append",
                    help="an SVT-AV1 preset to time (repeatable; -1: the encoder's own; default: -1 and 12)")
-    p.add_argument("--parallel", action="store_true", help="time each video case with --parallel too")
+    p.add_argument("--parallel", action="store_true", help="time each video case with --parallel too "
+                   "(without: --no-parallel only)")
     p.add_argument("--from-recording-only", action="store_true", help="skip the re-simulating path")
     a = p.parse_args(argv)
     run(a.seconds, a.session, [None if p < 0 else p for p in (a.video_preset or [-1, 12])], a.parallel,

@@ -163,10 +163,10 @@ def test_a_render_process_without_gl_says_why(state, monkeypatch):
     assert not multiprocessing.active_children()
 
 
-def test_the_cli_parallel_option_writes_the_default_export_s_videos(state, tmp_path):
+def test_the_cli_s_parallel_default_writes_the_videos_of_no_parallel(state, tmp_path):
     from app.cli import EXIT_OK, main
     size = ["--fps", "20", "--video-size", f"{W}x{H}"]
-    for name, extra in (("default", []), ("parallel", ["--parallel"])):
+    for name, extra in (("default", ["--no-parallel"]), ("parallel", []),):  # --parallel is the default
         assert main(["export", str(state), "--format", "lerobot", "--out", str(tmp_path / name), *size, *extra]) == EXIT_OK
     for mp4 in (tmp_path / "default" / "videos").rglob("*.mp4"):
         twin = tmp_path / "parallel" / mp4.relative_to(tmp_path / "default")

@@ -45,10 +45,11 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--video-preset", type=int, default=None, metavar="N",
                    help="lerobot: SVT-AV1 speed preset 0..13 (default: the encoder's own, as lerobot; a faster "
                    "preset encodes sooner into larger files)")
-    p.add_argument("--parallel", action="store_true",
+    p.add_argument("--parallel", action=argparse.BooleanOptionalAction, default=True,
                    help="lerobot: draw the pictures in worker processes (one per core beyond the first) and encode "
-                   "each camera in a process of its own; same files; faster only with idle cores "
-                   "(docs/benchmarks.md)")
+                   "each camera in a process of its own, the same files sooner (default: on; --no-parallel draws "
+                   "and encodes in this process, cheaper in CPU time and for exports of a few seconds; "
+                   "docs/benchmarks.md)")
     p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p

@@ -132,8 +132,8 @@ class LeRobotOptions:
     tcp_targets: bool = True
     encode_processes: bool = False
     """Encode each camera's video in a process of its own (`video_file.VideoFile`) instead of on the
-    exporter's thread: overlaps encoding with drawing when cores are idle; on a shared, loaded
-    machine it was slower (docs/benchmarks.md). Same bytes either way."""
+    exporter's thread (the CLI's default, `--parallel`): overlaps encoding with drawing, more CPU
+    time in all, slower for an export of a few seconds (docs/benchmarks.md). Same bytes either way."""
     video_preset: int | None = None
     """SVT-AV1's speed preset (0 slowest .. 13 fastest); None: the encoder's default, as lerobot
     leaves it. Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""

@@ -14,7 +14,7 @@ run queue: rendering inline with three encoder threads took 468 ms a frame again
 after the other, at the same CPU time (docs/benchmarks.md). A process per camera shares no lock.
 The bytes are those the same encoder writes on the caller's thread: the same frames, in the same
 order, with the same settings (`tests/test_export_parallel.py`). `InlineVideoFile` is the same
-file encoded on the caller's thread, the export's default (`LeRobotOptions.encode_processes`).
+file encoded on the caller's thread (`LeRobotOptions.encode_processes` False, the CLI's `--no-parallel`).
 """
 
 from __future__ import annotations
