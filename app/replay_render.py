@@ -10,7 +10,9 @@ recorded configuration, a `ReplaySource`, unpaced, no recording), which reproduc
 `ReplayRenderer.render(path, rows)` runs that replay up to the last row asked for, keeps the physics
 pose (`qpos`) of the tick that recorded each of `rows`, checks that the re-simulated joints are the
 recorded ones, and then yields one picture per camera for each row, in order, rendered offscreen
-(`app.render.cameras`).
+(`app.render.cameras`), on the caller's thread or by `render_workers` spawned processes
+(`app.render.camera_pool`: the poses are independent, so the caller can encode while they draw;
+the same pixels as drawing here).
 
 A session of format 2 replays exactly, one replay tick per recorded row (its recorded ticks,
 `app.sessions.replay.recorded_ticks`), so tick `r` of the replay re-ran row `r`, skipped deadlines
@@ -40,6 +42,7 @@ import numpy as np
 
 from app.config import Config
 from app.pipeline import Pipeline, StartOptions, replay_config
+from app.render.camera_pool import FrameRenderError, camera_pictures, default_workers
 from app.sessions.reader import Session, read_session
 from app.sessions.recorded_pose import has_scene_state, recorded_qpos
 from app.sessions.replay import recorded_ticks
@@ -75,11 +78,18 @@ class ReplayRenderer:
     `width` x `height`. `notes` collects what the caller should report (small divergences)."""
 
     def __init__(self, width: int, height: int, cameras: dict[str, str] | None = None,
-                 replay_progress: Callable[[str, int, int], None] | None = None) -> None:
+                 replay_progress: Callable[[str, int, int], None] | None = None,
+                 render_workers: int | None = 0) -> None:
         """`replay_progress(session file name, ticks replayed, ticks to replay)`: called from the
-        replay's loop thread every `PROGRESS_EVERY_TICKS` ticks and once at the end."""
+        replay's loop thread every `PROGRESS_EVERY_TICKS` ticks and once at the end.
+        `render_workers`: processes drawing the pictures (`app.render.camera_pool`); 0 (the default)
+        draws them on the caller's thread; None: `camera_pool.default_workers()` (one per core
+        beyond the first)."""
         if width <= 0 or height <= 0 or width % 2 or height % 2:
             raise ValueError(f"image size: expected even positive width and height, got {width}x{height}")
+        if render_workers is not None and render_workers < 0:
+            raise ValueError(f"render_workers: expected 0 (draw on the caller's thread) or more, got {render_workers}")
+        self.render_workers = default_workers() if render_workers is None else int(render_workers)
         self.width, self.height = int(width), int(height)
         self.cameras = dict(CAMERAS if cameras is None else cameras)
         self.replay_progress = replay_progress
@@ -119,7 +129,7 @@ class ReplayRenderer:
             model, qpos = self.recorded_poses(session, rows)
         else:
             model, qpos = self.replay_poses(session, rows)
-        return self._pictures(model, qpos)
+        return self._pictures(model, qpos, Path(csv_path).name, np.asarray(rows))
 
     def recorded_poses(self, session: Session, rows: np.ndarray) -> tuple["mujoco.MjModel", np.ndarray]:
         """(the recorded scene's model, the physics pose (len(rows), nq) recorded at each row): no replay."""
@@ -202,12 +212,19 @@ class ReplayRenderer:
         if worst > NOTE_DIVERGENCE_RAD:
             self.notes.append(f"{name}: the re-simulated joints differ from the recording by up to {worst:.2g} rad")
 
-    def _pictures(self, model: "mujoco.MjModel", qpos: np.ndarray) -> Generator[dict[str, np.ndarray], None, None]:
-        from app.render.cameras import CameraRenderer
-        with CameraRenderer(model, list(self.cameras.values()), self.width, self.height) as renderer:
-            for q in qpos:
-                pictures = renderer.render_cameras(q)
-                yield {name: pictures[cam] for name, cam in self.cameras.items()}
+    def _pictures(self, model: "mujoco.MjModel", qpos: np.ndarray, file_name: str = "",
+                  rows: np.ndarray | None = None) -> Generator[dict[str, np.ndarray], None, None]:
+        """The pictures of each pose, drawn by `render_workers` processes; a failure names the file and row."""
+        pictures = camera_pictures(model, list(self.cameras.values()), self.width, self.height, qpos,
+                                   self.render_workers)
+        try:
+            for shot in pictures:
+                yield {name: shot[cam] for name, cam in self.cameras.items()}
+        except FrameRenderError as exc:
+            row = exc.index if rows is None else int(rows[exc.index])
+            raise RuntimeError(f"{file_name or 'session'}: the pictures of row {row} could not be drawn: {exc}") from exc
+        finally:
+            pictures.close()
 
 
 __all__ = ["CAMERAS", "MAX_DIVERGENCE_RAD", "NOTE_DIVERGENCE_RAD", "ReplayDivergedError", "ReplayRenderer"]

@@ -3,10 +3,12 @@ the videos are drawn: re-simulating a format-2 recording, and from a recording t
 scene state (format 3; made here from the same recording with its re-simulated poses).
 
     PYTHONPATH=. MUJOCO_GL=egl python -m bench.export_speed [--seconds 20] [--session FILE.csv]
-        [--video-preset N ...]
+        [--video-preset N ...] [--parallel] [--from-recording-only]
 
 Runs `pico-teleop export` in this process (the CLI's own code path, default size and fps), once
-per case; progress goes to stderr.
+per case; progress goes to stderr. Each video case runs with the CLI's `--no-parallel` (drawing
+and encoding in this process) and, with `--parallel`, also with its `--parallel` (render and
+encoder processes, the CLI's default); CPU time of this process and its children is printed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -25,16 +28,26 @@ from bench.common import machine_description
 from bench.scene_state_copy import add_scene_state
 
 
-def _export(session: Path, out: Path, *extra: str) -> float:
-    started = time.perf_counter()
+def _cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _export(session: Path, out: Path, *extra: str) -> tuple[float, float]:
+    """(wall s, CPU s of this process and its children)."""
+    started, cpu = time.perf_counter(), _cpu_s()
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["export", str(session), "--format", "lerobot", "--out", str(out), "--force", *extra])
     if code != 0:
         raise RuntimeError(f"export of {session} failed (exit {code})")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu_s() - cpu
 
 
-def run(seconds: float, session: Path | None, presets: list[int | None]) -> None:
+def _load() -> str:
+    return open("/proc/loadavg").read().split()[0] if Path("/proc/loadavg").exists() else "?"
+
+
+def run(seconds: float, session: Path | None, presets: list[int | None], parallel: bool, resim: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="export-speed-") as tmp:
         d = Path(tmp)
         plain = session or record_short_demo(d / "demo.csv", seconds)
@@ -45,16 +58,20 @@ def run(seconds: float, session: Path | None, presets: list[int | None]) -> None
         minutes = float(t[-1] - t[0]) / 60.0
         print(machine_description())
         print(f"session {plain.name}: {60 * minutes:.1f} s")
-        print(f"{'path':<16} {'videos':<14} {'export s':>9} {'s per min':>10}")
-        for label, f in (("re-simulating", plain), ("from recording", state)):
-            el = _export(f, d / "ds", "--no-videos")
-            print(f"{label:<16} {'none':<14} {el:9.1f} {el / minutes:10.1f}", flush=True)
+        print(f"{'path':<16} {'videos':<24} {'export s':>9} {'s per min':>10} {'CPU s':>7} {'load':>5}")
+        paths = (("re-simulating", plain), ("from recording", state)) if resim else (("from recording", state),)
+        for label, f in paths:
+            el, cpu = _export(f, d / "ds", "--no-videos")
+            print(f"{label:<16} {'none':<24} {el:9.1f} {el / minutes:10.1f} {cpu:7.1f} {_load():>5}", flush=True)
             for preset in presets:
-                extra = [] if preset is None else ["--video-preset", str(preset)]
-                el = _export(f, d / "ds", *extra)
-                size = sum(p.stat().st_size for p in (d / "ds" / "videos").rglob("*.mp4")) / 1e6
-                name = "preset default" if preset is None else f"preset {preset}"
-                print(f"{label:<16} {name:<14} {el:9.1f} {el / minutes:10.1f}   videos {size:.2f} MB", flush=True)
+                for par in ((False, True) if parallel else (False,)):
+                    extra = ([] if preset is None else ["--video-preset", str(preset)]) + \
+                        (["--parallel"] if par else ["--no-parallel"])
+                    el, cpu = _export(f, d / "ds", *extra)
+                    size = sum(p.stat().st_size for p in (d / "ds" / "videos").rglob("*.mp4")) / 1e6
+                    name = ("preset default" if preset is None else f"preset {preset}") + (" --parallel" if par else "")
+                    print(f"{label:<16} {name:<24} {el:9.1f} {el / minutes:10.1f} {cpu:7.1f} {_load():>5}"
+                          f"   videos {size:.2f} MB", flush=True)
 
 
 def main_(argv: list[str] | None = None) -> None:
@@ -63,8 +80,12 @@ def main_(argv: list[str] | None = None) -> None:
     p.add_argument("--session", type=Path, help="a format-2 recording starting at tick 0 (e.g. the README's)")
     p.add_argument("--video-preset", type=int, action="append",
                    help="an SVT-AV1 preset to time (repeatable; -1: the encoder's own; default: -1 and 12)")
+    p.add_argument("--parallel", action="store_true", help="time each video case with --parallel too "
+                   "(without: --no-parallel only)")
+    p.add_argument("--from-recording-only", action="store_true", help="skip the re-simulating path")
     a = p.parse_args(argv)
-    run(a.seconds, a.session, [None if p < 0 else p for p in (a.video_preset or [-1, 12])])
+    run(a.seconds, a.session, [None if p < 0 else p for p in (a.video_preset or [-1, 12])], a.parallel,
+        not a.from_recording_only)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,11 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--video-preset", type=int, default=None, metavar="N",
                    help="lerobot: SVT-AV1 speed preset 0..13 (default: the encoder's own, as lerobot; a faster "
                    "preset encodes sooner into larger files)")
+    p.add_argument("--parallel", action=argparse.BooleanOptionalAction, default=True,
+                   help="lerobot: draw the pictures in worker processes (one per core beyond the first) and encode "
+                   "each camera in a process of its own, the same files sooner (default: on; --no-parallel draws "
+                   "and encodes in this process, cheaper in CPU time and for exports of a few seconds; "
+                   "docs/benchmarks.md)")
     p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p
@@ -163,12 +168,14 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     from app.sim.scene import SceneError
 
     opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
-                          tcp_targets=not args.no_targets, video_preset=args.video_preset)
+                          tcp_targets=not args.no_targets, video_preset=args.video_preset,
+                          encode_processes=args.parallel)
     frames = None
     bars = _SessionBars(err)
     if args.videos:
         from app.replay_render import ReplayRenderer
-        frames = ReplayRenderer(*_video_size(args.video_size), replay_progress=bars.stage("replaying", "ticks"))
+        frames = ReplayRenderer(*_video_size(args.video_size), replay_progress=bars.stage("replaying", "ticks"),
+                                render_workers=None if args.parallel else 0)
     try:
         if len(args.files) == 1 and is_dataset_folder(args.files[0]):
             folder = Path(args.files[0])

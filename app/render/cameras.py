@@ -28,6 +28,17 @@ class CameraRenderer(SceneRenderer):
     """
 
     def __init__(self, model: mujoco.MjModel, cameras: Sequence[str], width: int, height: int) -> None:
+        self.check(model, cameras, width, height)
+        super().__init__(model)
+        self.width, self.height = int(width), int(height)
+        self.cameras = tuple(cameras)
+        known = camera_names(model)
+        self._ids = [known.index(c) for c in cameras]
+        self.camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
+
+    @staticmethod
+    def check(model: mujoco.MjModel, cameras: Sequence[str], width: int, height: int) -> None:
+        """The errors the constructor raises for these cameras and this size, without a GL context."""
         known = camera_names(model)
         missing = [c for c in cameras if c not in known]
         if missing:
@@ -35,11 +46,6 @@ class CameraRenderer(SceneRenderer):
         max_w, max_h = int(model.vis.global_.offwidth), int(model.vis.global_.offheight)
         if not (0 < width <= max_w and 0 < height <= max_h):
             raise ValueError(f"image size {width}x{height}: expected at most the scene's offscreen buffer {max_w}x{max_h}")
-        super().__init__(model)
-        self.width, self.height = int(width), int(height)
-        self.cameras = tuple(cameras)
-        self._ids = [known.index(c) for c in cameras]
-        self.camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
 
     def render_cameras(self, qpos: np.ndarray) -> dict[str, np.ndarray]:
         """One (height, width, 3) uint8 image per camera, top row first, of the scene posed at `qpos`."""

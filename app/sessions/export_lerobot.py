@@ -53,7 +53,10 @@ Videos, as lerobot 0.4-0.6 writes them (`lerobot_dataset.py` `_save_episode_vide
   lerobot decodes frame i of an episode at `from_timestamp + timestamp`. One file per camera here:
   no roll-over at `video_files_size_in_mb` (500 MB: hours of 320x240).
 - codec: lerobot's default, SVT-AV1 (`libsvtav1`, in PyAV's wheels), `yuv420p`, `g=2` (a key frame
-  every 2 frames, for random access), `crf=30`; torchcodec and PyAV (dav1d) both decode it.
+  every 2 frames, for random access), `crf=30`; torchcodec and PyAV (dav1d) both decode it. With
+  `encode_processes` each camera's file is encoded in a process of its own (`video_file.VideoFile`,
+  fed through a pipe of a few pictures), so the encoders and the drawing overlap; the bytes are
+  those of encoding here.
 - feature: dtype `video`, shape `[height, width, 3]`, names `["height", "width", "channels"]`, and
   `info` as `get_video_info` reads it back from the file (`video.height`, `video.width`,
   `video.codec`, `video.pix_fmt`, `video.is_depth_map`, `video.fps`, `video.channels`, `has_audio`).
@@ -73,7 +76,6 @@ import shutil
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
@@ -85,6 +87,7 @@ from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_file
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
 from app.sessions.recorded_pose import object_columns, object_names
 from app.sessions.sidecar import loop_period_s
+from app.sessions.video_file import InlineVideoFile, VideoFile
 from app.sessions.schema import ARMS
 
 CODEBASE_VERSION = "v3.0"
@@ -103,6 +106,10 @@ VIDEO_CODEC = "libsvtav1"
 VIDEO_PIX_FMT = "yuv420p"
 VIDEO_OPTIONS = {"g": "2", "crf": "30"}
 """lerobot's `encode_video_frames` defaults: a key frame every 2 frames, constant quality 30."""
+ENCODER_THREADS = {"svtav1-params": "lp=1"}
+"""With `encode_processes`, SVT-AV1's level of parallelism: one, each camera having a process of its own
+(`video_file`); its threads meet at barriers and lose their turn on a loaded machine. The bytes
+do not depend on it (`tests/test_export_parallel.py`)."""
 GRID_TOL_S = 1e-6
 """A row recorded this long after a frame time still counts as at that time (float rounding of k x period)."""
 
@@ -123,6 +130,10 @@ class LeRobotOptions:
     repo_id: str = "local/pico-teleop"
     robot_type: str = "dual_panda"
     tcp_targets: bool = True
+    encode_processes: bool = False
+    """Encode each camera's video in a process of its own (`video_file.VideoFile`) instead of on the
+    exporter's thread (the CLI's default, `--parallel`): overlaps encoding with drawing, more CPU
+    time in all, slower for an export of a few seconds (docs/benchmarks.md). Same bytes either way."""
     video_preset: int | None = None
     """SVT-AV1's speed preset (0 slowest .. 13 fastest); None: the encoder's default, as lerobot
     leaves it. Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""
@@ -296,35 +307,6 @@ def _listed(stats: dict[str, np.ndarray]) -> dict[str, list]:
     return {k: np.asarray(v).tolist() for k, v in stats.items()}
 
 
-class _VideoFile:
-    """One camera's mp4: every episode's pictures one after the other, frame k at k / fps."""
-
-    def __init__(self, av, path: Path, fps: int, width: int, height: int, preset: int | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._av = av
-        self._time_base = Fraction(1, fps)
-        self._out = av.open(str(path), "w")
-        options = dict(VIDEO_OPTIONS) if preset is None else {**VIDEO_OPTIONS, "preset": str(preset)}
-        self._stream = self._out.add_stream(VIDEO_CODEC, rate=fps, options=options)
-        self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, VIDEO_PIX_FMT
-        self.frames = 0
-
-    def add(self, rgb: np.ndarray) -> None:
-        frame = self._av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        frame.pts, frame.time_base = self.frames, self._time_base
-        for packet in self._stream.encode(frame):
-            self._out.mux(packet)
-        self.frames += 1
-
-    def close(self) -> None:
-        try:
-            for packet in self._stream.encode():
-                self._out.mux(packet)
-        finally:
-            self._out.close()
-
-
 def video_info(av, path: Path) -> dict:
     """The feature's `info`, read back from the file as lerobot's `get_video_info` does."""
     with av.open(str(path)) as f:
@@ -417,7 +399,7 @@ class _Episodes:
         self.columns: dict[str, list] = {k: [] for k in _FRAME_COLUMNS}
         self.episodes: list[dict] = []
         self.video_keys = tuple(IMAGE_KEY_PREFIX + name for name in frames.names) if frames is not None else ()
-        self.videos: dict[str, _VideoFile] = {}
+        self.videos: dict[str, VideoFile | InlineVideoFile] = {}
         self.image_stats: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in self.video_keys}
         self.rendering: list = []
         self.rate: int | None = None
@@ -446,6 +428,8 @@ class _Episodes:
             if pictures is not None:
                 self._add_pictures(path, episode, pictures, drawn)
             self.episodes.append(episode)
+        if pictures is not None:
+            pictures.close()  # the session's renderer (and its processes) ends here, not with the export
         if self.frames is not None:
             self.notes.extend(self.frames.notes)
             self.frames.notes.clear()
@@ -458,9 +442,15 @@ class _Episodes:
             if rate % self.fps:
                 raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {self.fps}")
             for key in self.video_keys:
-                self.videos[key] = _VideoFile(self._av, self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
-                                                                                      file_index=0),
-                                              self.fps, self.frames.width, self.frames.height, self.options.video_preset)
+                preset = self.options.video_preset
+                processes = self.options.encode_processes
+                options = {**VIDEO_OPTIONS, **(ENCODER_THREADS if processes else {})}
+                if preset is not None:
+                    options["preset"] = str(preset)
+                self.videos[key] = (VideoFile if processes else InlineVideoFile)(self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
+                                                                                     file_index=0),
+                                             self.fps, self.frames.width, self.frames.height, VIDEO_CODEC,
+                                             VIDEO_PIX_FMT, options)
         elif rate != self.rate:
             raise ValueError(f"{path}: recorded at {rate} Hz, the first session at {self.rate} Hz; one dataset has one rate")
 
@@ -535,18 +525,23 @@ class _Episodes:
     def abandon(self) -> None:
         """After a failure: close the videos without reporting their errors (the failure is the one to report)."""
         for v in self.videos.values():
-            try:
-                v.close()
-            except Exception:
-                pass
+            v.abandon()
 
     def close_renderers(self) -> None:
         for pictures in self.rendering:
             pictures.close()
 
     def close_videos(self) -> None:
+        """Flush and close every video (each encoder on its own thread); the first failure is raised
+        once all are closed."""
+        failure: BaseException | None = None
         for v in self.videos.values():
-            v.close()
+            try:
+                v.close()
+            except BaseException as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 def _features(eps: _Episodes, av) -> dict[str, dict]:
@@ -666,13 +661,14 @@ def _export(sessions: list[tuple[Path, EpisodeEntry | None]], root: Path, option
             eps.add_session(path, entry)
         if not eps.episodes:
             raise ValueError("no episode in the given sessions (" + "; ".join(eps.notes) + ")")
+        eps.close_renderers()
+        eps.close_videos()
     except BaseException:
         eps.abandon()
         shutil.rmtree(root, ignore_errors=True)  # a dataset with half its videos is no dataset
         raise
     finally:
         eps.close_renderers()
-    eps.close_videos()
 
     cols = {k: np.concatenate(v) for k, v in eps.columns.items() if v}
     features = _features(eps, av)
