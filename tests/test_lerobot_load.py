@@ -176,3 +176,48 @@ def test_marked_segments_load_at_a_lower_fps_with_their_own_tasks(lerobot_python
     np.testing.assert_array_equal(np.float32(frame["observation.state"]), _csv_state(s, row))
     np.testing.assert_array_equal(np.float32(frame["action"]), _csv_action(s, row))
     assert frame["timestamp"] == pytest.approx(s.data["t_s"][row] - s.data["t_s"][500], abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> Path:
+    """A scripted batch of 3 demonstration episodes (`run --episodes 3`, the demo operator judging each
+    by the cubes on their markers): the dataset folder a lab's batch leaves."""
+    folder = tmp_path_factory.mktemp("lerobot-batch") / "ds"
+    assert main(["run", "--source", "demo", "--episodes", "3", "--dataset", str(folder), "--task", "cubes on markers",
+                 "--quiet", "--seconds", "150"]) == 0
+    return folder
+
+
+def test_a_batch_of_three_demo_episodes_loads_with_its_task_success_flags_and_object_poses(lerobot_python, batch,
+                                                                                           tmp_path):
+    from app.sessions.dataset_folder import read_dataset_index
+    index = read_dataset_index(batch)
+    assert len(index.episodes) == 3
+    out = tmp_path / "lerobot"
+    assert main(["export", str(batch), "--format", "lerobot", "--out", str(out), "--video-size", "64x48"]) == 0
+
+    got = lerobot_reads(lerobot_python, out, tmp_path)
+    eps = assert_lerobot_agrees_with_the_export(got, out)
+    assert got["num_episodes"] == 3 and got["tasks"] == {"cubes on markers": 0}
+    assert [e["tasks"] for e in eps] == [["cubes on markers"]] * 3
+    assert [e["success"] for e in eps] == [e.verdict == "success" for e in index.episodes]
+    n_objects = 4  # cube_left, cube_right, cylinder, block
+    assert got["features"]["observation.environment_state"]["shape"] == [n_objects * 7]
+    assert got["features"]["next.success"]["dtype"] == "bool"
+    assert sorted(got["video_keys"]) == ["observation.images.front", "observation.images.left_wrist",
+                                         "observation.images.right_wrist"]
+    fps = got["fps"]
+    for k, (entry, ep) in enumerate(zip(index.episodes, eps)):
+        s = read_session(batch / entry.file)
+        # the whole file at fps: its loop time from the first row to the last, one frame per 1 / fps
+        assert ep["length"] == int(np.floor((s.data["t_s"][-1] - s.data["t_s"][0]) * fps + 1e-6)) + 1
+        first, last = got["items"][str(ep["dataset_from_index"])], got["items"][str(ep["dataset_to_index"] - 1)]
+        assert first["episode_index"] == k and first["task"] == "cubes on markers"
+        # the first frame's object poses are the episode's first recorded row's
+        env = np.float32([s.data[f"obj_{o}_{c}"][0] for o in ("cube_left", "cube_right", "cylinder", "block")
+                          for c in ("x_m", "y_m", "z_m", "qw", "qx", "qy", "qz")])
+        np.testing.assert_array_equal(np.float32(first["observation.environment_state"]), env)
+        assert bool(np.asarray(last["next.success"]).reshape(-1)[0]) == (entry.verdict == "success")
+        assert not bool(np.asarray(first["next.success"]).reshape(-1)[0])
+        for cam in got["video_keys"]:
+            assert first[cam]["shape"] == [3, 48, 64] and first[cam]["std"] > 0.01
