@@ -163,12 +163,21 @@ def test_a_render_process_without_gl_says_why(state, monkeypatch):
     assert not multiprocessing.active_children()
 
 
-def test_the_cli_s_parallel_default_writes_the_videos_of_no_parallel(state, tmp_path):
+def test_the_cli_s_parallel_export_writes_the_videos_of_no_parallel(state, tmp_path):
     from app.cli import EXIT_OK, main
     size = ["--fps", "20", "--video-size", f"{W}x{H}"]
-    for name, extra in (("default", ["--no-parallel"]), ("parallel", []),):  # --parallel is the default
+    for name, extra in (("default", ["--no-parallel"]), ("parallel", ["--parallel"]),):
         assert main(["export", str(state), "--format", "lerobot", "--out", str(tmp_path / name), *size, *extra]) == EXIT_OK
     for mp4 in (tmp_path / "default" / "videos").rglob("*.mp4"):
         twin = tmp_path / "parallel" / mp4.relative_to(tmp_path / "default")
         assert twin.read_bytes() == mp4.read_bytes()
     assert not multiprocessing.active_children()
+
+
+def test_the_parallel_default_follows_the_recorded_length(state, tmp_path):
+    """Worker processes by default only where their start pays off: 30 s of sessions or more."""
+    from app.cli.export import PARALLEL_FROM_S, _recorded_seconds
+    seconds = _recorded_seconds([str(state)])
+    assert 0 < seconds < PARALLEL_FROM_S
+    assert _recorded_seconds([str(state)] * 20) == pytest.approx(20 * seconds)
+    assert _recorded_seconds([str(tmp_path / "missing.csv")]) == 0.0

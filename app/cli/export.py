@@ -22,6 +22,10 @@ from typing import TextIO
 
 from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, plural
 
+PARALLEL_FROM_S = 30.0
+"""Recorded seconds from which the video export draws and encodes in worker processes by default:
+a 20 s session exported 12-48 % sooner that way, a few seconds' export slower (docs/benchmarks.md)."""
+
 
 def add_export_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("export", help="export recorded sessions: MCAP for Foxglove, or a LeRobot dataset")
@@ -45,11 +49,11 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--video-preset", type=int, default=None, metavar="N",
                    help="lerobot: SVT-AV1 speed preset 0..13 (default: the encoder's own, as lerobot; a faster "
                    "preset encodes sooner into larger files)")
-    p.add_argument("--parallel", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--parallel", action=argparse.BooleanOptionalAction, default=None,
                    help="lerobot: draw the pictures in worker processes (one per core beyond the first) and encode "
-                   "each camera in a process of its own, the same files sooner (default: on; --no-parallel draws "
-                   "and encodes in this process, cheaper in CPU time and for exports of a few seconds; "
-                   "docs/benchmarks.md)")
+                   "each camera in a process of its own, the same files sooner (default: on for sessions of "
+                   f"{PARALLEL_FROM_S:g} s or more in all, where it pays for starting its processes; --no-parallel "
+                   "draws and encodes in this process, cheaper in CPU time; docs/benchmarks.md)")
     p.add_argument("--no-targets", action="store_true", help="lerobot: leave out observation.tcp_target")
     p.add_argument("--repo-id", default="local/pico-teleop", help="lerobot: the dataset's repo id in info.json")
     return p
@@ -160,6 +164,26 @@ def _export_mcap(args, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _recorded_seconds(files: list[str]) -> float:
+    """The loop time the sessions (or a dataset folder's episodes) recorded, from their sidecars'
+    row counts and loop rates; files without them count 0 (the choice only tunes speed)."""
+    import json
+
+    from app.sessions.dataset_folder import is_dataset_folder
+    from app.sessions.schema import sidecar_path
+
+    if len(files) == 1 and is_dataset_folder(files[0]):
+        files = [str(p) for p in Path(files[0]).glob("episode_*.csv")]
+    total = 0.0
+    for f in files:
+        try:
+            side = json.loads(sidecar_path(f).read_text(encoding="utf-8"))
+            total += float(side["n_rows"]) / float(side.get("loop_rate_hz") or side["config"]["loop"]["rate_hz"])
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+            continue
+    return total
+
+
 def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     from app.config import ConfigError
     from app.render import RenderError
@@ -167,6 +191,8 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
     from app.sessions.export_lerobot import LeRobotOptions, export_lerobot, export_lerobot_folder
     from app.sim.scene import SceneError
 
+    if args.parallel is None:  # the processes' start (~1 s each) pays off only on longer exports
+        args.parallel = _recorded_seconds(args.files) >= PARALLEL_FROM_S
     opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
                           tcp_targets=not args.no_targets, video_preset=args.video_preset,
                           encode_processes=args.parallel)
