@@ -2,7 +2,7 @@
 the scene's state, else by re-simulating it.
 
 A file of format 3 holds the whole physics pose of each tick (joints, fingers, the free bodies:
-`app.sessions.recorded_pose`): the pictures of its rows are drawn from those columns (`qpos` set,
+`app.sessions.scene_state`): the pictures of its rows are drawn from those columns (`qpos` set,
 kinematics only), whatever the run's timing and wherever the recording started. An older file
 holds the arms' joints, not the objects' poses or the fingers: the pictures come from replaying
 the session through the same `Pipeline` `pico-teleop run --replay --fast` uses (the
@@ -44,7 +44,7 @@ from app.config import Config
 from app.pipeline import Pipeline, StartOptions, replay_config
 from app.render.camera_pool import FrameRenderError, camera_pictures, default_workers
 from app.sessions.reader import Session, read_session
-from app.sessions.recorded_pose import has_scene_state, recorded_qpos
+from app.sessions.scene_state import has_scene_state, recorded_qpos
 from app.sessions.replay import recorded_ticks
 from app.sessions.replay_exactness import head_inexact_reasons, read_head
 from app.sessions.schema import ARMS

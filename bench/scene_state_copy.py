@@ -12,8 +12,7 @@ import mujoco
 import numpy as np
 
 from app.replay_render import ReplayRenderer
-from app.sessions.recorded_pose import OBJECT_SUFFIXES, finger_columns
-from app.sessions.schema import ARMS, FINGER_COLUMNS, sidecar_path
+from app.sessions.schema import ARMS, FINGER_COLUMNS, object_columns, sidecar_path
 
 OBJECTS = ("cube_left", "cube_right", "cylinder", "block")
 
@@ -45,11 +44,11 @@ def add_scene_state(session: Path, out: Path) -> Path:
     model, qpos = ReplayRenderer(64, 48).replay_poses(session, np.arange(len(body)))
     cols: list[tuple[str, int]] = []
     for arm in ARMS:
-        for name, col in zip((f"{arm}/finger_joint1", f"{arm}/finger_joint2"), finger_columns(arm)):
+        for name, col in zip((f"{arm}/finger_joint1", f"{arm}/finger_joint2"), [f"{arm}_finger1_m", f"{arm}_finger2_m"]):
             cols.append((col, int(model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)])))
     for body_name in OBJECTS:
         adr = int(model.jnt_qposadr[model.body_jntadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body_name)]])
-        cols += [(f"obj_{body_name}_{s}", adr + k) for k, s in enumerate(OBJECT_SUFFIXES)]
+        cols += [(c, adr + k) for k, c in enumerate(object_columns([body_name]))]
     header = header + [c for c, _ in cols]
     body = [row + [repr(float(qpos[i, adr])) for _, adr in cols] for i, row in enumerate(body)]
     sidecar.update(format_version=3, scene_objects=list(OBJECTS), columns=header, n_rows=len(body))

@@ -85,7 +85,7 @@ from app.events import CommandKind, EventKind, parse_events
 from app.sessions.chunks import SessionChunks
 from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_files
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
-from app.sessions.recorded_pose import object_columns, object_names
+from app.sessions.schema import object_columns, object_names
 from app.sessions.sidecar import loop_period_s
 from app.sessions.video_file import InlineVideoFile, VideoFile
 from app.sessions.schema import ARMS

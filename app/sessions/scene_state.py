@@ -46,6 +46,52 @@ def _joint_adr(model: mujoco.MjModel, name: str) -> int:
     return int(model.jnt_qposadr[j])
 
 
+def has_scene_state(columns) -> bool:
+    """The file holds every arm's joints and fingers and at least one free body's pose (format 3):
+    any of its rows can be drawn from the file alone."""
+    cols = set(columns)
+    joints = all(f"{arm}_q{i}_rad" in cols for arm in ARMS for i in range(1, 8))
+    return joints and all(c in cols for c in FINGER_COLUMNS) and bool(object_names(columns))
+
+
+def _recorded_qpos_into(model: mujoco.MjModel, qpos: np.ndarray, cols: Mapping[str, np.ndarray], row: int,
+                        prefixes: Mapping[str, str] | None) -> None:
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, HOME_KEY)
+    qpos[:] = model.key_qpos[key] if key >= 0 else model.qpos0
+    for arm in ARMS:
+        prefix = (prefixes or {}).get(arm, f"{arm}/")
+        for i in range(1, 8):
+            c = f"{arm}_q{i}_rad"
+            if c in cols:
+                qpos[_joint_adr(model, f"{prefix}joint{i}")] = float(cols[c][row])
+        fingers = [_joint_adr(model, prefix + f) for f in FINGER_JOINTS]
+        recorded = [c for c in FINGER_COLUMNS if c.startswith(f"{arm}_")]
+        if all(c in cols for c in recorded):
+            for adr, c in zip(fingers, recorded):
+                qpos[adr] = float(cols[c][row])
+        elif f"{arm}_gripper_cmd" in cols:
+            g = float(cols[f"{arm}_gripper_cmd"][row])
+            closing = min(max(g, 0.0), 1.0) if g == g else 0.0  # a nan command: drawn open
+            for adr, f in zip(fingers, FINGER_JOINTS):
+                j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + f)
+                qpos[adr] = float(model.jnt_range[j, 1]) * (1.0 - closing)
+    names = object_names(cols.keys())
+    if names:
+        starts = free_body_qpos_adr(model, names)
+        for start, c in zip(starts.tolist(), np.reshape(object_columns(names), (len(names), POSE_SIZE))):
+            qpos[start:start + POSE_SIZE] = [float(cols[n][row]) for n in c]
+
+
+def recorded_qpos(model: mujoco.MjModel, columns: Session | Mapping[str, np.ndarray], rows) -> np.ndarray:
+    """(len(rows), nq): the scene's `qpos` at each of `rows` as `apply_recorded_pose` sets it."""
+    cols = _column(columns)
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.empty((len(rows), model.nq))
+    for k, row in enumerate(rows.tolist()):
+        _recorded_qpos_into(model, out[k], cols, row, None)
+    return out
+
+
 def apply_recorded_pose(model: mujoco.MjModel, data: mujoco.MjData, columns: Session | Mapping[str, np.ndarray],
                         row: int, prefixes: Mapping[str, str] | None = None) -> None:
     """Set `data.qpos` to the scene as recorded at `row` of `columns` (a `Session` or its column
@@ -57,32 +103,8 @@ def apply_recorded_pose(model: mujoco.MjModel, data: mujoco.MjData, columns: Ses
     the model's `home` keyframe puts them (else at `qpos0`). `prefixes`: each arm's name prefix in
     the model (default `<arm>/`). KeyError when the model lacks an arm's joint or a recorded body.
     """
-    cols = _column(columns)
-    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, HOME_KEY)
-    data.qpos[:] = model.key_qpos[key] if key >= 0 else model.qpos0
-    for arm in ARMS:
-        prefix = (prefixes or {}).get(arm, f"{arm}/")
-        for i in range(1, 8):
-            c = f"{arm}_q{i}_rad"
-            if c in cols:
-                data.qpos[_joint_adr(model, f"{prefix}joint{i}")] = float(cols[c][row])
-        fingers = [_joint_adr(model, prefix + f) for f in FINGER_JOINTS]
-        recorded = [c for c in FINGER_COLUMNS if c.startswith(f"{arm}_")]
-        if all(c in cols for c in recorded):
-            for adr, c in zip(fingers, recorded):
-                data.qpos[adr] = float(cols[c][row])
-        elif f"{arm}_gripper_cmd" in cols:
-            g = float(cols[f"{arm}_gripper_cmd"][row])
-            closing = min(max(g, 0.0), 1.0) if g == g else 0.0  # a nan command: drawn open
-            for adr, f in zip(fingers, FINGER_JOINTS):
-                j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + f)
-                data.qpos[adr] = float(model.jnt_range[j, 1]) * (1.0 - closing)
-    names = object_names(cols.keys())
-    if names:
-        starts = free_body_qpos_adr(model, names)
-        for start, c in zip(starts.tolist(), np.reshape(object_columns(names), (len(names), POSE_SIZE))):
-            data.qpos[start:start + POSE_SIZE] = [float(cols[n][row]) for n in c]
+    _recorded_qpos_into(model, data.qpos, _column(columns), row, prefixes)
     mujoco.mj_kinematics(model, data)
 
 
-__all__ = ["apply_recorded_pose", "initial_state"]
+__all__ = ["apply_recorded_pose", "has_scene_state", "initial_state", "recorded_qpos"]
