@@ -67,6 +67,9 @@ def test_dataset_layout_schema_and_values(session, tmp_path):
     action = np.array(cols["action"][10], dtype=np.float32)
     want_q = np.array([s.data[f"left_q{i}_rad"][row] for i in range(1, 8)], dtype=np.float32)
     np.testing.assert_array_equal(state[:7], want_q)
+    # the gripper opening is what the fingers did (format 3 records them), not what was commanded
+    assert state[7] == np.float32(s.data["left_finger1_m"][row])
+    assert state[15] == np.float32(s.data["right_finger1_m"][row])
     want_cmd = np.array([s.data[f"right_q{i}_cmd_rad"][row] for i in range(1, 8)]
                         + [s.data["right_gripper_cmd"][row]], dtype=np.float32)
     np.testing.assert_array_equal(action[8:], want_cmd)

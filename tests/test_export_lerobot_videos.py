@@ -130,15 +130,19 @@ def test_frame_rows_hold_the_last_row_over_a_skipped_deadline():
 
 
 def test_a_session_the_replay_does_not_reproduce_is_refused(session, tmp_path, capsys):
+    """A file without the scene's state (format 2) is drawn by re-simulating it: joints the replay does
+    not reproduce refuse. (One with the state is drawn from its own columns, nothing to compare.)"""
+    from bench.scene_state_copy import as_format_2
+    plain = as_format_2(session, tmp_path / "plain.csv")
     changed = tmp_path / "changed.csv"
-    with open(session, newline="") as f:
+    with open(plain, newline="") as f:
         rows = list(csv.reader(f))
     k = rows[0].index("left_q2_rad")
     for row in rows[400:]:
         row[k] = repr(float(row[k]) + 0.01)
     with open(changed, "w", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows(rows)
-    sidecar_path(changed).write_text(sidecar_path(session).read_text())
+    sidecar_path(changed).write_text(sidecar_path(plain).read_text())
     out = tmp_path / "ds"
     capsys.readouterr()
     assert main(["export", str(changed), "--format", "lerobot", "--out", str(out), "--fps", str(FPS),

@@ -88,7 +88,10 @@ def _csv_state(s, row: int) -> np.ndarray:
     values = []
     for arm in ("left", "right"):
         values += [s.data[f"{arm}_q{i}_rad"][row] for i in range(1, 8)]
-        values.append((1.0 - np.clip(s.data[f"{arm}_gripper_cmd"][row], 0.0, 1.0)) * FINGER_TRAVEL_M)
+        if f"{arm}_finger1_m" in s.data:  # format 3: the measured finger
+            values.append(s.data[f"{arm}_finger1_m"][row])
+        else:
+            values.append((1.0 - np.clip(s.data[f"{arm}_gripper_cmd"][row], 0.0, 1.0)) * FINGER_TRAVEL_M)
     return np.array(values, dtype=np.float32)
 
 

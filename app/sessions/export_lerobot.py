@@ -33,8 +33,9 @@ after that frame's action), and lerobot keeps extra columns of meta/episodes. A 
 one judgement of the whole episode, so `next.success` is True on the last frame of a successful
 episode and False on every other frame, and meta/episodes has a `success` bool per episode (the
 verdict itself, for filtering episodes without reading frames). Exports of sessions (no verdict)
-have neither. The CSV has no finger positions: the opening is
-`(1 - gripper_cmd)` times the finger travel (`FINGER_TRAVEL_M`).
+have neither. The gripper opening is the recorded finger position (`<arm>_finger1_m`, format 3);
+a file without it (formats 1 and 2) gives `(1 - gripper_cmd)` times the finger travel
+(`FINGER_TRAVEL_M`), what was commanded rather than what the fingers did.
 
 Frame times (`frame_rows`, the one definition): frame i of an episode is at `i / fps` after the
 episode's first row, its `timestamp` is exactly `i / fps` (lerobot checks that consecutive
@@ -85,10 +86,9 @@ from app.events import CommandKind, EventKind, parse_events
 from app.sessions.chunks import SessionChunks
 from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_files
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
-from app.sessions.schema import object_columns, object_names
 from app.sessions.sidecar import loop_period_s
 from app.sessions.video_file import InlineVideoFile, VideoFile
-from app.sessions.schema import ARMS
+from app.sessions.schema import ARMS, FINGER_COLUMNS, object_columns, object_names
 
 CODEBASE_VERSION = "v3.0"
 FINGER_TRAVEL_M = 0.04
@@ -203,7 +203,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict | None, int]:
     """The exported columns of one session (streamed in chunks; the objects' poses when it has
     them), its sidecar and its row count."""
     with SessionChunks(path) as chunks:
-        keep = _columns() + object_columns(object_names(chunks.columns))
+        keep = _columns() + [c for c in FINGER_COLUMNS if c in chunks.columns] + object_columns(object_names(chunks.columns))
         parts: dict[str, list] = {c: [] for c in keep}
         for chunk in chunks:
             for c in keep:
@@ -324,8 +324,12 @@ def _state(data, rows) -> np.ndarray:
     cols = []
     for arm in ARMS:
         cols += [data[f"{arm}_q{i}_rad"][rows] for i in range(1, 8)]
-        cmd = np.clip(np.nan_to_num(data[f"{arm}_gripper_cmd"][rows]), 0.0, 1.0)
-        cols.append((1.0 - cmd) * FINGER_TRAVEL_M)
+        finger = f"{arm}_finger1_m"
+        if finger in data:  # format 3: the measured opening
+            cols.append(data[finger][rows])
+        else:
+            cmd = np.clip(np.nan_to_num(data[f"{arm}_gripper_cmd"][rows]), 0.0, 1.0)
+            cols.append((1.0 - cmd) * FINGER_TRAVEL_M)
     return np.stack(cols, axis=1).astype(np.float32)
 
 
