@@ -33,6 +33,7 @@ from app.stats import TimingFigures
 from app.runtime import build_engine, make_source, session_sidecar
 from app.sessions.recorder import RecorderState, RecorderStatus
 from app.sessions.recorder_process import RecorderProcess
+from app.sessions.recorder_spare import RecorderSpare
 from app.sessions.run_summary import RunSummary
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
@@ -109,9 +110,15 @@ class StartOptions:
 
 
 class Pipeline:
-    def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None) -> None:
+    def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None,
+                 warm_recorder: bool = False) -> None:
         """`remote`: drive a simulation server (`pico-teleop serve`) instead of a local simulation;
         every start opens a new connection, every stop closes it.
+        `warm_recorder`: keep a recording process spawned and imported ahead of need
+        (`RecorderSpare`, from now on, in the background), so that a recording started while the
+        loop runs records from the tick after the request, not seconds later (a new process's start
+        on a loaded machine). For owners that start recordings mid-run: the window's core, a batch of
+        episodes. `close` ends it.
 
         Owner: one thread changes the session (the caller of `start`, `stop`, `start_recording`,
         `open_stream`, ...: the core's session thread, the CLI's main thread, the in-process
@@ -143,6 +150,10 @@ class Pipeline:
         self.options = StartOptions()
         self._subscribers: list[Subscriber] = []
         self._recorder: RecorderProcess | None = None
+        self.recorder_spare: RecorderSpare | None = RecorderSpare() if warm_recorder else None
+        """The warm recording process's owner (None without `warm_recorder`)."""
+        if self.recorder_spare is not None:
+            self.recorder_spare.prepare()
         self._summary: RunSummary | None = None
         self._stream_autostart: StreamAutoStart | None = None
         self.foxglove: "FoxgloveLive | None" = None
@@ -322,10 +333,13 @@ class Pipeline:
                 log.exception("closing tracking source %s failed", source.name)
 
     def close(self) -> None:
-        """Stop the session and close the humanoid stream and the Foxglove server."""
+        """Stop the session and close the humanoid stream, the Foxglove server and the spare
+        recording process."""
         self.stop()
         self.close_stream()
         self.close_foxglove()
+        if self.recorder_spare is not None:
+            self.recorder_spare.close()
 
     # Read from other threads too (the core's sender): each takes the loop once, as it may be replaced meanwhile.
 
@@ -520,7 +534,9 @@ class Pipeline:
 
         The rows are formatted and written by a process of its own (`RecorderProcess`): the loop's
         thread only sends each tick's pickled snapshot, so no thread of this process holds the
-        interpreter lock to format rows while the loop waits for it."""
+        interpreter lock to format rows while the loop waits for it. With `warm_recorder` that
+        process is the spare (already imported): this returns once it has created the files, and
+        the next spare is spawned in the background; else it waits for a new one to start."""
         if self.loop is None or self.engine is None or self.source is None:
             raise PipelineError("nothing to record: the control loop is not running")
         if self._recorder is not None:
@@ -528,7 +544,8 @@ class Pipeline:
         sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine)
         sidecar.update(sidecar_extra or {})
         recorder = RecorderProcess(path, sidecar, block_when_full=self.options.block_recorder_when_full)
-        recorder.start()
+        spare = self.recorder_spare
+        recorder.start(warm=spare.take(recorder.queue_size) if spare is not None else None)
         status = recorder.status()
         if status.state is not RecorderState.RECORDING:
             recorder.stop()
