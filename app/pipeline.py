@@ -544,17 +544,25 @@ class Pipeline:
         sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine)
         sidecar.update(sidecar_extra or {})
         recorder = RecorderProcess(path, sidecar, block_when_full=self.options.block_recorder_when_full)
+        summary = RunSummary()
+        loop = self.loop
+
+        def subscribe() -> None:
+            # From the next tick on, in the loop's thread: the state that tick starts from goes to the
+            # sidecar (`initial_state`), so a recording started mid-run replays from where it started.
+            # As soon as the recording process has its path, before its files exist: the rows wait
+            # in the socket meanwhile, so the first row is the tick after this request.
+            loop.subscribe_from_next_tick(summary.add)
+            loop.subscribe_from_next_tick(recorder.submit, recorder.submit_initial_state)
+
         spare = self.recorder_spare
-        recorder.start(warm=spare.take(recorder.queue_size) if spare is not None else None)
+        recorder.start(warm=spare.take(recorder.queue_size) if spare is not None else None, on_rows_open=subscribe)
         status = recorder.status()
         if status.state is not RecorderState.RECORDING:
+            loop.unsubscribe(recorder.submit)
+            loop.unsubscribe(summary.add)
             recorder.stop()
             raise RecordingError(status.error or f"cannot record to {path}")
-        summary = RunSummary()
-        # From the next tick on, in the loop's thread: the state that tick starts from goes to the
-        # sidecar (`initial_state`), so a recording started mid-run replays from where it started.
-        self.loop.subscribe_from_next_tick(summary.add)
-        self.loop.subscribe_from_next_tick(recorder.submit, recorder.submit_initial_state)
         self._recorder, self._summary = recorder, summary
         log.info("recording to %s", recorder.path)
         return recorder.path

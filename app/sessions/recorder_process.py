@@ -47,7 +47,7 @@ import pickle
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
 
@@ -132,7 +132,8 @@ class RecorderProcess:
 
     def status(self) -> RecorderStatus:
         """Never waits: the process's counters and reports as they are now."""
-        if self._life.state is RecorderState.RECORDING and not self._gate.closed:
+        # Not before the files are open: the start's own thread reads the pipe until READY.
+        if self._life.state is RecorderState.RECORDING and not self._gate.closed and self._started:
             self._read_reports()
             if not self._child_alive():
                 self._read_reports()  # its last words (an error) before it is called lost
@@ -156,24 +157,27 @@ class RecorderProcess:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def start(self, warm: WarmRecordingChild | None = None) -> None:
+    def start(self, warm: WarmRecordingChild | None = None, on_rows_open: Callable[[], None] | None = None) -> None:
         """Give the recording to a recording process and return once it has created the CSV (header
-        written) and the sidecar. `warm`: a process already spawned, imported and connected
-        (`RecorderSpare.take`), now this recording's: the start then takes the files' creation only.
-        Without one (or when it has died) a process is spawned and waited for (seconds on a loaded
-        machine). Errors do not propagate: the recorder becomes FAILED and `status().error` says
-        why, naming the path (as `Recorder.start`)."""
+        written) and the sidecar. Errors do not propagate: the recorder becomes FAILED and
+        `status().error` says why, naming the path (as `Recorder.start`).
+
+        `warm`: a process already spawned, imported and connected (`RecorderSpare.take`), now this
+        recording's: the start then takes the files' creation only. Without one (or when it has
+        died) a process is spawned and waited for (seconds on a loaded machine).
+        `on_rows_open`: called in this thread as soon as the process has its path, before it has
+        created the files: from then on `submit` sends rows, which wait in the socket for the
+        files (the loop's subscription goes here, so that the first row is the tick after the
+        request). Should the files then fail, those rows go with the failed recording."""
         with self._lock:
             if self._starting:
                 raise self._life.illegal("start", " (already starting)")
             self._life.check("start")
             self._starting = True
-        error = self._start_process(warm)
-        with self._lock:
-            if error is not None:
+        error = self._start_process(warm, on_rows_open)
+        if error is not None:
+            with self._lock:
                 self._fail(error, log_it=False)  # the caller reports it
-                return
-            self._life.move("start")
 
     def submit(self, snapshot: Snapshot) -> bool:
         """Send a snapshot to the recording process; True if sent. Never raises, and never blocks
@@ -250,6 +254,8 @@ class RecorderProcess:
         try:
             if self._started:
                 self._finish_process(summary)
+            else:  # its start failed: the process ends by itself (or is killed), with no file to complete
+                self._end_process()
         finally:
             self._release()
         if self._started and self._final is None:
@@ -265,10 +271,11 @@ class RecorderProcess:
 
     # --- the recording process -----------------------------------------------------------
 
-    def _start_process(self, child: WarmRecordingChild | None) -> str | None:
+    def _start_process(self, child: WarmRecordingChild | None, on_rows_open: Callable[[], None] | None) -> str | None:
         """Give the recording to a warm recording process (the one passed in, or one spawned now and
-        waited for) and wait until it has opened the files; the error message, if any (the process
-        is then ended)."""
+        waited for), open the rows' door (RECORDING, `on_rows_open`) and wait until it has opened
+        the files; the error message, if any. Before the door opens the process is ended here on an
+        error; after it, `stop` ends it (a `submit` may be using the socket)."""
         if child is not None and (child.queue_size != self.queue_size or not child.alive()):
             child.close()
             child = None
@@ -296,12 +303,15 @@ class RecorderProcess:
             self._rows.send_multipart([recorder_child.ASSIGN_FRAME, assignment], zmq.NOBLOCK)
         except zmq.ZMQError as e:
             error = f"cannot record to {self.path}: cannot reach the recording process: {e}"
-        if error is None:
-            error = self._await_ready()
         if error is not None:
             self._end_process()
             self._release()
-        return error
+            return error
+        with self._lock:
+            self._life.move("start")
+        if on_rows_open is not None:
+            on_rows_open()
+        return self._await_ready()
 
     def _await_ready(self) -> str | None:
         proc, reports = self._proc, self._reports
