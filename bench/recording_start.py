@@ -8,7 +8,8 @@ one); every few seconds of loop time `start_recording` is called (an operator's 
 start), then the recording stops a second later. Per recording: the tick the loop had published
 when the request came (`Pipeline.latest().tick`), the first row's tick in the file, the ticks and
 the loop time between them, the wall time from the request to the first row's tick's start
-(`Snapshot.wall_time_s`, this process's `perf_counter`), and how long `start_recording` blocked its caller (wall clock).
+(`Snapshot.wall_time_s`, this process's `perf_counter`), how long `start_recording` blocked its caller (wall clock), and the deadlines the loop skipped in
+the `SKIP_WINDOW_S` after the request (and, for comparison, in as long without a request first).
 `--hogs N` runs N CPU hogs (`yes >/dev/null`) beside it, started and ended here.
 
 `--tree PATH` imports the application from another checkout (a before/after). A tree whose
@@ -44,6 +45,12 @@ if ARGS is not None:
     sys.path.insert(0, str(ARGS.tree.resolve()))
 
 
+SKIP_WINDOW_S = 4.0
+"""Deadlines the loop skipped (`TimingSnapshot.skipped_ticks`) are counted for this long after each
+request (wall seconds): a process's spawn and imports (the recording's own before, the next spare's
+now) compete with the loop for the CPU meanwhile."""
+
+
 def _wait_for_loop_time(pipe, t_s: float) -> None:
     while True:
         snap = pipe.latest()
@@ -74,12 +81,18 @@ def measure(recordings: int, gap_s: float, folder: Path) -> list[dict]:
     pipe.subscribe(note_wall)
     try:
         pipe.start(SourceKind.DEMO, options=StartOptions(paced=True))
-        t_next = 2.0
+        _wait_for_loop_time(pipe, 1.0)
+        quiet = pipe.latest().timing.skipped_ticks
+        time.sleep(SKIP_WINDOW_S)
+        baseline = pipe.latest().timing.skipped_ticks - quiet
+        print(f"  no recording: {baseline} deadlines skipped in {SKIP_WINDOW_S:.0f} s", flush=True)
+        t_next = pipe.latest().t_s + 1.0
         for i in range(recordings):
             _wait_for_loop_time(pipe, t_next)
             path = folder / f"rec{i}.csv"
             spare_ready = warm and pipe.recorder_spare.ready
-            asked_tick = pipe.latest().tick
+            asked = pipe.latest()
+            asked_tick = asked.tick
             t0 = time.perf_counter()
             pipe.start_recording(path)
             blocked_s = time.perf_counter() - t0
@@ -88,15 +101,20 @@ def measure(recordings: int, gap_s: float, folder: Path) -> list[dict]:
             while pipe.recorder_status().rows_written == 0:
                 time.sleep(0.01)
             pipe.stop_recording()
+            while time.perf_counter() < t0 + SKIP_WINDOW_S:
+                time.sleep(0.01)
+            skipped = pipe.latest().timing.skipped_ticks - asked.timing.skipped_ticks
             data = read_session(path).data
             first_tick = int(data["tick"][0])
             tick, wall_time_s = walls[first_tick % len(walls)]
             wall_s = wall_time_s - t0 if tick == first_tick else float("nan")
             out.append({"asked_tick": asked_tick, "first_tick": first_tick, "late_ticks": first_tick - asked_tick,
-                        "late_s": (first_tick - asked_tick) * period_s, "blocked_s": blocked_s, "wall_s": wall_s})
+                        "late_s": (first_tick - asked_tick) * period_s, "blocked_s": blocked_s, "wall_s": wall_s,
+                        "skipped": skipped})
             print(f"  recording {i}: asked at tick {asked_tick}, first row tick {first_tick}: "
                   f"{first_tick - asked_tick} ticks ({(first_tick - asked_tick) * period_s * 1000:.0f} ms of loop time, "
-                  f"{wall_s * 1000:.0f} ms of wall time); start_recording blocked {blocked_s * 1000:.0f} ms"
+                  f"{wall_s * 1000:.0f} ms of wall time); start_recording blocked {blocked_s * 1000:.0f} ms; "
+                  f"{skipped} deadlines skipped in {SKIP_WINDOW_S:.0f} s"
                   + (f"; spare ready: {spare_ready}" if warm else ""), flush=True)
             t_next = pipe.latest().t_s + gap_s
     finally:
@@ -119,6 +137,7 @@ def main() -> None:
     wall = [r["wall_s"] * 1000 for r in rows]
     blocked = [r["blocked_s"] * 1000 for r in rows]
     print(f"first recording: {late[0]} ticks late ({wall[0]:.0f} ms wall), blocked {blocked[0]:.0f} ms")
+    print(f"deadlines skipped within {SKIP_WINDOW_S:.0f} s of a request: {[r['skipped'] for r in rows]}")
     if len(rows) > 1:
         print(f"later recordings: ticks late median {statistics.median(late[1:]):.0f}, max {max(late[1:])}; "
               f"wall median {statistics.median(wall[1:]):.0f} ms, max {max(wall[1:]):.0f} ms; "

@@ -217,7 +217,7 @@ class RecorderSpare:
             child = WarmRecordingChild(self.queue_size)
             try:
                 child.spawn()
-            except (OSError, zmq.ZMQError) as exc:
+            except Exception as exc:  # no process (no sockets, a spawn refused): retried, never the thread's end
                 error = f"{type(exc).__name__}: {exc}"
             else:
                 self.spawned += 1
