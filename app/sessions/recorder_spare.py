@@ -168,6 +168,9 @@ class RecorderSpare:
         self._lock = threading.Lock()
         self._ready: WarmRecordingChild | None = None
         self._filling: threading.Thread | None = None
+        self._filling_busy = False
+        """A refill is under way (set and cleared under `_lock`, with `_ready`: a `take` between the
+        refill's last step and its thread's end still starts the next one)."""
         self._closed = threading.Event()
         self.spawned = 0
         """Spare processes spawned so far."""
@@ -182,8 +185,9 @@ class RecorderSpare:
     def prepare(self) -> None:
         """Start getting a spare ready in the background unless one is ready or on its way."""
         with self._lock:
-            if self._closed.is_set() or self._ready is not None or (self._filling is not None and self._filling.is_alive()):
+            if self._closed.is_set() or self._ready is not None or self._filling_busy:
                 return
+            self._filling_busy = True
             self._filling = threading.Thread(target=self._fill, name="recorder-spare", daemon=True)
             self._filling.start()
 
@@ -213,6 +217,13 @@ class RecorderSpare:
             filling.join(timeout=2 * JOIN_TIMEOUT_S)
 
     def _fill(self) -> None:
+        try:
+            self._fill_until_ready()
+        finally:
+            with self._lock:
+                self._filling_busy = False
+
+    def _fill_until_ready(self) -> None:
         while True:
             child = WarmRecordingChild(self.queue_size)
             try:
@@ -226,6 +237,7 @@ class RecorderSpare:
                 with self._lock:
                     if not self._closed.is_set():
                         self._ready = child
+                        self._filling_busy = False
                         return
                 child.close()  # the pipeline closed meanwhile
                 return
