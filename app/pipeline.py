@@ -34,6 +34,7 @@ from app.stats import TimingFigures
 from app.runtime import build_engine, make_source, session_sidecar
 from app.sessions.recorder import RecorderState, RecorderStatus
 from app.sessions.recorder_process import RecorderProcess
+from app.sessions.recorder_spare import RecorderSpare
 from app.sessions.run_summary import RunSummary
 from app.sim.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
@@ -112,9 +113,15 @@ class StartOptions:
 
 
 class Pipeline:
-    def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None) -> None:
+    def __init__(self, cfg: Config, scene: Scene | None = None, remote: "ClientConfig | None" = None,
+                 warm_recorder: bool = False) -> None:
         """`remote`: drive a simulation server (`pico-teleop serve`) instead of a local simulation;
         every start opens a new connection, every stop closes it.
+        `warm_recorder`: keep a recording process spawned and imported ahead of need
+        (`RecorderSpare`, from now on, in the background), so that a recording started while the
+        loop runs records from the tick after the request, not seconds later (a new process's start
+        on a loaded machine). For owners that start recordings mid-run: the window's core, a batch of
+        episodes. `close` ends it.
 
         Owner: one thread changes the session (the caller of `start`, `stop`, `start_recording`,
         `open_stream`, ...: the core's session thread, the CLI's main thread, the in-process
@@ -146,6 +153,10 @@ class Pipeline:
         self.options = StartOptions()
         self._subscribers: list[Subscriber] = []
         self._recorder: RecorderProcess | None = None
+        self.recorder_spare: RecorderSpare | None = RecorderSpare() if warm_recorder else None
+        """The warm recording process's owner (None without `warm_recorder`)."""
+        if self.recorder_spare is not None:
+            self.recorder_spare.prepare()
         self._summary: RunSummary | None = None
         self._stream_autostart: StreamAutoStart | None = None
         self._calibration: Snapshot | None = None
@@ -333,10 +344,13 @@ class Pipeline:
                 log.exception("closing tracking source %s failed", source.name)
 
     def close(self) -> None:
-        """Stop the session and close the humanoid stream and the Foxglove server."""
+        """Stop the session and close the humanoid stream, the Foxglove server and the spare
+        recording process."""
         self.stop()
         self.close_stream()
         self.close_foxglove()
+        if self.recorder_spare is not None:
+            self.recorder_spare.close()
 
     # Read from other threads too (the core's sender): each takes the loop once, as it may be replaced meanwhile.
 
@@ -562,7 +576,9 @@ class Pipeline:
 
         The rows are formatted and written by a process of its own (`RecorderProcess`): the loop's
         thread only sends each tick's pickled snapshot, so no thread of this process holds the
-        interpreter lock to format rows while the loop waits for it."""
+        interpreter lock to format rows while the loop waits for it. With `warm_recorder` that
+        process is the spare (already imported): this returns once it has created the files, and
+        the next spare is spawned in the background; else it waits for a new one to start."""
         if self.loop is None or self.engine is None or self.source is None:
             raise PipelineError("nothing to record: the control loop is not running")
         if self._recorder is not None:
@@ -570,16 +586,25 @@ class Pipeline:
         sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine)
         sidecar.update(sidecar_extra or {})
         recorder = RecorderProcess(path, sidecar, block_when_full=self.options.block_recorder_when_full)
-        recorder.start()
+        summary = RunSummary()
+        loop = self.loop
+
+        def subscribe() -> None:
+            # From the next tick on, in the loop's thread: the state that tick starts from goes to the
+            # sidecar (`initial_state`), so a recording started mid-run replays from where it started.
+            # As soon as the recording process has its path, before its files exist: the rows wait
+            # in the socket meanwhile, so the first row is the tick after this request.
+            loop.subscribe_from_next_tick(summary.add)
+            loop.subscribe_from_next_tick(recorder.submit, recorder.submit_initial_state)
+
+        spare = self.recorder_spare
+        recorder.start(warm=spare.take(recorder.queue_size) if spare is not None else None, on_rows_open=subscribe)
         status = recorder.status()
         if status.state is not RecorderState.RECORDING:
+            loop.unsubscribe(recorder.submit)
+            loop.unsubscribe(summary.add)
             recorder.stop()
             raise RecordingError(status.error or f"cannot record to {path}")
-        summary = RunSummary()
-        # From the next tick on, in the loop's thread: the state that tick starts from goes to the
-        # sidecar (`initial_state`), so a recording started mid-run replays from where it started.
-        self.loop.subscribe_from_next_tick(summary.add)
-        self.loop.subscribe_from_next_tick(recorder.submit, recorder.submit_initial_state)
         self._recorder, self._summary = recorder, summary
         log.info("recording to %s", recorder.path)
         return recorder.path

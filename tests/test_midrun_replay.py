@@ -1,9 +1,11 @@
 """A recording started mid-run (an operator's F9) replays from where it started, bit for bit.
 
 The demo operator runs paced in a `Pipeline`; the recording starts once it has moved its arms and
-closed its left gripper on cube_left (~5.6 s in; the recording process takes a moment to start, more
-on a busy machine: 3.6 s beside four others' test runs) and stops at 10.3 s of loop time (the cube is
-lifted from ~6 s and set down at ~10.5 s), or a second after its first row. Its
+closed its left gripper on cube_left (~5.6 s in) and stops at 10.3 s of loop time (the cube is
+lifted from ~6 s and set down at ~10.5 s), or a second after its first row. Its recording process
+is the pipeline's warm spare (`warm_recorder`), so its first row is a few ticks after the request
+(without it, the process's start took 3.6-6.4 s beside four others' test runs and the recording
+began after the lift). Its
 sidecar holds the state the first recorded tick started from (physics and controller), and the
 replay (`pico-teleop run --replay --fast --record`) reproduces every column but the timing figures,
 the fingers' and the objects' among them. A busy machine only makes the original's ticks late, which
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
@@ -29,6 +32,7 @@ from app.sessions.schema import FINGER_COLUMNS, object_columns, object_names, si
 from app.sim.scene import load_scene
 from app.tracking.source import SourceKind
 from tests.test_exact_replay import assert_replayed_exactly, csv_columns, replay
+from tests.test_recorder_spare import START_TICKS
 
 RECORD_FROM_S = 5.6
 """Loop time (s) the recording is asked to start at: the demo's left gripper has just closed on cube_left."""
@@ -48,13 +52,25 @@ def _wait_for_loop_time(pipe: Pipeline, t_s: float, timeout_s: float = 120.0) ->
     raise AssertionError(f"loop time {t_s} s not reached within {timeout_s} s")
 
 
+@dataclass(frozen=True)
+class MidRun:
+    path: Path
+    asked_tick: int
+    """The tick the loop had published when `start_recording` was called."""
+
+
 @pytest.fixture(scope="module")
-def midrun(tmp_path_factory) -> Path:
+def midrun_run(tmp_path_factory) -> MidRun:
     path = tmp_path_factory.mktemp("midrun") / "midrun.csv"
-    pipe = Pipeline(Config())
+    pipe = Pipeline(Config(), warm_recorder=True)
     try:
+        end = time.monotonic() + 120.0
+        while not pipe.recorder_spare.ready:  # before the loop: the spare's imports do not delay it
+            assert time.monotonic() < end, "no spare recording process within 120 s"
+            time.sleep(0.02)
         pipe.start(SourceKind.DEMO, options=StartOptions(paced=True, max_ticks=int(30 / 0.005)))
         _wait_for_loop_time(pipe, RECORD_FROM_S)
+        asked_tick = pipe.latest().tick
         pipe.start_recording(path)
         end = time.monotonic() + 60.0
         while pipe.recorder_status().rows_written == 0:
@@ -65,7 +81,18 @@ def midrun(tmp_path_factory) -> Path:
         assert status.error is None, status.error
     finally:
         pipe.close()
-    return path
+    return MidRun(path, asked_tick)
+
+
+@pytest.fixture(scope="module")
+def midrun(midrun_run) -> Path:
+    return midrun_run.path
+
+
+def test_the_recording_starts_at_the_tick_it_was_asked_for(midrun_run):
+    first_tick = int(read_session(midrun_run.path).data["tick"][0])
+    assert midrun_run.asked_tick < first_tick <= midrun_run.asked_tick + START_TICKS, \
+        f"asked at tick {midrun_run.asked_tick}, first row at tick {first_tick}"
 
 
 def test_a_midrun_recording_holds_its_start_state_and_the_scene_per_tick(midrun):

@@ -217,7 +217,9 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     explicit_cfg = cfg if (session is None or config_path) else None
     remote = _remote_config(args)
     try:
-        pipe = Pipeline(cfg, remote=remote)
+        # A batch of episodes starts a recording per episode while the loop runs: a warm spare
+        # recording process makes each start at the tick it is asked for.
+        pipe = Pipeline(cfg, remote=remote, warm_recorder=args.episodes is not None)
     except SceneError as exc:
         raise UsageError(str(exc)) from None
     if args.record:

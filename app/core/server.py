@@ -636,7 +636,9 @@ def serve_core(cfg: Config, state_dir: Path | None, remote=None, window_id: str 
     token_hex = os.environ.pop(wire.TOKEN_ENV_VAR, "")
     token = bytes.fromhex(token_hex) if token_hex else secrets.token_bytes(16)
     _preload_modules()  # before any loop runs
-    pipeline = Pipeline(cfg, remote=remote)
+    # The window starts recordings while the loop runs (F9, episodes): a warm spare recording process
+    # makes each start at the tick it is asked for. Spawned now, before any loop runs.
+    pipeline = Pipeline(cfg, remote=remote, warm_recorder=True)
     if held:
         pipeline.send(Command(CommandKind.ESTOP, label=held))  # no loop yet: kept for the first one
         log.info("this core starts e-stopped (%s): Reset releases the arms", held)

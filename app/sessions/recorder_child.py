@@ -1,27 +1,34 @@
 """The recording process: a `Recorder` fed pickled snapshots over a socket, in a process of its own.
 
-`RecorderProcess` (in the core) spawns `main`. It leaves the real-time scheduling it may have
-inherited before its imports (`app.child_scheduling`), then runs the in-thread `Recorder`
-unchanged, so the CSV and the sidecar are byte for byte what an in-process recording writes. Row
-formatting and file writing therefore hold this process's interpreter lock, never the core's.
+`WarmRecordingChild` (`app.sessions.recorder_spare`) spawns `main`. It leaves the real-time
+scheduling it may have inherited before its imports (`app.child_scheduling`), imports what a
+recording needs, connects, says it is WARM and waits for its recording: the path, the sidecar and
+the flush interval (ASSIGN). A spare kept this way ahead of need (`RecorderSpare`) starts a
+recording in the time it takes to create the files, not the seconds a new interpreter takes to
+start on a loaded machine. It then runs the in-thread `Recorder` unchanged, so the CSV and the
+sidecar are byte for byte what an in-process recording writes. Row formatting and file writing
+therefore hold this process's interpreter lock, never the core's.
 
 Links:
 
-- **rows** (core PUSH -> here PULL, TCP on 127.0.0.1, this side connects): one frame per row, the
-  tick's pickled `Snapshot`; then, in the same ordered stream after the last row,
+- **rows** (core PUSH -> here PULL, TCP on 127.0.0.1, this side connects): first
+  ``[ASSIGN_FRAME, pickle((csv path, sidecar, flush_interval_s))]`` (or ``[CLOSE_FRAME]``: a spare
+  no longer needed ends); then one frame per row, the tick's pickled `Snapshot`; then, in the same
+  ordered stream after the last row,
   ``[STOP_FRAME, pickle((summary, rows dropped by the core, the core's error or None))]``; before
   the first row, ``[INITIAL_STATE_FRAME, pickle(initial state)]`` (`Recorder.submit_initial_state`).
 - **counters** (shared memory, here -> core): rows written and rows dropped here, refreshed every
   `COUNTERS_PERIOD_S`; the core reads them without waiting for anything.
 - **reports** (a pipe, here -> core; rare messages only, so it never fills while nobody reads):
-  READY (files open) or FAILED (why, e.g. an unwritable path) at the start, ERROR once when the
-  recording fails (a full disk), LOG (this process's log records, which the core writes where it
-  writes its own), and DONE with the final `RecorderStatus` after the stop.
+  WARM (imported and connected: ready for a recording), then READY (files open) or FAILED (why,
+  e.g. an unwritable path) at the start, ERROR once when the recording fails (a full disk), LOG
+  (this process's log records, which the core writes where it writes its own), and DONE with the
+  final `RecorderStatus` after the stop.
 
-The process ends after the stop, or when the core's process is gone (its sentinel, checked every
-`PARENT_CHECK_PERIOD_S`): then at once, leaving the files as a killed core leaves an in-thread
-recording (the sidecar of the start, `complete: false`; the rows flushed so far, the last line
-perhaps torn, which the reader drops).
+The process ends after the stop, after CLOSE, or when the core's process is gone (its sentinel,
+checked every `PARENT_CHECK_PERIOD_S`, while it waits for its recording too): then at once,
+leaving the files as a killed core leaves an in-thread recording (the sidecar of the start,
+`complete: false`; the rows flushed so far, the last line perhaps torn, which the reader drops).
 """
 
 from __future__ import annotations
@@ -40,10 +47,17 @@ from app.child_scheduling import leave_realtime_scheduling
 log = logging.getLogger(__name__)
 
 # reports (recording process -> core): (kind, payload)
-READY, FAILED, ERROR, LOG, DONE = "ready", "failed", "error", "log", "done"
+WARM, READY, FAILED, ERROR, LOG, DONE = "warm", "ready", "failed", "error", "log", "done"
 
 STOP_FRAME = b"stop"
 """First frame of the stop message (rows are single frames)."""
+
+ASSIGN_FRAME = b"assign"
+"""First frame of the message that gives a warm process its recording:
+``[ASSIGN_FRAME, pickle((csv_path, sidecar, flush_interval_s))]``."""
+
+CLOSE_FRAME = b"close"
+"""The one frame that ends a warm process that was never given a recording."""
 
 INITIAL_STATE_FRAME = b"initial_state"
 """First frame of the message with the recording's initial state (`Recorder.submit_initial_state`),
@@ -69,24 +83,76 @@ def _tell(reports: mpc.Connection, kind: str, payload: Any) -> None:
         pass  # the core is gone; this process notices it by the core's sentinel
 
 
-def main(csv_path: str, sidecar: dict, flush_interval_s: float, rows_endpoint: str, counters: Any,
-         reports: mpc.Connection) -> None:
-    """The spawned process's target: record to `csv_path` what arrives at `rows_endpoint`."""
+def main(rows_endpoint: str, counters: Any, reports: mpc.Connection) -> None:
+    """The spawned process's target: get warm, wait for a recording, record what arrives at
+    `rows_endpoint`."""
     scheduling = leave_realtime_scheduling()
     log_to_core(reports, lambda record: (LOG, record))
     if scheduling:
         log.info("recording process: %s", scheduling)
+    csv_path = None
     try:
-        _main(csv_path, sidecar, flush_interval_s, rows_endpoint, counters, reports)
+        import zmq
+
+        _import_what_a_recording_needs()
+        ctx = zmq.Context(1)
+        rows = ctx.socket(zmq.PULL)
+        rows.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
+        rows.setsockopt(zmq.LINGER, 0)
+        try:
+            rows.connect(rows_endpoint)
+            parent = multiprocessing.parent_process()
+            parent_sentinel = parent.sentinel if parent is not None else None
+            _tell(reports, WARM, os.getpid())
+            assignment = _await_assignment(rows, parent_sentinel)
+            if assignment is None:
+                return
+            csv_path, sidecar, flush_interval_s = assignment
+            final = _run_recording(csv_path, sidecar, flush_interval_s, rows, counters, reports, parent_sentinel)
+        finally:
+            rows.close(linger=0)
+            ctx.term()
+        if final is not None:
+            _tell(reports, DONE, final)
     except BaseException as exc:  # a bug here must reach the core, which then fails the recording
-        _tell(reports, FAILED, f"cannot record to {csv_path}: the recording process failed: {type(exc).__name__}: {exc}")
+        what = f"cannot record to {csv_path}: the recording process failed" if csv_path is not None else \
+            "the recording process failed while starting"
+        _tell(reports, FAILED, f"{what}: {type(exc).__name__}: {exc}")
         raise
 
 
-def _main(csv_path: str, sidecar: dict, flush_interval_s: float, rows_endpoint: str, counters: Any,
-          reports: mpc.Connection) -> None:
+WARM_IMPORTS: tuple[str, ...] = ("app.sessions.recorder", "app.control.snapshot", "app.control.engine_state")
+"""Imported before WARM: the recorder, and the classes its first row and the initial state unpickle
+into, so that a warm process starts its recording without an import (seconds on a loaded machine)."""
+
+
+def _import_what_a_recording_needs() -> None:
+    import importlib
+    for name in WARM_IMPORTS:
+        importlib.import_module(name)
+
+
+def _await_assignment(rows: Any, parent_sentinel: Any) -> tuple[str, dict, float] | None:
+    """Wait (warm) for the recording's (csv_path, sidecar, flush_interval_s); None on CLOSE. Ends
+    the process when the core's is gone."""
     import zmq
 
+    while True:
+        if rows.poll(int(PARENT_CHECK_PERIOD_S * 1000)):
+            frames = rows.recv_multipart(zmq.NOBLOCK)
+            if frames[0] == ASSIGN_FRAME and len(frames) == 2:
+                return pickle.loads(frames[1])
+            if frames[0] == CLOSE_FRAME:
+                return None
+            log.error("recording process: a message of %d frames before its recording, ignored", len(frames))
+        if parent_sentinel is not None and mpc.wait([parent_sentinel], 0):
+            os._exit(0)  # the core is gone: a spare has nothing to keep
+
+
+def _run_recording(csv_path: str, sidecar: dict, flush_interval_s: float, rows: Any, counters: Any,
+                   reports: mpc.Connection, parent_sentinel: Any) -> Any:
+    """Open the files (READY or FAILED) and record until the stop; the final status (None when the
+    files could not be opened)."""
     from app.sessions.recorder import Recorder, RecorderState
 
     # Blocks when its queue is full (at most a second): the rows wait in the sockets meanwhile, and
@@ -97,20 +163,9 @@ def _main(csv_path: str, sidecar: dict, flush_interval_s: float, rows_endpoint: 
     if status.state is not RecorderState.RECORDING:
         recorder.stop()
         _tell(reports, FAILED, status.error or f"cannot record to {csv_path}")
-        return
-    ctx = zmq.Context(1)
-    rows = ctx.socket(zmq.PULL)
-    rows.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
-    rows.setsockopt(zmq.LINGER, 0)
-    try:
-        rows.connect(rows_endpoint)
-        _tell(reports, READY, os.getpid())
-        parent = multiprocessing.parent_process()
-        final = _record(recorder, rows, counters, reports, parent.sentinel if parent is not None else None)
-    finally:
-        rows.close(linger=0)
-        ctx.term()
-    _tell(reports, DONE, final)
+        return None
+    _tell(reports, READY, os.getpid())
+    return _record(recorder, rows, counters, reports, parent_sentinel)
 
 
 def _record(recorder: Any, rows: Any, counters: Any, reports: mpc.Connection, parent_sentinel: Any) -> Any:
@@ -169,5 +224,6 @@ def _publish_counters(status: Any, counters: Any) -> None:
     counters[DROPPED_ROWS] = status.dropped_rows
 
 
-__all__ = ["COUNTERS_PERIOD_S", "DONE", "DROPPED_ROWS", "ERROR", "FAILED", "LOG", "N_COUNTERS",
-           "INITIAL_STATE_FRAME", "PARENT_CHECK_PERIOD_S", "READY", "ROWS_WRITTEN", "SOCKET_BUFFER_BYTES", "STOP_FRAME", "main"]
+__all__ = ["ASSIGN_FRAME", "CLOSE_FRAME", "COUNTERS_PERIOD_S", "DONE", "DROPPED_ROWS", "ERROR", "FAILED", "LOG",
+           "N_COUNTERS", "INITIAL_STATE_FRAME", "PARENT_CHECK_PERIOD_S", "READY", "ROWS_WRITTEN",
+           "SOCKET_BUFFER_BYTES", "STOP_FRAME", "WARM", "main"]

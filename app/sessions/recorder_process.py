@@ -19,6 +19,11 @@ the files are byte for byte the same). What the core's loop thread does per row:
 - `status()` reads the process's counters from shared memory and its rare reports from a pipe,
   never waiting; it is exactly `Recorder.status()`'s figures, plus the rows dropped here.
 
+Start: the recording goes to a process spawned and imported ahead of need
+(`recorder_spare.RecorderSpare`, which `Pipeline` keeps): `start` sends it the path and the sidecar
+and waits only while it creates the files, so the recording's first row is a tick or two after the
+request whatever the machine's load. Without a spare the process is spawned then and waited for.
+
 Faults: a recording process that dies or is killed moves the recording to FAILED (seen by
 `status()`, by a `submit` whose row finds no reader, or by `stop()`); the loop carries on, `submit`
 only counts. `stop()` then completes the sidecar itself (`Recorder.complete_abandoned`:
@@ -37,19 +42,19 @@ unauthenticated; the recording process connects to it (it unpickles only what th
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import multiprocessing.connection as mpc
 import pickle
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
 
 from app.control import snapshot_pickle
 from app.lifecycle import Lifecycle
 from app.sessions import recorder_child
+from app.sessions.recorder_spare import WarmRecordingChild
 from app.sessions.recorder import (_TRANSITIONS, Admission, Recorder, RecorderState, RecorderStatus, SubmitGate,
                                   _json_default)
 
@@ -59,7 +64,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0
-"""The recording process has this long to open the files and connect (spawning takes ~0.2 s)."""
+"""A recording process spawned at the start has this long to import and connect (0.3 s idle, 3.6-6.4 s
+on a loaded 2-core machine), and then as long again to open the files."""
 
 BLOCK_TIMEOUT_S = 1.0
 """With `block_when_full`, how long a `submit` waits for room before the row is dropped."""
@@ -72,9 +78,6 @@ STOP_TIMEOUT_S = 30.0
 
 JOIN_TIMEOUT_S = 5.0
 """How long the process has to end after its final report (or after a kill)."""
-
-SOCKET_BUFFER_BYTES = 256 * 1024
-"""The operating system's send buffer for the rows' connection (about 100 rows of ~2.5 kB)."""
 
 
 class RecorderProcess:
@@ -92,8 +95,8 @@ class RecorderProcess:
         self.flush_interval_s = self._spare.flush_interval_s
         self.block_when_full = bool(block_when_full)
         self._sidecar = dict(sidecar)
-        self._queue_size = queue_size
-        self._mp = multiprocessing.get_context("spawn")
+        self.queue_size = queue_size
+        """The rows that may wait in the core's socket (its high-water mark)."""
         # As in `Recorder`: guards state changes against a concurrent submit() (`SubmitGate`).
         self._lock = threading.Lock()
         self._gate = SubmitGate(self._lock)
@@ -129,7 +132,8 @@ class RecorderProcess:
 
     def status(self) -> RecorderStatus:
         """Never waits: the process's counters and reports as they are now."""
-        if self._life.state is RecorderState.RECORDING and not self._gate.closed:
+        # Not before the files are open: the start's own thread reads the pipe until READY.
+        if self._life.state is RecorderState.RECORDING and not self._gate.closed and self._started:
             self._read_reports()
             if not self._child_alive():
                 self._read_reports()  # its last words (an error) before it is called lost
@@ -153,21 +157,27 @@ class RecorderProcess:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the recording process and return once it has created the CSV (header written)
-        and the sidecar and is connected. Errors do not propagate: the recorder becomes FAILED
-        and `status().error` says why, naming the path (as `Recorder.start`)."""
+    def start(self, warm: WarmRecordingChild | None = None, on_rows_open: Callable[[], None] | None = None) -> None:
+        """Give the recording to a recording process and return once it has created the CSV (header
+        written) and the sidecar. Errors do not propagate: the recorder becomes FAILED and
+        `status().error` says why, naming the path (as `Recorder.start`).
+
+        `warm`: a process already spawned, imported and connected (`RecorderSpare.take`), now this
+        recording's: the start then takes the files' creation only. Without one (or when it has
+        died) a process is spawned and waited for (seconds on a loaded machine).
+        `on_rows_open`: called in this thread as soon as the process has its path, before it has
+        created the files: from then on `submit` sends rows, which wait in the socket for the
+        files (the loop's subscription goes here, so that the first row is the tick after the
+        request). Should the files then fail, those rows go with the failed recording."""
         with self._lock:
             if self._starting:
                 raise self._life.illegal("start", " (already starting)")
             self._life.check("start")
             self._starting = True
-        error = self._start_process()
-        with self._lock:
-            if error is not None:
+        error = self._start_process(warm, on_rows_open)
+        if error is not None:
+            with self._lock:
                 self._fail(error, log_it=False)  # the caller reports it
-                return
-            self._life.move("start")
 
     def submit(self, snapshot: Snapshot) -> bool:
         """Send a snapshot to the recording process; True if sent. Never raises, and never blocks
@@ -244,6 +254,8 @@ class RecorderProcess:
         try:
             if self._started:
                 self._finish_process(summary)
+            else:  # its start failed: the process ends by itself (or is killed), with no file to complete
+                self._end_process()
         finally:
             self._release()
         if self._started and self._final is None:
@@ -259,39 +271,47 @@ class RecorderProcess:
 
     # --- the recording process -----------------------------------------------------------
 
-    def _start_process(self) -> str | None:
-        """Spawn the recording process and wait until it has opened the files and connected; the
-        error message, if any (the process is then ended)."""
+    def _start_process(self, child: WarmRecordingChild | None, on_rows_open: Callable[[], None] | None) -> str | None:
+        """Give the recording to a warm recording process (the one passed in, or one spawned now and
+        waited for), open the rows' door (RECORDING, `on_rows_open`) and wait until it has opened
+        the files; the error message, if any. Before the door opens the process is ended here on an
+        error; after it, `stop` ends it (a `submit` may be using the socket)."""
+        if child is not None and (child.queue_size != self.queue_size or not child.alive()):
+            child.close()
+            child = None
+        if child is None:  # no spare: spawn one now and wait for it to start (seconds on a loaded machine)
+            child = WarmRecordingChild(self.queue_size)
+            try:
+                child.spawn()
+            except Exception as e:  # no process, no socket: nothing is recording
+                return f"cannot record to {self.path}: cannot start the recording process: {type(e).__name__}: {e}"
+            error = child.await_warm(START_TIMEOUT_S)
+            if error is not None:
+                child.close()
+                return f"cannot record to {self.path}: {error}"
+        self._ctx, self._rows, self._counters, self._reports = child.ctx, child.rows, child.counters, child.reports
+        self._proc, self._pid = child.proc, child.pid
+        for kind, payload in child.early_reports:
+            self._on_report(kind, payload)
+        error = None
         try:
-            self._ctx = zmq.Context(1)
-            rows = self._ctx.socket(zmq.PUSH)
-            rows.setsockopt(zmq.SNDHWM, self._queue_size)
-            rows.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
-            rows.setsockopt(zmq.LINGER, 0)
             if self.block_when_full:
-                rows.setsockopt(zmq.SNDTIMEO, int(BLOCK_TIMEOUT_S * 1000))
-            self._rows = rows
-            port = rows.bind_to_random_port("tcp://127.0.0.1")
-            self._counters = self._mp.Array("q", recorder_child.N_COUNTERS, lock=False)
-            reports, reports_w = self._mp.Pipe(duplex=False)
-            self._reports = reports
-            proc = self._mp.Process(target=recorder_child.main, name="session-recorder", daemon=True,
-                                    args=(str(self.path), self._sidecar, self.flush_interval_s,
-                                          f"tcp://127.0.0.1:{port}", self._counters, reports_w))
-            proc.start()
-            self._proc = proc
-            reports_w.close()  # only the process holds its end now: its death is this end's end of file
-        except Exception as e:  # no process, no socket: nothing is recording
-            self._release()
-            return f"cannot record to {self.path}: cannot start the recording process: {type(e).__name__}: {e}"
-        error = self._await_ready()
-        if error is None and not self._rows.poll(int(START_TIMEOUT_S * 1000), zmq.POLLOUT):
-            # A PUSH socket is writable once the process's connection is up: the first row then reaches it.
-            error = f"cannot record to {self.path}: the recording process did not connect within {START_TIMEOUT_S:.0f} s"
+                self._rows.setsockopt(zmq.SNDTIMEO, int(BLOCK_TIMEOUT_S * 1000))
+            assignment = pickle.dumps((str(self.path), self._sidecar, self.flush_interval_s),
+                                      protocol=pickle.HIGHEST_PROTOCOL)
+            # Writable (`await_warm`): the process's connection is up, so this never waits.
+            self._rows.send_multipart([recorder_child.ASSIGN_FRAME, assignment], zmq.NOBLOCK)
+        except zmq.ZMQError as e:
+            error = f"cannot record to {self.path}: cannot reach the recording process: {e}"
         if error is not None:
             self._end_process()
             self._release()
-        return error
+            return error
+        with self._lock:
+            self._life.move("start")
+        if on_rows_open is not None:
+            on_rows_open()
+        return self._await_ready()
 
     def _await_ready(self) -> str | None:
         proc, reports = self._proc, self._reports
