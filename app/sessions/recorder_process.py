@@ -20,9 +20,10 @@ the files are byte for byte the same). What the core's loop thread does per row:
   never waiting; it is exactly `Recorder.status()`'s figures, plus the rows dropped here.
 
 Start: the recording goes to a process spawned and imported ahead of need
-(`recorder_spare.RecorderSpare`, which `Pipeline` keeps): `start` sends it the path and the sidecar
-and waits only while it creates the files, so the recording's first row is a tick or two after the
-request whatever the machine's load. Without a spare the process is spawned then and waited for.
+(`recorder_spare.RecorderSpare`, which `Pipeline` keeps): `start` sends it the path and the
+sidecar, lets the caller subscribe the loop at once (`on_rows_open`) and waits only while the
+process creates the files: the first row is a few ticks after the request whatever the machine's
+load. Without a spare the process is spawned then and waited for.
 
 Faults: a recording process that dies or is killed moves the recording to FAILED (seen by
 `status()`, by a `submit` whose row finds no reader, or by `stop()`); the loop carries on, `submit`
