@@ -256,3 +256,20 @@ def test_the_core_proxies_locomotion_and_mode_switches():
     proxy.switch_mode("pose-v1")
     assert client.calls == [(wire.StreamSetLocomotion("walk"),), (wire.StreamSwitchMode("pose-v1"),)]
     assert client.refreshed == 1  # the panel sees the new mode at once
+
+
+def test_status_text_shows_drops_cut_offs_refused_manager_states_and_the_calibration_refusal():
+    from app.gui.stream_panel import status_text
+    from app.streaming.publisher import StreamStatus
+    st = StreamStatus("pose-v1", StreamState.STREAMING, "tcp://127.0.0.1:5556", 120, 7, 0, "", 9, True, 0, 0, (),
+                      1, cut_offs=3, manager_states_dropped=5)
+    text, colour = status_text(st)
+    assert "120 sent, 7 dropped, 3 cut-off(s), 5 manager_state refused" in text
+    assert "REFUSED" not in text and colour == theme.OK
+    refused = dataclasses.replace(st, calibrated=False, calibration_refusals=2,
+                                  calibration_refused="headset at 1.05 m, expected 1.48-1.80 m standing upright")
+    text, colour = status_text(refused)
+    assert "CALIBRATION REFUSED (2 so far): headset at 1.05 m, expected 1.48-1.80 m" in text and colour == theme.WARN
+    accepted = dataclasses.replace(refused, calibrated=True, calibration_refused="")
+    text, colour = status_text(accepted)
+    assert "REFUSED" not in text and "2 calibration(s) refused before the one in force" in text and colour == theme.OK

@@ -51,6 +51,7 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
         return "off: not asked for (the Humanoid stream panel's Calibrate or Start opens it)", theme.MUTED
     colour = {StreamState.STREAMING: theme.OK, StreamState.STOPPED: theme.WARN}.get(st.state, theme.MUTED)
     text = (f"{st.state.value.upper()} {st.mode} on {st.endpoint}: {st.messages_sent} sent, {st.dropped} dropped, "
+            f"{st.cut_offs} cut-off(s), {st.manager_states_dropped} manager_state refused, "
             f"{st.subscribers} subscriber(s){', calibrated' if st.calibrated else ', not calibrated'}")
     if st.held_devices:
         text += f", holding {', '.join(st.held_devices)}"
@@ -59,6 +60,11 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
         colour = theme.WARN
     left, right = st.keypoints_clamped
     text += f"; wrists clamped to reach L {left} / R {right} ticks"
+    if st.calibration_refused:
+        text += f"; CALIBRATION REFUSED ({st.calibration_refusals} so far): {st.calibration_refused}"
+        colour = theme.WARN
+    elif st.calibration_refusals:
+        text += f"; {st.calibration_refusals} calibration(s) refused before the one in force"
     if st.frames_dropped:
         text += f"; {st.frames_dropped} operator frames dropped"
     if st.process is not ProcessState.RUNNING:
