@@ -314,10 +314,12 @@ class Pipeline:
         self.loop_idle.wait_for_sleep()
 
     def restart(self, cfg: Config) -> str:
-        """Same source, new configuration (a fresh loop from the home pose)."""
+        """Same source (a demo operator playing the same script), new configuration (a fresh loop
+        from the home pose)."""
         kind = self.source_kind or SourceKind.AUTO
         self.live_cfg = cfg
-        return self.start(kind, self.replay_path if kind is SourceKind.REPLAY else None, cfg)
+        return self.start(kind, self.replay_path if kind is SourceKind.REPLAY else None, cfg,
+                          options=StartOptions(demo_script=self.options.demo_script))
 
     def stop(self) -> None:
         """End the loop, then close the recording, the output and the source (in that order)."""

@@ -58,7 +58,7 @@ from app.core.holds import HoldReason
 from app.core.window_watch import WindowWatch
 from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
-from app.pipeline import SOURCE_LABELS, Pipeline
+from app.pipeline import SOURCE_LABELS, Pipeline, StartOptions
 from app.sessions.episode_host import EpisodeHost
 from app.sessions.recorder import RecorderStatus
 from app.tracking.source import SourceKind
@@ -489,7 +489,8 @@ class CoreServer:
 
     def _start(self, request: wire.Start) -> str:
         self.episodes.check_session_change(replay=request.kind is SourceKind.REPLAY)
-        note = self.pipeline.start(request.kind, request.replay_path, request.cfg, record_path=request.record_path)
+        note = self.pipeline.start(request.kind, request.replay_path, request.cfg,
+                                   options=StartOptions(demo_script=request.demo_script), record_path=request.record_path)
         self._after_start()
         return note
 

@@ -254,6 +254,8 @@ class Start(Request):
     cfg: Config | None = None
     record_path: str | None = None
     """Record from the very first tick to this file."""
+    demo_script: str = "table"
+    """What a demo operator plays (`app.tracking.source.DEMO_SCRIPTS`; `StartOptions.demo_script`)."""
     label: ClassVar[str] = "starting"
 
 

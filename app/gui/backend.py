@@ -114,7 +114,9 @@ class SessionBackend(SessionView, Protocol):
     goes through `MainWindow.request`, which handles both."""
 
     def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None) -> str: ...
+              record_path: str | Path | None = None, demo_script: str = "table") -> str:
+        """`demo_script`: what a demo operator plays (`app.tracking.source.DEMO_SCRIPTS`), kept by
+        later restarts with new settings."""
 
     def stop(self) -> None: ...
 

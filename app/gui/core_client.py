@@ -569,7 +569,7 @@ class CoreClient(StatusReads):
     requests thread), after the status has been refreshed."""
 
     def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None, on_done: Done | None = None) -> None:
+              record_path: str | Path | None = None, demo_script: str = "table", on_done: Done | None = None) -> None:
         """Start a source in the core; `on_done` gets the note for the operator. Returns at once
         (a remote connect or the SteamVR probe may take seconds in the core)."""
         scene_before = self.cfg.scene
@@ -580,7 +580,8 @@ class CoreClient(StatusReads):
                 self.scene = load_scene(st.cfg)
                 self.mirror = SceneMirror(self.scene.model.nq)
 
-        self._request(wire.Start(SourceKind.parse(kind), replay_path, cfg, None if record_path is None else str(record_path)),
+        self._request(wire.Start(SourceKind.parse(kind), replay_path, cfg, None if record_path is None else str(record_path),
+                                 demo_script),
                       on_done=on_done, then=then, timeout_s=START_TIMEOUT_S)
 
     def restart(self, cfg: Config, on_done: Done | None = None) -> None:

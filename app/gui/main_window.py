@@ -61,7 +61,7 @@ from app.gui.viewport import SceneViewport
 from app.sessions.episodes import DatasetError
 from app.sessions.reader import SessionFormatError
 from app.sim.scene import SceneError
-from app.tracking.source import SourceKind, TrackingSourceError
+from app.tracking.source import DEMO_SCRIPTS, SourceKind, TrackingSourceError
 
 if TYPE_CHECKING:
     from app.remote.config import ClientConfig
@@ -186,6 +186,12 @@ ACTIONS: tuple[ActionRow, ...] = (
 )
 """Every action of the window, one row each: the menus, the toolbar and the Help's shortcut list come from here."""
 
+DEMO_SCRIPT_SETTING = "demo_script"
+"""The window's saved demo script (`window.ini`)."""
+DEMO_SCRIPT_TIPS = {"table": "The operator drives both arms over the table",
+                    "humanoid": "The operator stands upright and moves as a humanoid stream's operator does "
+                                "(reach, raise, cross, wave, a handover, steps with the sticks)"}
+
 MENUS = ("&File", "&Session", "S&ource", "&View", "Se&ttings", "&Help")
 
 
@@ -249,6 +255,8 @@ class MainWindow(QMainWindow):
         self._restart_worker = OffQtWorker(self._poster, "core-restart")
         self._engage_key_s: dict[str, float] = {}
         """When keys 1 / 2 last engaged or released each arm (`time.monotonic`)."""
+        self.demo_script = DEMO_SCRIPTS[0]
+        """What the demo source plays (Source > Demo script, saved in `window.ini`)."""
         self.setWindowTitle("pico-teleop")
         self.setWindowIcon(app_icon())
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
@@ -288,6 +296,12 @@ class MainWindow(QMainWindow):
         QApplication.instance().installEventFilter(self._estop_filter)
 
         self.qsettings = QSettings(str(store.folder / "window.ini"), QSettings.Format.IniFormat)
+        saved_script = self.qsettings.value(DEMO_SCRIPT_SETTING)
+        if saved_script in DEMO_SCRIPTS:
+            self.demo_script = str(saved_script)
+            self.demo_script_actions[self.demo_script].setChecked(True)
+        elif saved_script is not None:
+            log.warning("ignoring the saved demo script %r; expected one of %s", saved_script, DEMO_SCRIPTS)
         self._restore_layout()
 
         # The renderer's setup holds the GIL for ~0.4 s: let it finish before the loop starts.
@@ -421,7 +435,8 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         """The menus of `MENUS`, each filled from `ACTIONS` (group by group, separated), plus the
         View menu's dock toggles and frame-rate choices."""
-        extras = {("View", 0): self._add_dock_toggles, ("View", 2): self._add_fps_menu}
+        extras = {("View", 0): self._add_dock_toggles, ("View", 2): self._add_fps_menu,
+                  ("Source", 0): self._add_demo_script_menu}
         for title in MENUS:
             menu = self.menuBar().addMenu(title)
             menu_name = title.replace("&", "")
@@ -439,6 +454,33 @@ class MainWindow(QMainWindow):
     def _add_dock_toggles(self, menu) -> None:
         for dock in (self.status_dock, self.raw_dock, self.stream_dock, self.episodes_dock, self.plots_dock):
             menu.addAction(dock.toggleViewAction())
+
+    def _add_demo_script_menu(self, menu) -> None:
+        script_menu = menu.addMenu("Demo script")
+        script_menu.setToolTipsVisible(True)
+        group = QActionGroup(self)
+        self.demo_script_actions: dict[str, QAction] = {}
+        """The Source menu's demo script choices by name (`DEMO_SCRIPTS`), one checked."""
+        for name in DEMO_SCRIPTS:
+            a = script_menu.addAction(name)
+            a.setCheckable(True)
+            a.setChecked(name == self.demo_script)
+            a.setToolTip(DEMO_SCRIPT_TIPS.get(name, ""))
+            a.triggered.connect(self._guard(lambda _=False, name=name: self.select_demo_script(name)))
+            group.addAction(a)
+            self.demo_script_actions[name] = a
+
+    def select_demo_script(self, name: str) -> None:
+        """What the demo operator plays from now on (saved with the window's settings); a running
+        demo source restarts with it."""
+        if name not in DEMO_SCRIPTS:
+            raise ValueError(f"unknown demo script {name!r}; expected one of {DEMO_SCRIPTS}")
+        changed = name != self.demo_script
+        self.demo_script = name
+        self.demo_script_actions[name].setChecked(True)
+        self.qsettings.setValue(DEMO_SCRIPT_SETTING, name)
+        if changed and self.session.source_kind is SourceKind.DEMO:
+            self.select_source(SourceKind.DEMO)
 
     def _add_fps_menu(self, menu) -> None:
         fps_menu = menu.addMenu("3D frame rate")
@@ -836,12 +878,14 @@ class MainWindow(QMainWindow):
             if initial and kind is not SourceKind.DEMO and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
                 # The operator asked for a source that is not there: say so and keep a working window.
                 note = f"{_describe(exc)} Running the built-in demo operator instead."
-                self.request(self.runner.start, SourceKind.DEMO, None, None, record_path, then=lambda _: started(note))
+                self.request(self.runner.start, SourceKind.DEMO, None, None, record_path, self.demo_script,
+                             then=lambda _: started(note))
                 return
             self._sync_source_actions()
             self.report(exc)
 
-        self.request(self.runner.start, kind, replay_path, cfg, record_path, then=started, failed=failed)
+        self.request(self.runner.start, kind, replay_path, cfg, record_path, self.demo_script, then=started,
+                     failed=failed)
 
     def _show_source(self, note: str, announce: bool = True) -> None:
         """The window shows the backend's (new) source; `announce`: a new loop started (not a

@@ -50,12 +50,14 @@ class TeleopRunner(Pipeline):
     """Requests are answered before they return (the in-process debugging mode blocks; see above)."""
 
     def start(self, kind: SourceKind | str = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None, *, options: StartOptions | None = None,
-              session: "Session | None" = None) -> str:
+              record_path: str | Path | None = None, demo_script: str = "table", *,
+              options: StartOptions | None = None, session: "Session | None" = None) -> str:
         """`Pipeline.start` with `SessionBackend.start`'s positional order: the window passes
         `record_path` fourth, where the pipeline has `options` (`--in-process --record` gave the
-        path as the options)."""
+        path as the options), and `demo_script` fifth (used when `options` is not given)."""
         self.episodes.check_session_change(replay=SourceKind.parse(kind) is SourceKind.REPLAY)
+        if options is None:
+            options = StartOptions(demo_script=demo_script)
         return super().start(kind, replay_path, cfg, options=options, session=session, record_path=record_path)
 
     def stop(self) -> None:
