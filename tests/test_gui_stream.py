@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import numpy as np
 import pytest
 import zmq
 
@@ -119,6 +120,23 @@ def test_stream_starts_after_confirmation_sends_and_stops(window, qtbot, sub):
         pytest.skip(f"no offscreen OpenGL: {preview.error}")
     qtbot.waitUntil(lambda: panel.preview_frames >= 1, timeout=ANSWER_MS)
     assert not panel.preview_label.pixmap().isNull()
+
+
+def test_the_preview_draws_the_operator_of_the_newest_snapshot_with_the_streams_settings(window, monkeypatch):
+    from app.render.operator_overlay import operator_figure
+    panel = window.stream_panel
+    pub = window.runner.publisher
+    assert pub is not None
+    snap = wait_running(window)
+    monkeypatch.setattr(window.runner, "latest", lambda: snap)  # the one snapshot both sides read
+    q, targets, smpl, measured, figure = panel._preview_pose()
+    cfg = pub.cfg
+    expected = operator_figure(snap.sample, snap.heading_rad, cfg.threepoint, cfg.calibration.operator_height_m)
+    assert figure is not None and figure.operator_height_m == cfg.calibration.operator_height_m
+    np.testing.assert_allclose(figure.points_op_m, expected.points_op_m)
+    assert np.isfinite(figure.points_op_m).all()  # the demo operator's three devices are tracked
+    monkeypatch.setattr(window.runner, "latest", lambda: None)
+    assert panel._preview_pose()[4] is None  # no snapshot yet: no figure, the rest as before
 
 
 def test_cancelled_far_start_and_estop(window, qtbot):

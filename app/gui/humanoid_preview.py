@@ -1,6 +1,7 @@
 """The humanoid preview's render thread: the G1 at the streamed pose, with the 3-point targets, the
-robot's measured pose as a translucent ghost (while its `g1_debug` feedback is live) and, in the smpl
-modes, the streamed SMPL skeleton beside it.
+operator's neck and wrists at the G1's size (`app.render.operator_overlay`), the robot's measured
+pose as a translucent ghost (while its `g1_debug` feedback is live) and, in the smpl modes, the
+streamed SMPL skeleton beside it.
 
 `G1Preview` owns a GL context, which belongs to the thread that made it; this thread creates,
 uses and closes it, so neither the GUI thread nor the 3D view's render thread shares a context.
@@ -16,11 +17,15 @@ from typing import Callable
 
 import numpy as np
 
+from app.render.operator_overlay import OperatorFigure
+
 log = logging.getLogger(__name__)
 
-PoseSource = Callable[[], tuple["np.ndarray | None", object, "np.ndarray | None", "np.ndarray | None"]]
+PoseSource = Callable[[], tuple["np.ndarray | None", object, "np.ndarray | None", "np.ndarray | None",
+                                "OperatorFigure | None"]]
 """Returns (q (29,) MuJoCo order or None for the standing pose, targets or None, SMPL joints (24, 3)
-in the operator frame or None, the robot's measured joints (29,) MuJoCo order or None) for the next frame."""
+in the operator frame or None, the robot's measured joints (29,) MuJoCo order or None, the
+operator's figure or None) for the next frame."""
 
 
 class PreviewThread:
@@ -71,9 +76,9 @@ class PreviewThread:
                 if self._stop:
                     return
                 try:
-                    q, targets, smpl, measured = self._pose_source()
+                    q, targets, smpl, measured, operator = self._pose_source()
                     img = preview.render(stand if q is None else q, targets, ghost_q_mujoco_rad=measured,
-                                         smpl_joints_m=smpl)
+                                         smpl_joints_m=smpl, operator=operator)
                 except Exception as exc:  # one bad frame must not end the preview
                     self.failures += 1
                     if self.failures == 1:

@@ -32,6 +32,7 @@ from app.gui import theme
 from app.gui.backend import SessionBackend, SessionView
 from app.gui.humanoid_preview import PreviewThread
 from app.gui.qt_post import QtPoster
+from app.render.operator_overlay import operator_figure
 from app.lifecycle import IllegalTransition
 from app.streaming.feedback import FeedbackSnapshot, FeedbackState
 from app.streaming.publisher import ProcessState, StartRefused, StreamState, StreamStatus
@@ -398,14 +399,20 @@ class StreamPanel(QWidget):
 
     def _preview_pose(self):
         """Preview thread: the newest streamed joints (pose modes; standing pose otherwise), 3-point,
-        SMPL body (smpl modes) and the robot's measured joints (while its feedback is live)."""
+        SMPL body (smpl modes), the robot's measured joints (while its feedback is live) and the
+        operator's figure (the newest snapshot's devices with the open stream's offsets, operator
+        height and the snapshot's operator heading, which the stream calibrates with)."""
         pub = self.publisher
         if pub is None:
-            return None, None, None, None
+            return None, None, None, None, None
         tp = pub.last_threepoint
         fb = self.runner.feedback_snapshot()
-        return (pub.last_q_mujoco_rad, (tp if tp.calibrated else None), pub.last_smpl_joints_m,
-                fb.live_joint_pos_mujoco_rad if fb is not None else None)
+        snap = self.runner.latest()
+        cfg = pub.cfg
+        figure = (None if snap is None else
+                  operator_figure(snap.sample, snap.heading_rad, cfg.threepoint, cfg.calibration.operator_height_m))
+        return (pub.last_q_mujoco_rad, (tp if tp is not None and tp.calibrated else None), pub.last_smpl_joints_m,
+                fb.live_joint_pos_mujoco_rad if fb is not None else None, figure)
 
     # ----- messages -----
 

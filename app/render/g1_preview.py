@@ -5,7 +5,10 @@
 given, a second pose (the robot's feedback) as a translucent ghost: a second `MjData` whose geoms
 are appended to the same scene and recoloured. In the smpl stream modes it also draws the streamed
 SMPL body beside the robot: a ball per joint (24) and a bone from each joint to its parent, at human
-scale, its pelvis placed `SMPL_BESIDE_ROOT_M` from the robot's. Nothing is ever stepped.
+scale, its pelvis placed `SMPL_BESIDE_ROOT_M` from the robot's. Given the operator's figure
+(`operator_overlay`), it draws the operator's neck and both wrists over the G1 at the G1's size, in
+magenta (`OPERATOR_RGBA`: apart from the targets, the skeleton and the ghost), joined by thin
+bones, so a G1 that does not do what the operator does shows it. Nothing is ever stepped.
 
 Frames: joint angles in MuJoCo order; targets in the root (pelvis) frame, placed on the standing
 pelvis at (0, 0, 0.79) turned by ``root_yaw_rad``. The GL context and the software-renderer
@@ -23,6 +26,7 @@ import numpy as np
 from app.paths import resolve_asset
 from app.render.offscreen import OffscreenRenderer
 from app.sim.scene import load_model
+from app.render.operator_overlay import OperatorFigure, place_on_g1
 from app.streaming.g1_model import G1Model, KeyPoses
 from app.streaming.smpl_skeleton import NUM_SMPL_JOINTS, SMPL_PARENTS
 from app.streaming.threepoint import ThreePoint
@@ -42,7 +46,11 @@ SMPL_BESIDE_ROOT_M = (0.0, -0.7, 0.0)
 """Where the SMPL skeleton's pelvis stands (horizontally) in the robot's root frame: to the robot's right."""
 _SMPL_JOINT_RADIUS_M = 0.03
 _SMPL_BONE_WIDTH_M = 0.012
-_EXTRA_GEOMS = 64 + 2 * NUM_SMPL_JOINTS  # markers: 3 balls + 9 axes; SMPL: 24 balls + 23 bones; room to spare
+OPERATOR_RGBA = (0.95, 0.2, 0.95, 1.0)
+"""Colour of the operator's neck and wrists drawn over the G1 (magenta)."""
+_OPERATOR_RADIUS_M = 0.035
+_OPERATOR_BONE_WIDTH_M = 0.008
+_EXTRA_GEOMS = 64 + 2 * NUM_SMPL_JOINTS  # markers: 3 balls + 9 axes; operator: 3 balls + 2 bones; SMPL: 24 + 23
 
 
 class G1Preview(OffscreenRenderer):
@@ -77,10 +85,11 @@ class G1Preview(OffscreenRenderer):
         mujoco.mj_kinematics(self.model, data)
 
     def render(self, q_mujoco_rad, targets: ThreePoint | KeyPoses | None = None,
-               ghost_q_mujoco_rad=None, root_yaw_rad: float = 0.0, smpl_joints_m=None) -> np.ndarray:
-        """An RGB image (height, width, 3) uint8 of the G1 at ``q``, with targets, ghost and, given
-        ``smpl_joints_m`` (24, 3) (SMPL order, the operator frame: Z up, floor at z = 0), the SMPL
-        skeleton beside the robot."""
+               ghost_q_mujoco_rad=None, root_yaw_rad: float = 0.0, smpl_joints_m=None,
+               operator: OperatorFigure | None = None) -> np.ndarray:
+        """An RGB image (height, width, 3) uint8 of the G1 at ``q``, with targets, ghost, given
+        ``smpl_joints_m`` (24, 3) (SMPL order, the operator frame: Z up, floor at z = 0) the SMPL
+        skeleton beside the robot, and given ``operator`` the operator's neck and wrists over it."""
         self._pose(self.data, q_mujoco_rad, root_yaw_rad)
         scene = self.update_scene(self.data, self.camera)
         if ghost_q_mujoco_rad is not None:
@@ -95,7 +104,38 @@ class G1Preview(OffscreenRenderer):
             self._markers(scene, kp, root_yaw_rad)
         if smpl_joints_m is not None:
             self._skeleton(scene, smpl_joints_m, root_yaw_rad)
+        if operator is not None:
+            self._operator(scene, operator, root_yaw_rad)
         return self.draw(self.width, self.height)
+
+    def operator_world_m(self, operator: OperatorFigure, root_yaw_rad: float = 0.0) -> np.ndarray:
+        """Where the operator's neck and wrists are drawn (3, 3), rows left wrist, right wrist, neck,
+        in the preview's world frame (m; NaN rows: untracked, not drawn)."""
+        neck_root = self.g1.stand_key_poses.pos_m[2]
+        root = place_on_g1(operator, neck_root, ROOT_HEIGHT_M)
+        yaw = Q.from_axis_angle((0.0, 0.0, 1.0), root_yaw_rad)
+        return np.array([np.full(3, np.nan) if not np.all(np.isfinite(p)) else
+                         np.array((0.0, 0.0, ROOT_HEIGHT_M)) + Q.rotate(yaw, p) for p in root])
+
+    def _operator(self, scene: mujoco.MjvScene, operator: OperatorFigure, root_yaw_rad: float) -> None:
+        world = self.operator_world_m(operator, root_yaw_rad)
+        if scene.ngeom + 5 > scene.maxgeom:
+            return
+        eye = np.eye(3).reshape(9)
+        rgba = np.array(OPERATOR_RGBA, dtype=np.float32)
+        for p in world:
+            if not np.all(np.isfinite(p)):
+                continue
+            g = scene.geoms[scene.ngeom]
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, np.full(3, _OPERATOR_RADIUS_M), p, eye, rgba)
+            scene.ngeom += 1
+        neck = world[2]
+        for hand in world[:2]:
+            if np.all(np.isfinite(hand)) and np.all(np.isfinite(neck)):
+                g = scene.geoms[scene.ngeom]
+                mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_CAPSULE, np.zeros(3), np.zeros(3), eye, rgba)
+                mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_CAPSULE, _OPERATOR_BONE_WIDTH_M, neck, hand)
+                scene.ngeom += 1
 
     def _skeleton(self, scene: mujoco.MjvScene, joints_m, root_yaw_rad: float) -> None:
         p = np.asarray(joints_m, dtype=float)
@@ -142,4 +182,4 @@ class G1Preview(OffscreenRenderer):
                 scene.ngeom += 1
 
 
-__all__ = ["G1Preview", "GHOST_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "SMPL_BESIDE_ROOT_M", "SMPL_RGBA", "TARGET_RGBA"]
+__all__ = ["G1Preview", "GHOST_RGBA", "OPERATOR_RGBA", "PREVIEW_SCENE", "ROOT_HEIGHT_M", "SMPL_BESIDE_ROOT_M", "SMPL_RGBA", "TARGET_RGBA"]
