@@ -81,6 +81,30 @@ def open_window(qapp, folder: Path, *, source: str = "demo", state_dir: Path | N
     return window
 
 
+def table_posture_accepted(stream_cfg):
+    """`stream_cfg` whose calibration posture check accepts the table demo operator, who works bent
+    over the table (headset at 1.0-1.25 m, looking down, hands low and forward): for the window's
+    stream tests, which are about the panel and the core, not about the posture (that check has its
+    own tests: test_calibration_posture.py, test_stream_calibration.py)."""
+    import dataclasses
+
+    from app.streaming.config import CalibrationPostureConfig
+    loose = CalibrationPostureConfig(head_height_tol=0.5, max_head_tilt_rad=1.5, max_hand_from_body_m=1.0,
+                                     shoulder_below_head_m=0.05)
+    return dataclasses.replace(stream_cfg, calibration=loose)
+
+
+def accept_table_posture(window: MainWindow, **stream_changes) -> None:
+    """Apply `table_posture_accepted` (and `stream_changes`) to the window's configuration and wait
+    until its loop runs with it."""
+    import dataclasses
+    cfg = window.runner.live_cfg
+    stream = dataclasses.replace(table_posture_accepted(cfg.stream), **stream_changes)
+    window.apply_config(dataclasses.replace(cfg, stream=stream))
+    wait_until(lambda: window.runner.cfg.stream == stream and window.runner.running, CORE_START_MS,
+               "the window's loop with the stream settings")
+
+
 def close_window(window: MainWindow) -> None:
     """Close the window (it shuts its core down) and check that the core process exited cleanly;
     a core that did not is killed (no test leaves one running) and the test fails."""

@@ -23,7 +23,7 @@ from app.gui.core_client import CoreClient, StreamProxy  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
-from tests.gui_helpers import ANSWER_MS, wait_running  # noqa: E402
+from tests.gui_helpers import ANSWER_MS, accept_table_posture, wait_running  # noqa: E402
 
 ESTOP_PRESSES = 50
 ESTOP_P99_LIMIT_MS = 15.0
@@ -276,6 +276,7 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
     messages: list[str] = []
     panel.confirm = lambda text: True
     panel.inform = messages.append
+    accept_table_posture(window)
     runner = window.runner
     wait_running(window)  # not e-stopped (an earlier test's, or a hold): the stream refuses to start then
     ctx = zmq.Context()

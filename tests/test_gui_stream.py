@@ -17,7 +17,7 @@ pytest.importorskip("pytestqt")
 from app.gui import theme  # noqa: E402
 from app.remote.tools import free_port_pair  # noqa: E402
 from app.streaming.publisher import StreamState  # noqa: E402
-from tests.gui_helpers import ANSWER_MS, core_window, wait_running  # noqa: E402
+from tests.gui_helpers import ANSWER_MS, accept_table_posture, core_window, wait_running  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +72,7 @@ def test_stream_starts_after_confirmation_sends_and_stops(window, qtbot, sub):
     panel.endpoint_edit.setText(f"tcp://127.0.0.1:{port}")
     # The stream would follow the demo operator's own calibration (its A press) as soon as it sees
     # one; this test is about the operator's explicit Calibrate, so it must not happen behind it.
-    cfg = window.runner.live_cfg
-    window.apply_config(dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, follow_engine_calibration=False)))
-    qtbot.waitUntil(lambda: not window.runner.cfg.stream.follow_engine_calibration and window.runner.running,
-                    timeout=ANSWER_MS)
+    accept_table_posture(window, follow_engine_calibration=False)
     wait_running(window)
 
     panel.start_button.click()  # not calibrated yet: refused, with the reason, not a question
@@ -190,6 +187,7 @@ def test_mode_change_while_streaming_switches_in_place_or_is_refused(window, qtb
     messages: list[str] = []
     panel.confirm = lambda text: True
     panel.inform = messages.append
+    accept_table_posture(window)
     wait_running(window)
     panel.mode_box.setCurrentText(MODE_POSE_V1)
     panel.calibrate_button.click()

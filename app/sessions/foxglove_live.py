@@ -237,8 +237,10 @@ class FoxgloveLive:
 
     def _publish(self, snaps: list[Snapshot]) -> None:
         from app.sessions.chunks import columns_from_rows
-        from app.sessions.schema import COLUMNS, snapshot_to_row
-        data = columns_from_rows("live snapshots", list(COLUMNS), [snapshot_to_row(s) for s in snaps])
+        from app.sessions.schema import session_columns, snapshot_to_row
+        from app.sim.scene_objects import free_body_names
+        columns = list(session_columns(free_body_names(self.scene.model)))  # the recorder's columns, objects included
+        data = columns_from_rows("live snapshots", columns, [snapshot_to_row(s) for s in snaps])
         if not self._offset_ns:
             self._offset_ns = time.time_ns() - int(round(snaps[0].t_s * 1e9))
         offset = self._offset_ns
