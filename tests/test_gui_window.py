@@ -208,11 +208,13 @@ def test_recording_starts_and_stops_from_the_keyboard_then_replays(window, qtbot
     # The replay ran the recorded inputs: tick by tick, the poses and grips the engine was given are the file's.
     header, recorded = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
     assert "in_left_x_m" in header and len(replayed) >= 100
-    # A row is held until the replay's clock reaches the next one (a loaded machine skipped some
-    # deadlines while recording, so rows are not always one period apart).
-    t_rec = np.array([float(r["t_s"]) for r in recorded]) - float(recorded[0]["t_s"])
+    # A recording started mid-run (F9) replays from its recorded start state on the original's clock:
+    # one replay tick per recorded row, at the row's own `t_s`.
+    t_rec = np.array([float(r["t_s"]) for r in recorded])
     for snap in replayed[:100]:
-        row = recorded[int(np.searchsorted(t_rec, snap.t_s + 1e-9, side="right")) - 1]
+        k = int(np.searchsorted(t_rec, snap.t_s + 1e-9, side="right")) - 1
+        assert k >= 0 and t_rec[k] == snap.t_s, (snap.t_s, t_rec[:3])
+        row = recorded[k]
         for dev in ("left", "right", "head"):
             pose = snap.sample.pose(dev)
             assert pose.pos_vr_m == pytest.approx([float(row[f"in_{dev}_{a}_m"]) for a in "xyz"], abs=1e-12)
