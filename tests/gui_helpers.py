@@ -96,13 +96,24 @@ def table_posture_accepted(stream_cfg):
 
 def accept_table_posture(window: MainWindow, **stream_changes) -> None:
     """Apply `table_posture_accepted` (and `stream_changes`) to the window's configuration and wait
-    until its loop runs with it."""
+    until its loop runs with it. A replay keeps the configuration it was recorded with, so a window
+    left replaying by an earlier test goes back to the demo operator first."""
     import dataclasses
+
+    from app.tracking.source import SourceKind
+    if window.session.source_kind is SourceKind.REPLAY:
+        window.select_source(SourceKind.DEMO)
+        wait_until(lambda: window.session.source_kind is SourceKind.DEMO and window.runner.running,
+                   CORE_START_MS, "the window's loop back on the demo operator")
     cfg = window.runner.live_cfg
     stream = dataclasses.replace(table_posture_accepted(cfg.stream), **stream_changes)
     window.apply_config(dataclasses.replace(cfg, stream=stream))
-    wait_until(lambda: window.runner.cfg.stream.calibration == stream.calibration and window.runner.running,
-               CORE_START_MS, "the window's loop with the loosened posture check")
+    try:
+        wait_until(lambda: window.runner.cfg.stream.calibration == stream.calibration and window.runner.running,
+                   CORE_START_MS, "the window's loop with the loosened posture check")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} (the loop's check: {window.runner.cfg.stream.calibration}, running "
+                             f"{window.runner.running}, the window's last error: {window.last_error!r})") from None
 
 
 def close_window(window: MainWindow) -> None:

@@ -63,7 +63,15 @@ def _state(window) -> EpisodeState | None:
     return st.state if st is not None else None
 
 
+KEY_ACTIONS = {Qt.Key.Key_F5: "episode_start_stop", Qt.Key.Key_F6: "episode_success", Qt.Key.Key_F7: "episode_failure",
+               Qt.Key.Key_F8: "episode_discard", Qt.Key.Key_F9: "record"}
+
+
 def _key(qtbot, window, key) -> None:
+    """The operator presses `key` once its button is enabled (the panel follows the core's status at
+    the next display refresh: a key pressed before then is ignored, as a click on a grey button is)."""
+    action = window.act[KEY_ACTIONS[key]]
+    qtbot.waitUntil(action.isEnabled, timeout=ANSWER_MS)
     window.activateWindow()
     qtbot.keyClick(window, key)
 

@@ -440,8 +440,9 @@ class StreamPublisher:
         """Count a stream process that ended unasked and start a new one; False when it stays down."""
         self._process = ProcessState.RESTARTING  # before the count: nobody sees it counted and RUNNING
         proc.join(timeout=1.0)
-        self._crashes += 1
         what = f"the stream process ended unexpectedly (exit code {proc.exitcode})"
+        self._fault = f"{what}; restarting it (the stream is stopped)"  # before the count: counted means said
+        self._crashes += 1
         log.error("%s (%d so far)", what, self._crashes)
         with self._control_lock:
             for conn in (self._control, self._reports):
@@ -456,7 +457,6 @@ class StreamPublisher:
             self._process = ProcessState.DOWN
             self._fault = f"{what}; not restarted after {MAX_RESTARTS} restarts: close and reopen the stream"
             return False
-        self._fault = f"{what}; restarting it (the stream is stopped)"
         try:
             self._spawn(self._next_frame_index(), after_crash=True)
         except OSError as exc:
