@@ -3,7 +3,7 @@ the videos are drawn: re-simulating a format-2 recording, and from a recording t
 scene state (format 3; made here from the same recording with its re-simulated poses).
 
     PYTHONPATH=. MUJOCO_GL=egl python -m bench.export_speed [--seconds 20] [--session FILE.csv]
-        [--video-preset N ...] [--parallel] [--from-recording-only]
+        [--video CODEC[:PRESET] ...] [--parallel] [--from-recording-only]
 
 Runs `pico-teleop export` in this process (the CLI's own code path, default size and fps), once
 per case; progress goes to stderr. Each video case runs with the CLI's `--no-parallel` (drawing
@@ -47,7 +47,7 @@ def _load() -> str:
     return open("/proc/loadavg").read().split()[0] if Path("/proc/loadavg").exists() else "?"
 
 
-def run(seconds: float, session: Path | None, presets: list[int | None], parallel: bool, resim: bool) -> None:
+def run(seconds: float, session: Path | None, videos: list[str], parallel: bool, resim: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="export-speed-") as tmp:
         d = Path(tmp)
         plain = session or record_short_demo(d / "demo.csv", seconds)
@@ -63,13 +63,14 @@ def run(seconds: float, session: Path | None, presets: list[int | None], paralle
         for label, f in paths:
             el, cpu = _export(f, d / "ds", "--no-videos")
             print(f"{label:<16} {'none':<24} {el:9.1f} {el / minutes:10.1f} {cpu:7.1f} {_load():>5}", flush=True)
-            for preset in presets:
+            for video in videos:
+                codec, _, preset = video.partition(":")
                 for par in ((False, True) if parallel else (False,)):
-                    extra = ([] if preset is None else ["--video-preset", str(preset)]) + \
+                    extra = ["--video-codec", codec] + (["--video-preset", preset] if preset else []) + \
                         (["--parallel"] if par else ["--no-parallel"])
                     el, cpu = _export(f, d / "ds", *extra)
                     size = sum(p.stat().st_size for p in (d / "ds" / "videos").rglob("*.mp4")) / 1e6
-                    name = ("preset default" if preset is None else f"preset {preset}") + (" --parallel" if par else "")
+                    name = f"{codec} {preset or 'default'}" + (" --parallel" if par else "")
                     print(f"{label:<16} {name:<24} {el:9.1f} {el / minutes:10.1f} {cpu:7.1f} {_load():>5}"
                           f"   videos {size:.2f} MB", flush=True)
 
@@ -78,14 +79,14 @@ def main_(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=20.0, help="demo session to record when no --session")
     p.add_argument("--session", type=Path, help="a format-2 recording starting at tick 0 (e.g. the README's)")
-    p.add_argument("--video-preset", type=int, action="append",
-                   help="an SVT-AV1 preset to time (repeatable; -1: the encoder's own; default: -1 and 12)")
+    p.add_argument("--video", action="append", metavar="CODEC[:PRESET]",
+                   help="a codec (h264, av1) and optionally its preset to time (repeatable; default: h264 and av1, "
+                   "each at its default preset)")
     p.add_argument("--parallel", action="store_true", help="time each video case with --parallel too "
                    "(without: --no-parallel only)")
     p.add_argument("--from-recording-only", action="store_true", help="skip the re-simulating path")
     a = p.parse_args(argv)
-    run(a.seconds, a.session, [None if p < 0 else p for p in (a.video_preset or [-1, 12])], a.parallel,
-        not a.from_recording_only)
+    run(a.seconds, a.session, a.video or ["h264", "av1"], a.parallel, not a.from_recording_only)
 
 
 if __name__ == "__main__":

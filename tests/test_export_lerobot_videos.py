@@ -58,7 +58,7 @@ def test_info_and_episode_fields_follow_the_v30_video_schema(dataset):
         assert ft["dtype"] == "video" and ft["shape"] == [H, W, 3] and ft["names"] == ["height", "width", "channels"]
         assert set(ft["info"]) == INFO_KEYS
         assert ft["info"]["video.fps"] == FPS and (ft["info"]["video.width"], ft["info"]["video.height"]) == (W, H)
-        assert ft["info"]["video.codec"] == "av1" and ft["info"]["video.pix_fmt"] == "yuv420p"
+        assert ft["info"]["video.codec"] == "h264" and ft["info"]["video.pix_fmt"] == "yuv420p"
         assert ft["info"]["video.channels"] == 3 and ft["info"]["has_audio"] is False
     data = pq.read_table(dataset / info["data_path"].format(chunk_index=0, file_index=0))
     assert not [c for c in data.column_names if c.startswith("observation.images.")]  # videos are not columns
@@ -157,3 +157,26 @@ def test_video_size_must_be_even(session, tmp_path, capsys):
         assert main(["export", str(session), "--format", "lerobot", "--out", str(tmp_path / "ds"),
                      "--video-size", bad]) == EXIT_USAGE
         assert "--video-size" in capsys.readouterr().err
+
+
+def test_av1_is_a_choice_and_a_preset_the_codec_does_not_take_is_refused(session, tmp_path, capsys):
+    """`--video-codec av1` (lerobot's own default) writes AV1 with an SVT-AV1 preset; a preset of the
+    other codec is refused at once, naming the ones the codec takes, and nothing is written."""
+    out = tmp_path / "av1"
+    assert main(["export", str(session), "--format", "lerobot", "--out", str(out), "--fps", str(FPS),
+                 "--video-size", f"{W}x{H}", "--video-codec", "av1", "--video-preset", "12"]) == EXIT_OK
+    info = json.loads((out / "meta/info.json").read_text())
+    for cam in CAMERAS:
+        assert info["features"][f"observation.images.{cam}"]["info"]["video.codec"] == "av1"
+        stream, frames = _decode(next((out / "videos" / f"observation.images.{cam}").rglob("*.mp4")))
+        assert stream.codec_context.name in ("libdav1d", "av1", "libaom-av1") and len(frames) == info["total_frames"]
+    capsys.readouterr()
+    for codec, bad, valid in (("h264", "12", "ultrafast, superfast"), ("av1", "veryfast", "0..13")):
+        assert main(["export", str(session), "--format", "lerobot", "--out", str(tmp_path / f"bad-{codec}"), "--video-codec",
+                     codec, "--video-preset", bad]) == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert f"video preset {bad!r}: {codec} takes" in err and valid in err
+        assert not (tmp_path / f"bad-{codec}").exists()
+    assert main(["export", str(session), "--format", "lerobot", "--out", str(tmp_path / "x"), "--video-codec",
+                 "vp9"]) == EXIT_USAGE
+    assert "invalid choice: 'vp9' (choose from 'h264', 'av1')" in capsys.readouterr().err

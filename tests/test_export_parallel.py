@@ -14,8 +14,8 @@ av = pytest.importorskip("av", reason="the [export] extra (PyAV) is not installe
 
 from app.render.camera_pool import camera_pictures  # noqa: E402
 from app.replay_render import ReplayRenderer  # noqa: E402
-from app.sessions.export_lerobot import (VIDEO_CODEC, VIDEO_OPTIONS, VIDEO_PIX_FMT, LeRobotOptions,  # noqa: E402
-                                         export_lerobot)
+from app.sessions.export_lerobot import VIDEO_PIX_FMT, LeRobotOptions, export_lerobot  # noqa: E402
+from app.sessions.video_codecs import CODECS  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
 from app.sessions.video_file import InlineVideoFile, VideoEncodeError, VideoFile  # noqa: E402
 from bench.scene_state_copy import add_scene_state  # noqa: E402
@@ -34,9 +34,9 @@ def _pictures(n: int) -> list[np.ndarray]:
             for i in range(n)]
 
 
-def _one_thread_encode(path, pictures) -> None:
+def _one_thread_encode(path, pictures, codec) -> None:
     out = av.open(str(path), "w")
-    stream = out.add_stream(VIDEO_CODEC, rate=10, options=dict(VIDEO_OPTIONS))
+    stream = out.add_stream(codec.encoder, rate=10, options=codec.encoder_options())
     stream.width, stream.height, stream.pix_fmt = W, H, VIDEO_PIX_FMT
     for i, rgb in enumerate(pictures):
         frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
@@ -53,12 +53,13 @@ def _decoded(path) -> list[np.ndarray]:
         return [fr.to_ndarray(format="rgb24") for fr in f.decode(video=0)]
 
 
-def test_the_encoder_process_writes_the_bytes_of_an_encode_here(tmp_path):
+@pytest.mark.parametrize("codec", list(CODECS.values()), ids=list(CODECS))
+def test_the_encoder_process_writes_the_bytes_of_an_encode_here(tmp_path, codec):
     pictures = _pictures(30)
-    _one_thread_encode(tmp_path / "serial.mp4", pictures)
-    for kind, options in ((VideoFile, {**VIDEO_OPTIONS, "svtav1-params": "lp=1"}), (InlineVideoFile, VIDEO_OPTIONS)):
+    _one_thread_encode(tmp_path / "serial.mp4", pictures, codec)
+    for kind in (VideoFile, InlineVideoFile):
         path = tmp_path / "cam" / "x" / f"{kind.__name__}.mp4"
-        video = kind(path, 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, options)
+        video = kind(path, 10, W, H, codec.encoder, VIDEO_PIX_FMT, codec.encoder_options())
         for rgb in [p.copy() for p in pictures]:
             video.add(rgb)
             rgb[:] = 0  # the caller may reuse its array once add returns
@@ -70,14 +71,15 @@ def test_the_encoder_process_writes_the_bytes_of_an_encode_here(tmp_path):
 
 def test_an_encoder_failure_names_the_file_and_the_frame(tmp_path):
     path = tmp_path / "v" / "c" / "bad.mp4"
-    video = VideoFile(path, 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, VIDEO_OPTIONS)
+    h264 = CODECS["h264"]
+    video = VideoFile(path, 10, W, H, h264.encoder, VIDEO_PIX_FMT, h264.encoder_options())
     for rgb in _pictures(3):
         video.add(rgb)
     with pytest.raises(VideoEncodeError, match=r"bad\.mp4: frame 3: expected a \(48, 64, 3\) uint8 picture"):
         video.add(np.zeros((H, W, 4), dtype=np.uint8))
     video.abandon()
     assert not multiprocessing.active_children()
-    broken = VideoFile(tmp_path / "v" / "c" / "broken.mp4", 10, W, H, VIDEO_CODEC, VIDEO_PIX_FMT, {"crf": "x"})
+    broken = VideoFile(tmp_path / "v" / "c" / "broken.mp4", 10, W, H, "libsvtav1", VIDEO_PIX_FMT, {"crf": "x"})
     with pytest.raises(VideoEncodeError, match=r"broken\.mp4: encoding frame 0 .*failed: "):
         for rgb in _pictures(3):  # the encoder's refusal surfaces at a later add or at close
             broken.add(rgb)

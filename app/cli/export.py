@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, plural
+from app.sessions.video_codecs import CODECS, DEFAULT_CODEC
 
 PARALLEL_FROM_S = 30.0
 """Recorded seconds from which the video export draws and encodes in worker processes by default:
@@ -46,9 +47,12 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
                    "re-simulating each session (default: on; --no-videos for state and actions only)")
     p.add_argument("--video-size", metavar="WxH", default="320x240",
                    help="lerobot: picture size of the videos, even numbers (default: 320x240)")
-    p.add_argument("--video-preset", type=int, default=None, metavar="N",
-                   help="lerobot: SVT-AV1 speed preset 0..13 (default: the encoder's own, as lerobot; a faster "
-                   "preset encodes sooner into larger files)")
+    p.add_argument("--video-codec", choices=tuple(CODECS), default=DEFAULT_CODEC,
+                   help="lerobot: H.264 (default: keeps up with real time on two cores) or AV1 (lerobot's own "
+                   "default: smaller files, about 10x the encoding time; docs/benchmarks.md)")
+    p.add_argument("--video-preset", default=None, metavar="PRESET",
+                   help="lerobot: the encoder's speed preset: h264 ultrafast..veryslow (default veryfast), av1 "
+                   "0..13 (default the encoder's own, as lerobot); a faster preset encodes sooner into larger files")
     p.add_argument("--parallel", action=argparse.BooleanOptionalAction, default=None,
                    help="lerobot: draw the pictures in worker processes (one per core beyond the first) and encode "
                    "each camera in a process of its own, the same files sooner (default: on for sessions of "
@@ -193,9 +197,13 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
 
     if args.parallel is None:  # the processes' start (~1 s each) pays off only on longer exports
         args.parallel = _recorded_seconds(args.files) >= PARALLEL_FROM_S
-    opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
-                          tcp_targets=not args.no_targets, video_preset=args.video_preset,
-                          encode_processes=args.parallel)
+    try:
+        opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
+                              tcp_targets=not args.no_targets, video_codec=args.video_codec,
+                              video_preset=args.video_preset, encode_processes=args.parallel)
+    except ValueError as exc:  # a preset the codec does not take, an fps of 0
+        print(f"{PROG}: error: {exc}", file=err)
+        return EXIT_USAGE
     frames = None
     bars = _SessionBars(err)
     if args.videos:

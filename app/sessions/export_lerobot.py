@@ -53,11 +53,11 @@ Videos, as lerobot 0.4-0.6 writes them (`lerobot_dataset.py` `_save_episode_vide
   `from_timestamp` (seconds of video before the episode) and `to_timestamp` (from + length / fps);
   lerobot decodes frame i of an episode at `from_timestamp + timestamp`. One file per camera here:
   no roll-over at `video_files_size_in_mb` (500 MB: hours of 320x240).
-- codec: lerobot's default, SVT-AV1 (`libsvtav1`, in PyAV's wheels), `yuv420p`, `g=2` (a key frame
-  every 2 frames, for random access), `crf=30`; torchcodec and PyAV (dav1d) both decode it. With
-  `encode_processes` each camera's file is encoded in a process of its own (`video_file.VideoFile`,
-  fed through a pipe of a few pictures), so the encoders and the drawing overlap; the bytes are
-  those of encoding here.
+- codec: H.264 by default, or lerobot's default SVT-AV1 (`video_codec`, `video_codecs.CODECS`:
+  both in PyAV's wheels, both decoded by torchcodec and PyAV), `yuv420p`, `g=2` (a key frame every 2
+  frames, for random access). With `encode_processes` each camera's file is encoded in a process of
+  its own (`video_file.VideoFile`, fed through a pipe of a few pictures), so the encoders and the
+  drawing overlap; the bytes are those of encoding here.
 - feature: dtype `video`, shape `[height, width, 3]`, names `["height", "width", "channels"]`, and
   `info` as `get_video_info` reads it back from the file (`video.height`, `video.width`,
   `video.codec`, `video.pix_fmt`, `video.is_depth_map`, `video.fps`, `video.channels`, `has_audio`).
@@ -87,6 +87,7 @@ from app.sessions.chunks import SessionChunks
 from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_files
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
 from app.sessions.sidecar import loop_period_s
+from app.sessions.video_codecs import DEFAULT_CODEC, video_codec
 from app.sessions.video_file import InlineVideoFile, VideoFile
 from app.sessions.schema import ARMS, FINGER_COLUMNS, object_columns, object_names
 
@@ -102,14 +103,7 @@ IMAGE_KEY_PREFIX = "observation.images."
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 DEFAULT_VIDEO_FPS = 30
 """With videos and no fps given: the largest divisor of the loop rate up to this (frames per second)."""
-VIDEO_CODEC = "libsvtav1"
 VIDEO_PIX_FMT = "yuv420p"
-VIDEO_OPTIONS = {"g": "2", "crf": "30"}
-"""lerobot's `encode_video_frames` defaults: a key frame every 2 frames, constant quality 30."""
-ENCODER_THREADS = {"svtav1-params": "lp=1"}
-"""With `encode_processes`, SVT-AV1's level of parallelism: one, each camera having a process of its own
-(`video_file`); its threads meet at barriers and lose their turn on a loaded machine. The bytes
-do not depend on it (`tests/test_export_parallel.py`)."""
 GRID_TOL_S = 1e-6
 """A row recorded this long after a frame time still counts as at that time (float rounding of k x period)."""
 
@@ -134,17 +128,19 @@ class LeRobotOptions:
     """Encode each camera's video in a process of its own (`video_file.VideoFile`) instead of on the
     exporter's thread (the CLI's default, `--parallel`): overlaps encoding with drawing, more CPU
     time in all, slower for an export of a few seconds (docs/benchmarks.md). Same bytes either way."""
-    video_preset: int | None = None
-    """SVT-AV1's speed preset (0 slowest .. 13 fastest); None: the encoder's default, as lerobot
-    leaves it. Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""
+    video_codec: str = DEFAULT_CODEC
+    """'h264' (libx264) or 'av1' (SVT-AV1, lerobot's default): `video_codecs.CODECS`."""
+    video_preset: str | int | None = None
+    """The encoder's speed preset: x264's name ('ultrafast' .. 'veryslow', default 'veryfast') or
+    SVT-AV1's number (0 slowest .. 13 fastest, default the encoder's own, as lerobot leaves it).
+    Faster presets make larger files at the same quality setting (docs/benchmarks.md)."""
 
     def __post_init__(self) -> None:
         if self.episodes not in ("engaged", "marks"):
             raise ValueError(f"episodes: expected 'engaged' or 'marks', got {self.episodes!r}")
         if self.fps is not None and self.fps <= 0:
             raise ValueError(f"fps: expected a positive integer, got {self.fps!r}")
-        if self.video_preset is not None and not 0 <= self.video_preset <= 13:
-            raise ValueError(f"video_preset: expected an SVT-AV1 preset 0..13, got {self.video_preset!r}")
+        video_codec(self.video_codec).encoder_options(self.video_preset)  # ValueError naming what is valid
 
 
 @dataclass(frozen=True)
@@ -446,15 +442,11 @@ class _Episodes:
             if rate % self.fps:
                 raise ValueError(f"fps: expected a divisor of the recording's {rate} Hz, got {self.fps}")
             for key in self.video_keys:
-                preset = self.options.video_preset
-                processes = self.options.encode_processes
-                options = {**VIDEO_OPTIONS, **(ENCODER_THREADS if processes else {})}
-                if preset is not None:
-                    options["preset"] = str(preset)
-                self.videos[key] = (VideoFile if processes else InlineVideoFile)(self.root / VIDEO_PATH.format(video_key=key, chunk_index=0,
-                                                                                     file_index=0),
-                                             self.fps, self.frames.width, self.frames.height, VIDEO_CODEC,
-                                             VIDEO_PIX_FMT, options)
+                codec = video_codec(self.options.video_codec)
+                video = VideoFile if self.options.encode_processes else InlineVideoFile
+                self.videos[key] = video(self.root / VIDEO_PATH.format(video_key=key, chunk_index=0, file_index=0),
+                                         self.fps, self.frames.width, self.frames.height, codec.encoder,
+                                         VIDEO_PIX_FMT, codec.encoder_options(self.options.video_preset))
         elif rate != self.rate:
             raise ValueError(f"{path}: recorded at {rate} Hz, the first session at {self.rate} Hz; one dataset has one rate")
 
