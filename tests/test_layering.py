@@ -49,11 +49,14 @@ def _control_modules() -> list[str]:
                               if p.stem != "__init__"]
 
 
+BENCH_HELPERS = ("fake_openvr", "remote_tools")
+"""Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside):
+they ship with the tests, not in app/."""
+
 # (where, which imports are forbidden there, why)
 RULES = [
     ("calibration", ("app", "tests", "bench"), "pure math knows nothing of the application"),
     ("app", ("tests", "bench"), "the application ships without its tests and benchmarks"),
-    ("bench", ("tests",), "benchmarks use the application's own parts (a scripted SteamVR is app.tracking.fake_openvr)"),
     ("app/control", ("app.gui", "app.core", "app.pipeline", "app.runtime", "app.sessions", "app.streaming", "app.remote",
                      "app.render", "app.replay_render", "app.selfcheck", "app.cli"),
      "the loop and its math sit below every consumer of snapshots"),
@@ -102,6 +105,17 @@ def test_no_import_points_upward(where, forbidden, why):
             if _forbidden(name, forbidden):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not bad, f"{where}: {why}; " + "; ".join(sorted(bad))
+
+
+def test_benchmarks_import_only_the_shared_test_helpers():
+    """bench/ may use `BENCH_HELPERS` and no other part of tests/; the helpers import nothing of tests/
+    themselves, so a benchmark never pulls a test module in."""
+    helpers = {f"tests.{h}" for h in BENCH_HELPERS}
+    bad = [f"{path.relative_to(ROOT)} imports {name}" for path in _modules("bench") for name in _imports(path)
+           if (name == "tests" or name.startswith("tests.")) and name not in helpers]
+    bad += [f"tests/{h}.py imports {name}" for h in BENCH_HELPERS for name in _imports(ROOT / "tests" / f"{h}.py")
+            if name == "tests" or name.startswith("tests.")]
+    assert not bad, "; ".join(sorted(bad))
 
 
 def test_the_rules_see_relative_imports(tmp_path):
