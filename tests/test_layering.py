@@ -72,6 +72,7 @@ RULES = [
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
     ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
     ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
+    ("app/finite.py", ("app",), "the one finite-number check, below everything that validates"),
     ("app/pickled_once.py", ("app",), "settings pickled once, below the configuration that uses it"),
     ("app/child_scheduling.py", ("app",), "what every process the core spawns does first, before its imports"),
     ("app/child_logging.py", ("app",), "every process the core spawns sends its log records to the core"),
@@ -144,9 +145,9 @@ def test_only_the_cli_parses_the_command_line():
 # The settings: one checks module, each component's settings beside it, `app/config.py` gathering them.
 CONFIG_MODULES = sorted([ROOT / "app" / "config.py", ROOT / "app" / "config_checks.py",
                          *(ROOT / "app").glob("*/config.py")])
-SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode", "app.pickled_once"}
-"""Not settings, but as light: the planner's mode enum and the pickle-once mixin (their own rules above:
-they import nothing of app)."""
+SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode", "app.pickled_once", "app.finite"}
+"""Not settings, but as light: the planner's mode enum, the pickle-once mixin and the one finite-number
+check (their own rules above: they import nothing of app)."""
 
 
 def _is_settings_module(name: str) -> bool:
@@ -170,7 +171,7 @@ def test_settings_import_only_settings_and_the_standard_library(path):
 
 
 def test_the_checks_are_below_every_setting():
-    assert not {n for n in _imports(ROOT / "app" / "config_checks.py") if n.split(".")[0] == "app"}
+    assert {n for n in _imports(ROOT / "app" / "config_checks.py") if n.split(".")[0] == "app"} <= {"app.finite"}
 
 
 def test_loading_the_configuration_loads_no_heavy_package():
