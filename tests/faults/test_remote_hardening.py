@@ -16,8 +16,8 @@ from app.remote.fingerprint import fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, Hello, Refused, ServerCommand, Welcome, decode_state,
                                  encode_command, encode_hello)
 from app.remote.server import SimServer
-from tests.remote_tools import RawClient, free_port_pair
 from app.sim.scene import load_scene
+from tests.remote_tools import RawClient, free_port_pair
 
 
 class _CapturingPub:
