@@ -11,7 +11,7 @@ import pytest
 
 from app.control import daqp_call
 
-pytestmark = pytest.mark.skipif(not daqp_call.check(), reason="this DAQP build cannot be called directly (see daqp_call)")
+direct = pytest.mark.skipif(not daqp_call.check(), reason="this DAQP build cannot be called directly (see daqp_call)")
 
 RNG = np.random.default_rng(11)
 
@@ -28,6 +28,7 @@ def _qp(n: int, rows: int, feasible: bool):
     return H, f, A, bu, bl
 
 
+@direct
 @pytest.mark.parametrize("n,rows,feasible", [(14, 40, True), (7, 3, True), (14, 0, True), (7, 5, False)])
 def test_the_direct_call_is_daqp_solve_bit_for_bit(n, rows, feasible):
     H, f, A, bu, bl = _qp(n, rows, feasible)
@@ -41,6 +42,7 @@ def test_the_direct_call_is_daqp_solve_bit_for_bit(n, rows, feasible):
         assert np.array_equal(sense, sense_ref)  # the same active set
 
 
+@direct
 def test_the_constrained_ik_answers_the_same_through_either_call(monkeypatch):
     from tests.test_collision import HOME, home_targets, make_ik
 
@@ -97,6 +99,7 @@ def test_a_mismatching_layout_takes_daqp_solve_and_says_so_once(monkeypatch, cap
     assert daqp_call.available is False
 
 
+@direct
 def test_the_direct_path_is_logged_once(monkeypatch, caplog):
     monkeypatch.setattr(daqp_call, "_checked", False)
     with caplog.at_level("INFO", logger="app.control.daqp_call"):
