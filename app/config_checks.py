@@ -14,6 +14,8 @@ import ipaddress
 import math
 from typing import Any
 
+from app.finite import is_finite_number
+
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type, or out of range."""
@@ -25,23 +27,9 @@ def require(cond: bool, key: str, expected: str, found: Any) -> None:
         raise ConfigError(f"config key '{key}': expected {expected}, found {found!r}")
 
 
-def is_finite_number(x: Any) -> bool:
-    """`x` is a finite int or float (a bool counts as an int, as in Python)."""
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
 def is_number_in(v: Any, lo: float, hi: float) -> bool:
-    """`v` is a finite int or float (not a bool) in lo..hi."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
-
-
-def is_finite_vector(v: Any, n: int) -> bool:
-    """`v` holds exactly `n` finite numbers (ints or floats, numpy's float64 included): the one
-    finite-vector check of configuration values and device poses."""
-    try:
-        return len(v) == n and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)
-    except TypeError:  # not a sequence
-        return False
+    """`v` is a finite number (`app.finite.is_finite_number`: not a bool) in lo..hi."""
+    return is_finite_number(v) and lo <= v <= hi
 
 
 def is_unit_quaternion(q: Any, tol: float) -> bool:

@@ -140,7 +140,7 @@ def fidelity(report: Report, speeds=(0.1, 0.5, 1.0)) -> None:
 
 def latency(report: Report, seconds: float) -> None:
     """Sample read (OpenVR poll thread, scripted device table) to actuator command written."""
-    from app.tracking.fake_openvr import FakeVRSystem  # the scripted twin of pyopenvr's IVRSystem
+    from tests.fake_openvr import FakeVRSystem  # the scripted twin of pyopenvr's IVRSystem
     from app.tracking.openvr_source import OpenVRSource
     cfg = Config()
     scene = load_scene(cfg)

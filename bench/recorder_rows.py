@@ -7,7 +7,7 @@ The rows are the demo operator's real snapshots (the engine ticked unpaced for `
 Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other processes):
 
 - `snapshot_to_row`: formatting one row's fields; `csv.writer.writerow` of them (the writer's
-  row before); `schema.snapshot_to_line` (the writer's row now), all holding the interpreter lock;
+  row before); `schema.row_to_line` of that row (the writer's row now), all holding the interpreter lock;
 - the writer's path as it runs: a real `Recorder` started on a temporary file, every snapshot
   submitted, then stopped; the writer thread's CPU time (from `/proc/self/task`) per row, and
   how many times it read the queue;
@@ -17,7 +17,7 @@ Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other 
   from (`TeleopEngine.capture_state`) with its pickled size (what the loop thread sends).
 
 `--tree PATH` imports the application from another checkout (a before/after). Where
-`schema.snapshot_to_line` exists, its text is compared with `csv.writer`'s for every row.
+`schema.row_to_line` exists, its text is compared with `csv.writer`'s for every row.
 """
 
 from __future__ import annotations
@@ -161,9 +161,10 @@ def main() -> int:
     cases = {"snapshot_to_row (the fields' text)": schema.snapshot_to_row,
              "csv.writer.writerow(snapshot_to_row(s)) (the writer's row before)":
                  lambda s: writer.writerow(schema.snapshot_to_row(s))}
-    line = getattr(schema, "snapshot_to_line", None)
+    to_line = getattr(schema, "row_to_line", None)
+    line = None if to_line is None else (lambda s: to_line(schema.snapshot_to_row(s)))
     if line is not None:
-        cases["snapshot_to_line (the writer's row now)"] = line
+        cases["row_to_line(snapshot_to_row(s)) (the writer's row now)"] = line
     print(f"CPU per row, this thread, {len(snaps)} demo snapshots, median (best) of {args.rounds} passes:")
     for label, fn in cases.items():
         med, best = _per_row_us(fn, snaps, args.rounds)
@@ -172,7 +173,7 @@ def main() -> int:
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows(schema.snapshot_to_row(s) for s in snaps)
         same = buf.getvalue() == "".join(line(s) for s in snaps)
-        print(f"  snapshot_to_line's text {'IS' if same else 'is NOT'} byte-identical to csv.writer's for all {len(snaps)} rows")
+        print(f"  row_to_line's text {'IS' if same else 'is NOT'} byte-identical to csv.writer's for all {len(snaps)} rows")
     with tempfile.TemporaryDirectory() as d:
         runs = [recorder_run(snaps, Path(d), k, _objects_sidecar(eng)) for k in range(args.rounds)]
     cpu = statistics.median(r[0] for r in runs) / len(snaps)

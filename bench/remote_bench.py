@@ -41,7 +41,7 @@ def measure(seconds: float) -> dict[str, object]:
     from app.remote.fingerprint import fingerprint_of
     from app.remote.messages import (ArmCommand, Hello, ServerCommand, decode_client_message, decode_state,
                                      encode_command, encode_hello, encode_state)
-    from app.remote.tools import Observer, RawClient, ServerProcess
+    from tests.remote_tools import Observer, RawClient, ServerProcess
     from app.runtime import build_engine, make_demo
     from app.sim.scene import load_scene
 

@@ -13,7 +13,7 @@ def no_steamvr(tmp_path_factory):
     registry; a folder that does not exist makes pyopenvr report the runtime not installed and
     refuse to connect (InstallationNotFound), so `--source auto` takes the demo operator and
     `--source openvr` fails with its reason. Tests of the OpenVR source script the device
-    (`app.tracking.fake_openvr`) or patch pyopenvr's functions themselves.
+    (`tests.fake_openvr`) or patch pyopenvr's functions themselves.
     """
     missing = tmp_path_factory.mktemp("openvr") / "no-runtime-here"
     with pytest.MonkeyPatch.context() as mp:

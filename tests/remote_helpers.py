@@ -1,7 +1,7 @@
 """Test support for the remote simulation: a whole demo client in a child process.
 
 The server-side helpers (`ServerProcess`, `Observer`, `RawClient`, `free_port_pair`) are in
-`app/remote/tools.py`: the benchmarks use them too.
+`tests/remote_tools.py` (the benchmarks use them too).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from app.remote.tools import REPO_ROOT
+from tests.remote_tools import REPO_ROOT
 
 
 def run_demo_client(endpoint: str, seconds: float = 60.0) -> None:

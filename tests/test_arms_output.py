@@ -16,10 +16,10 @@ from app.config import Config
 from app.remote.client import connect_remote
 from app.remote.config import ClientConfig, Endpoints, ServerConfig
 from app.remote.server import SimServer
-from app.remote.tools import free_port_pair
 from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.scene import load_scene
 from app.sim.sim_arms import make_sim
+from tests.remote_tools import free_port_pair
 
 CFG = Config()
 HOME = np.asarray(CFG.scene.home_qpos_rad)

@@ -347,3 +347,31 @@ def test_counts_and_plurals_read_as_text():
     from app.cli.common import counts_text, plural
     assert counts_text({"calibrate": 2, "engage": 4}) == "calibrate 2, engage 4" and counts_text({}) == "none"
     assert plural(1, "task") == "1 task" and plural(0, "task") == "0 tasks" and plural(3, "episode") == "3 episodes"
+
+
+def test_an_error_ladder_answers_with_its_first_matching_rung():
+    """The one error-to-exit ladder of the commands (`app.cli.common.Ladder`): rungs in order, so a
+    subclass before its base; its message on the given stream; anything else raised on."""
+    import io
+
+    from app.cli.common import EXIT_FAILURE, ExitOn, Ladder, os_text
+
+    ladder = Ladder(ExitOn(FileExistsError, EXIT_USAGE, lambda e: f"{e}; add --force to replace it"),
+                    ExitOn((OSError, KeyError), EXIT_FAILURE, lambda e: f"cannot write out.csv: {os_text(e)}"),
+                    ExitOn(ValueError, EXIT_USAGE))
+    assert set(ladder.kinds) == {FileExistsError, OSError, KeyError, ValueError}
+    cases = [(FileExistsError("out.csv exists"), EXIT_USAGE, "out.csv exists; add --force to replace it"),
+             (PermissionError(13, "Permission denied", "out.csv"), EXIT_FAILURE, "cannot write out.csv: Permission denied"),
+             (KeyError("k"), EXIT_FAILURE, "cannot write out.csv: 'k'"),
+             (ValueError("bad row 3"), EXIT_USAGE, "bad row 3")]
+    for exc, code, text in cases:
+        err = io.StringIO()
+        try:
+            raise exc
+        except ladder.kinds as caught:
+            assert ladder.exit(caught, err) == code
+        assert err.getvalue() == f"pico-teleop: error: {text}\n"
+    with pytest.raises(TypeError):
+        ladder.exit(TypeError("not ours"), io.StringIO())
+    with pytest.raises(ValueError):
+        Ladder()

@@ -80,5 +80,5 @@ def test_one_loopback_check_for_the_zmq_endpoints_and_the_foxglove_server(host, 
                                    ((1.0, float("inf"), 0.0), False), ((1.0, 2.0), False), (3.0, False),
                                    (("1", 2.0, 3.0), False), (tuple(np.float64([1, 2, 3])), True)])
 def test_one_finite_vector_check(v, ok):
-    from app.config_checks import is_finite_vector
+    from app.finite import is_finite_vector
     assert is_finite_vector(v, 3) is ok

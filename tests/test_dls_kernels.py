@@ -52,9 +52,10 @@ def test_damped_rows_name_each_rows_pair_and_arms_and_say_when_two_arms_are_coup
     coupled = dk.damped_rows(4, row_pair, active, arm1, arm2, arm_arm, d, 0.012, 0.1, 0.5, 0.005, lower, pair, a1, a2)
     assert not coupled
     assert pair[:4].tolist() == [3, 7, 7, 3] and a1[:4].tolist() == [0, 1, 1, 0] and a2[:4].tolist() == [-1] * 4
-    expect = np.zeros(4)
-    dk.damper_lower(d[:4], 0.012, 0.1, 0.5, 0.005, expect)
-    assert np.array_equal(lower[:4], expect)
+    # the velocity damper in closed form: -xi dt (d - d_kept) / (d_infl - d_kept); rows past n_rows untouched
+    assert np.allclose(lower[:4], -0.5 * 0.005 * (d[:4] - 0.012) / (0.1 - 0.012), rtol=1e-14, atol=0)
+    assert lower[:4].tolist() == pytest.approx([-0.5 * 0.005 * x / 0.088 for x in (0.038, 0.018, 0.028, 0.048)])
+    assert not lower[4:].any()
     row_pair[1] = 2  # a row of pair 9, which couples arm 1 to arm 0
     assert dk.damped_rows(4, row_pair, active, arm1, arm2, arm_arm, d, 0.012, 0.1, 0.5, 0.005, lower, pair, a1, a2)
 

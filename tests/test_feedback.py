@@ -5,6 +5,7 @@ No timing assertions: every wait is for a condition, with a generous deadline.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -102,21 +103,76 @@ def test_decoder_rejects_huge_claimed_containers_without_allocating():
         decode_g1_debug(b"g1_debug" + bytes(2 << 20))
 
 
-def test_decoder_fuzz_only_raises_its_own_error():
+def _numbers(value, n: int):
+    """``value`` as n finite floats if it is a list of n non-bool numbers, all finite; else None."""
+    if not isinstance(value, list) or len(value) != n:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        return None
+    out = [float(x) for x in value]
+    return out if all(math.isfinite(x) for x in out) else None
+
+
+def _has_ext(obj) -> bool:
+    if isinstance(obj, (msgpack.ExtType, msgpack.Timestamp)):
+        return True
+    if isinstance(obj, list):
+        return any(_has_ext(x) for x in obj)
+    if isinstance(obj, dict):
+        return any(_has_ext(k) or _has_ext(v) for k, v in obj.items())
+    return False
+
+
+def _oracle(buf: bytes):
+    """What the decoder's contract says of ``buf``, worked out with msgpack alone: None (must be
+    refused), or the (index, body_q, body_dq, ros_timestamp) it must return."""
+    try:
+        data = msgpack.unpackb(buf[len(b"g1_debug"):], raw=False, strict_map_key=True)
+    except Exception:
+        return None
+    if not isinstance(data, dict) or _has_ext(data):  # extension types are refused
+        return None
+    index = data.get("index")
+    if isinstance(index, bool) or not isinstance(index, (int, float)) or not math.isfinite(index) \
+            or index != int(index) or abs(index) > 2**53:
+        return None
+    body_q = _numbers(data.get("body_q"), 29)
+    if body_q is None:
+        return None
+    ts = data.get("ros_timestamp")
+    ts = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts) else None
+    return int(index), body_q, _numbers(data.get("body_dq"), 29), ts
+
+
+def test_decoder_fuzz_answers_what_an_independent_reading_says():
+    """Corrupted and random messages: the decoder accepts exactly those whose msgpack (read by msgpack
+    itself) meets its contract, returns their values, and refuses the rest with its own error."""
     rng = random.Random(5557)
     good = g1(1)
+    accepted = refused = 0
     for i in range(2000):
         if i % 2:
             buf = bytearray(good)
             for _ in range(rng.randrange(1, 6)):
                 buf[rng.randrange(8, len(buf))] = rng.getrandbits(8)
-            buf = bytes(buf[:rng.randrange(8, len(buf) + 1)])
+            buf = bytes(buf[:rng.randrange(8, len(buf) + 1)] if rng.random() < 0.5 else buf)
         else:
             buf = b"g1_debug" + bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 200)))
-        try:
-            decode_g1_debug(buf)
-        except FeedbackDecodeError:
-            pass
+        expect = _oracle(buf)
+        if expect is None:
+            with pytest.raises(FeedbackDecodeError):
+                decode_g1_debug(buf)
+            refused += 1
+            continue
+        s = decode_g1_debug(buf)
+        index, body_q, body_dq, ts = expect
+        assert s.index == index and s.ros_timestamp == ts
+        assert s.joint_pos_mujoco_rad.tolist() == body_q and not s.joint_pos_mujoco_rad.flags.writeable
+        assert (s.joint_vel_mujoco_rad_s is None) == (body_dq is None)
+        if body_dq is not None:
+            assert s.joint_vel_mujoco_rad_s.tolist() == body_dq
+        accepted += 1
+    assert accepted > 100 and refused > 1000, (accepted, refused)  # the fuzz reaches both answers
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ pytest.importorskip("pytestqt")
 from app.cli import build_parser  # noqa: E402
 from app.remote.config import ClientConfig, Endpoints  # noqa: E402
 from app.remote.connection import LinkState  # noqa: E402
-from app.remote.tools import Observer, ServerProcess  # noqa: E402
+from tests.remote_tools import Observer, ServerProcess  # noqa: E402
 from tests.gui_helpers import ANSWER_MS, CORE_START_MS, close_window, core_window, open_window  # noqa: E402
 
 

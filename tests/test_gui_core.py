@@ -267,7 +267,7 @@ def test_the_stream_panel_on_the_core_switches_modes_and_shows_the_robot_feedbac
     import zmq
 
     from app.streaming.config import MODE_PLANNER_VR3PT, MODE_POSE_V1
-    from app.remote.tools import free_port_pair
+    from tests.remote_tools import free_port_pair
     from app.streaming import protocol
     from app.streaming.feedback import FeedbackState
     from tests.test_feedback import g1

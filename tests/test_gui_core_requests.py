@@ -28,7 +28,7 @@ from app.gui.core_client import CoreClient  # noqa: E402
 from app.gui.main_window import MainWindow  # noqa: E402
 from app.gui.settings_store import SettingsStore  # noqa: E402
 from app.remote.config import ClientConfig, Endpoints  # noqa: E402
-from app.remote.tools import free_port_pair  # noqa: E402
+from tests.remote_tools import free_port_pair  # noqa: E402
 from bench.qt_stall import QtStallMonitor  # noqa: E402
 from tests.recording import grow_session, record_demo  # noqa: E402
 

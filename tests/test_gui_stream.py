@@ -15,9 +15,9 @@ import zmq
 pytest.importorskip("pytestqt")
 
 from app.gui import theme  # noqa: E402
-from app.remote.tools import free_port_pair  # noqa: E402
 from app.streaming.publisher import StreamState  # noqa: E402
 from tests.gui_helpers import ANSWER_MS, accept_table_posture, core_window, wait_running  # noqa: E402
+from tests.remote_tools import free_port_pair  # noqa: E402
 
 
 @pytest.fixture(scope="module")

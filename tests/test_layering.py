@@ -49,11 +49,14 @@ def _control_modules() -> list[str]:
                               if p.stem != "__init__"]
 
 
+BENCH_HELPERS = ("fake_openvr", "remote_tools")
+"""Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside):
+they ship with the tests, not in app/."""
+
 # (where, which imports are forbidden there, why)
 RULES = [
     ("calibration", ("app", "tests", "bench"), "pure math knows nothing of the application"),
     ("app", ("tests", "bench"), "the application ships without its tests and benchmarks"),
-    ("bench", ("tests",), "benchmarks use the application's own parts (a scripted SteamVR is app.tracking.fake_openvr)"),
     ("app/control", ("app.gui", "app.core", "app.pipeline", "app.runtime", "app.sessions", "app.streaming", "app.remote",
                      "app.render", "app.replay_render", "app.selfcheck", "app.cli"),
      "the loop and its math sit below every consumer of snapshots"),
@@ -69,6 +72,7 @@ RULES = [
     ("app/lifecycle.py", ("app",), "the one illegal-transition error, below every state machine"),
     ("app/log_queue.py", ("app",), "non-blocking log handlers, below everything that logs"),
     ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
+    ("app/finite.py", ("app",), "the one finite-number check, below everything that validates"),
     ("app/pickled_once.py", ("app",), "settings pickled once, below the configuration that uses it"),
     ("app/child_scheduling.py", ("app",), "what every process the core spawns does first, before its imports"),
     ("app/child_logging.py", ("app",), "every process the core spawns sends its log records to the core"),
@@ -104,6 +108,17 @@ def test_no_import_points_upward(where, forbidden, why):
     assert not bad, f"{where}: {why}; " + "; ".join(sorted(bad))
 
 
+def test_benchmarks_import_only_the_shared_test_helpers():
+    """bench/ may use `BENCH_HELPERS` and no other part of tests/; the helpers import nothing of tests/
+    themselves, so a benchmark never pulls a test module in."""
+    helpers = {f"tests.{h}" for h in BENCH_HELPERS}
+    bad = [f"{path.relative_to(ROOT)} imports {name}" for path in _modules("bench") for name in _imports(path)
+           if (name == "tests" or name.startswith("tests.")) and name not in helpers]
+    bad += [f"tests/{h}.py imports {name}" for h in BENCH_HELPERS for name in _imports(ROOT / "tests" / f"{h}.py")
+            if name == "tests" or name.startswith("tests.")]
+    assert not bad, "; ".join(sorted(bad))
+
+
 def test_the_rules_see_relative_imports(tmp_path):
     """A relative import is resolved against the module's package, so it cannot slip past a rule."""
     src = tmp_path / "app" / "sim" / "probe.py"
@@ -130,9 +145,9 @@ def test_only_the_cli_parses_the_command_line():
 # The settings: one checks module, each component's settings beside it, `app/config.py` gathering them.
 CONFIG_MODULES = sorted([ROOT / "app" / "config.py", ROOT / "app" / "config_checks.py",
                          *(ROOT / "app").glob("*/config.py")])
-SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode", "app.pickled_once"}
-"""Not settings, but as light: the planner's mode enum and the pickle-once mixin (their own rules above:
-they import nothing of app)."""
+SETTINGS_MAY_ALSO_IMPORT = {"app.streaming.locomotion_mode", "app.pickled_once", "app.finite"}
+"""Not settings, but as light: the planner's mode enum, the pickle-once mixin and the one finite-number
+check (their own rules above: they import nothing of app)."""
 
 
 def _is_settings_module(name: str) -> bool:
@@ -156,7 +171,7 @@ def test_settings_import_only_settings_and_the_standard_library(path):
 
 
 def test_the_checks_are_below_every_setting():
-    assert not {n for n in _imports(ROOT / "app" / "config_checks.py") if n.split(".")[0] == "app"}
+    assert {n for n in _imports(ROOT / "app" / "config_checks.py") if n.split(".")[0] == "app"} <= {"app.finite"}
 
 
 def test_loading_the_configuration_loads_no_heavy_package():

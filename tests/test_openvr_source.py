@@ -17,7 +17,7 @@ from app.tracking.config import ButtonMapConfig, OpenVRConfig
 from app.tracking.openvr_source import OpenVRSource, map_buttons, pose_from_matrix34, steamvr_available
 from app.tracking.sample import ControllerButtons, TrackingResult
 from app.tracking.source import ConnectionState, TrackingSource, TrackingSourceError
-from app.tracking.fake_openvr import FakeVRSystem, matrix34
+from tests.fake_openvr import FakeVRSystem, matrix34
 
 LEFT = openvr.TrackedControllerRole_LeftHand
 RIGHT = openvr.TrackedControllerRole_RightHand

@@ -10,7 +10,7 @@ import pytest
 from app.cli import EXIT_USAGE, main
 from app.cli.remote import add_connect_arguments, add_remote_parsers, client_config, dispatch
 from app.remote.config import RemoteConfigError
-from app.remote.tools import free_port_pair
+from tests.remote_tools import free_port_pair
 
 
 def cli(argv):

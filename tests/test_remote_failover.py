@@ -16,9 +16,9 @@ from app.remote.config import ClientConfig, Endpoints
 from app.remote.connection import LinkState
 from app.remote.keys import generate_keys
 from app.remote.messages import ArmMode
-from app.remote.tools import Observer, ServerProcess
 from app.runtime import build_engine, make_demo
 from app.sim.scene import load_scene
+from tests.remote_tools import Observer, ServerProcess
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ from app.remote.messages import (Ack, ArmCommand, ArmMode, Hello, MessageError, 
                                  encode_command, encode_hello, encode_state)
 from app.remote.policy import CommandPolicy
 from app.remote.state_receiver import StateReceiver
-from app.remote.tools import free_port_pair
 from app.sim.model_files import scene_files
 from app.sim.scene import load_scene
+from tests.remote_tools import free_port_pair
 
 HOME = np.array(Config().scene.home_qpos_rad)
 

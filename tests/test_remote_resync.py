@@ -62,7 +62,7 @@ def test_a_client_the_server_forgot_handshakes_and_resyncs_again():
     from app.remote.config import ClientConfig, Endpoints, ServerConfig
     from app.remote.connection import LinkState
     from app.remote.server import SimServer
-    from app.remote.tools import free_port_pair
+    from tests.remote_tools import free_port_pair
     from app.sim.scene import load_scene
 
     cfg = Config()

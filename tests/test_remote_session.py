@@ -21,9 +21,9 @@ from app.remote.connection import LinkState
 from app.remote.fingerprint import fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, ArmMode, ErrorReply, Hello, RejectCode, ServerCommand, Welcome,
                                  encode_command, encode_hello)
-from app.remote.tools import Observer, RawClient, ServerProcess
 from app.runtime import build_engine, make_demo
 from app.sim.scene import load_scene
+from tests.remote_tools import Observer, RawClient, ServerProcess
 from tests.remote_helpers import ClientProcess
 
 

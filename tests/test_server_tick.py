@@ -8,8 +8,8 @@ from app.config import Config
 from app.remote.config import Endpoints, ServerConfig
 from app.remote.messages import decode_state
 from app.remote.server import SimServer
-from app.remote.tools import free_port_pair
 from app.sim.scene import load_scene
+from tests.remote_tools import free_port_pair
 
 
 class _CapturingPub:

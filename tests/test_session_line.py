@@ -1,4 +1,4 @@
-"""The recorder's row text (`schema.snapshot_to_line`) is byte for byte what `csv.writer` writes."""
+"""The recorder's row text (`schema.row_to_line` of `snapshot_to_row`) is byte for byte what `csv.writer` writes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,13 @@ import pytest
 
 from app.events import Event, EventKind
 from app.sessions.recorder import Recorder
-from app.sessions.schema import COLUMNS, STRING_COLUMNS, snapshot_to_line, snapshot_to_row
+from app.sessions.schema import COLUMNS, STRING_COLUMNS, row_to_line, snapshot_to_row
 from tests.test_sessions import make_snapshots
+
+
+def snapshot_to_line(snap) -> str:
+    """The recorder's text for one snapshot, as its writer makes it."""
+    return row_to_line(snapshot_to_row(snap))
 
 
 def csv_text(rows: list[list[str]]) -> str:

@@ -336,7 +336,8 @@ def test_locomotion_mode_enum_matches_the_deploy():
     assert LocomotionMode(0).name == "IDLE" and LocomotionMode(4).name == "IDEL_SQUAT"
     assert LocomotionMode(26).name == "SCARE_WALK" and LocomotionMode(22).name == "STEALTH_WALK_2"
     assert {int(m) for m in P.STATIC_LOCOMOTION_MODES} == {0, 4, 5, 6, 7, 9}
-    assert {int(m) for m in P.SQUAT_LOCOMOTION_MODES} == {4, 5, 6, 7, 8, 14}
+    assert {LocomotionMode(m).name for m in (4, 5, 6, 7, 8, 14)} == {  # the deploy clamps their height to >= 0.2 m
+        "IDEL_SQUAT", "IDEL_KNEEL_TWO_LEGS", "IDEL_KNEEL", "IDEL_LYING_FACE_DOWN", "CRAWLING", "ELBOW_CRAWLING"}
 
 
 def test_joint_order_maps_are_inverse_and_match_the_table():

@@ -20,7 +20,7 @@ import os
 import sys
 
 from app import __version__
-from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Parser, UsageError
+from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Parser, UsageError, error
 from app.cli.run import cmd_run
 from app.log_queue import nonblocking
 
@@ -100,8 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return _dispatch(parser, args, getattr(args, "run_config", None) or args.config)
     except UsageError as exc:
-        print(f"pico-teleop: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return error(str(exc), EXIT_USAGE)
 
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "cmd_run", "main"]

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from app.cli.common import PROG as _PROG
+from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitOn, Ladder, error, os_text
 from app.sessions.reader import SessionFormatError
 
 
@@ -92,14 +91,12 @@ def analyze_command(path: str, out_dir: str | None = None, compare: str | None =
     for p in (a_path, b_path):
         if p is None:
             continue
+        reading = Ladder(ExitOn(SessionFormatError, EXIT_USAGE),
+                         ExitOn(OSError, EXIT_USAGE, lambda e, p=p: f"cannot read {p}: {os_text(e)}"))
         try:
             analyses.append(_analyze_one(p, err, progress))
-        except SessionFormatError as exc:
-            print(f"{_PROG}: error: {exc}", file=err)
-            return EXIT_USAGE
-        except OSError as exc:
-            print(f"{_PROG}: error: cannot read {p}: {exc.strerror or exc}", file=err)
-            return EXIT_USAGE
+        except reading.kinds as exc:
+            return reading.exit(exc, err)
     out = Path(out_dir) if out_dir else _default_out(a_path, b_path)
     try:
         if b_path is None:
@@ -112,8 +109,7 @@ def analyze_command(path: str, out_dir: str | None = None, compare: str | None =
             cmp = compare_sessions(analyses[0], analyses[1])
             files = write_comparison(cmp, out, plots=plots)
     except OSError as exc:
-        print(f"{_PROG}: error: cannot write the report to {out}: {exc.strerror or exc}", file=err)
-        return EXIT_FAILURE
+        return error(f"cannot write the report to {out}: {os_text(exc)}", EXIT_FAILURE, err)
     for an in analyses:
         _print_summary(an, stream)
     if b_path is not None:

@@ -7,7 +7,10 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 PROG = "pico-teleop"
@@ -42,10 +45,52 @@ def positive_seconds(text: str) -> float:
     return v
 
 
-def error(text: str, code: int = EXIT_USAGE) -> int:
-    """Print `pico-teleop: error: TEXT` on stderr; returns `code`."""
-    print(f"{PROG}: error: {text}", file=sys.stderr)
+def error(text: str, code: int = EXIT_USAGE, err: TextIO | None = None) -> int:
+    """Print `pico-teleop: error: TEXT` on `err` (default stderr); returns `code`."""
+    print(f"{PROG}: error: {text}", file=sys.stderr if err is None else err)
     return code
+
+
+def os_text(exc: BaseException) -> str:
+    """An OSError's reason without its errno and file name (the message names the file itself)."""
+    return str(getattr(exc, "strerror", None) or exc)
+
+
+@dataclass(frozen=True)
+class ExitOn:
+    """One rung of a command's error ladder: an exception of `kinds` ends the command with exit code
+    `code`, saying `message(exc)` (default: the exception's text)."""
+
+    kinds: type[BaseException] | tuple[type[BaseException], ...]
+    code: int
+    message: Callable[[BaseException], str] = str
+
+
+class Ladder:
+    """A command's errors and their exit codes, the first matching rung winning (so a subclass, such
+    as FileExistsError, goes before its base, OSError):
+
+        try:
+            ...
+        except ladder.kinds as exc:
+            return ladder.exit(exc, err)
+    """
+
+    def __init__(self, *rungs: ExitOn) -> None:
+        if not rungs:
+            raise ValueError("a ladder needs at least one rung")
+        self.rungs = rungs
+        self.kinds: tuple[type[BaseException], ...] = tuple(
+            k for r in rungs for k in (r.kinds if isinstance(r.kinds, tuple) else (r.kinds,)))
+        """Every exception type the ladder answers (for the `except` clause)."""
+
+    def exit(self, exc: BaseException, err: TextIO | None = None) -> int:
+        """Print the first matching rung's message as `pico-teleop: error: ...` on `err`; its exit code.
+        An exception no rung answers is raised again."""
+        for rung in self.rungs:
+            if isinstance(exc, rung.kinds):
+                return error(rung.message(exc), rung.code, err)
+        raise exc
 
 
 def load_config(path: str | None):

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, plural
+from app.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitOn, Ladder, UsageError, os_text, plural
 from app.sessions.video_codecs import CODECS, DEFAULT_CODEC
 
 PARALLEL_FROM_S = 30.0
@@ -79,25 +79,17 @@ def cmd_export(args: argparse.Namespace, *, out: TextIO | None = None, err: Text
                              "or session files")
         if not Path(f).is_file():
             raise UsageError(f"no such session file: {f}")
+    ladder = Ladder(ExitOn(ExportUnavailableError, EXIT_FAILURE),
+                    ExitOn(SessionFormatError, EXIT_USAGE),
+                    ExitOn(FileExistsError, EXIT_USAGE, lambda e: f"{e}; add --force to replace it"),
+                    ExitOn(SceneError, EXIT_FAILURE, lambda e: f"the recorded scene does not load: {e}"),
+                    ExitOn(OSError, EXIT_FAILURE, lambda e: f"cannot write {args.out}: {os_text(e)}"))
     try:
         if args.format == "mcap":
             return _export_mcap(args, out, err)
         return _export_lerobot(args, out, err)
-    except ExportUnavailableError as exc:
-        print(f"{PROG}: error: {exc}", file=err)
-        return EXIT_FAILURE
-    except SessionFormatError as exc:
-        print(f"{PROG}: error: {exc}", file=err)
-        return EXIT_USAGE
-    except FileExistsError as exc:
-        print(f"{PROG}: error: {exc}; add --force to replace it", file=err)
-        return EXIT_USAGE
-    except SceneError as exc:
-        print(f"{PROG}: error: the recorded scene does not load: {exc}", file=err)
-        return EXIT_FAILURE
-    except OSError as exc:
-        print(f"{PROG}: error: cannot write {args.out}: {exc.strerror or exc}", file=err)
-        return EXIT_FAILURE
+    except ladder.kinds as exc:
+        return ladder.exit(exc, err)
 
 
 def _progress(err: TextIO, label: str):
@@ -197,13 +189,16 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
 
     if args.parallel is None:  # the processes' start (~1 s each) pays off only on longer exports
         args.parallel = _recorded_seconds(args.files) >= PARALLEL_FROM_S
+    ladder = Ladder(ExitOn((ValueError, ConfigError), EXIT_USAGE),  # ReplayDivergedError, FramesRefusedError and
+                    # DatasetFolderError are ValueErrors (a SceneError, a RuntimeError, is cmd_export's)
+                    ExitOn((RenderError, RuntimeError, KeyError), EXIT_FAILURE,
+                           lambda e: f"the videos cannot be made: {e}; export without them with --no-videos"))
     try:
         opts = LeRobotOptions(episodes=args.episodes, task=args.task, fps=args.fps, repo_id=args.repo_id,
                               tcp_targets=not args.no_targets, video_codec=args.video_codec,
                               video_preset=args.video_preset, encode_processes=args.parallel)
     except ValueError as exc:  # a preset the codec does not take, an fps of 0
-        print(f"{PROG}: error: {exc}", file=err)
-        return EXIT_USAGE
+        return ladder.exit(exc, err)
     frames = None
     bars = _SessionBars(err)
     if args.videos:
@@ -220,12 +215,8 @@ def _export_lerobot(args, out: TextIO, err: TextIO) -> int:
                                frames=frames, progress=bars.stage("rendering", "frames"))
     except SceneError:
         raise
-    except (ValueError, ConfigError) as exc:  # ReplayDivergedError, FramesRefusedError, DatasetFolderError are
-        print(f"{PROG}: error: {exc}", file=err)
-        return EXIT_USAGE
-    except (RenderError, RuntimeError, KeyError) as exc:
-        print(f"{PROG}: error: the videos cannot be made: {exc}; export without them with --no-videos", file=err)
-        return EXIT_FAILURE
+    except ladder.kinds as exc:
+        return ladder.exit(exc, err)
     finally:
         bars.close()
     for note in r.notes:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from app.config_checks import is_finite_number, require
+from app.config_checks import require
+from app.finite import is_finite_number
 from app.sim.config import ARMS
 
 # Franka Panda published maximum joint velocities (FCI "Robot and interface specifications").

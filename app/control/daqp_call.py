@@ -8,9 +8,11 @@ structs and calls its C entry point `daqp_quadprog` from a compiled kernel, into
 between ticks: the same solver and settings, so the same answer, bit for bit (checked when loaded).
 
 The structs' layout is that of the DAQP versions in `LAYOUT_VERSIONS` (the Python package's own
-Cython declarations): with any other version, or where the extension module does not export the
-C symbols (Windows builds export only the module's init function), or if the check when loaded
-disagrees with `daqp.solve`, `available` is False and `dls_qp` calls `daqp.solve` as before.
+Cython declarations; `pyproject.toml` pins DAQP to them): with any other version, or where the
+extension module does not export the C symbols (Windows builds export only the module's init
+function), or if the check when loaded disagrees with `daqp.solve`, `available` is False and
+`dls_qp` calls `daqp.solve` as before. `check`, run when the IK is built, logs which of the two
+paths this process takes and why, once.
 """
 
 from __future__ import annotations
@@ -35,24 +37,36 @@ _STRUCT_WORDS = 32
 that differed in its tail could not write past it."""
 
 
+def layout_mismatch(version: str, pointer_bytes: int) -> str | None:
+    """Why `solve` cannot write DAQP ``version``'s structs on a platform of ``pointer_bytes``-byte
+    pointers, or None when it can (a release in `LAYOUT_VERSIONS`, 64-bit)."""
+    if not version.startswith(LAYOUT_VERSIONS):
+        return (f"DAQP {version} is not a release whose struct layout the direct call writes "
+                f"({', '.join(v + 'x' for v in LAYOUT_VERSIONS)}; pyproject.toml pins it)")
+    if pointer_bytes != 8:
+        return f"the direct call writes 64-bit structs, this platform has {8 * pointer_bytes}-bit pointers"
+    return None
+
+
 def _load():
-    """``daqp_quadprog`` and ``daqp_default_settings`` as ctypes functions, or None (see the module)."""
+    """(``daqp_quadprog`` and ``daqp_default_settings`` as ctypes functions, None) or (None, why not)."""
     try:
         version = metadata.version("daqp")
     except metadata.PackageNotFoundError:
-        return None
-    if not version.startswith(LAYOUT_VERSIONS) or ctypes.sizeof(ctypes.c_void_p) != 8:
-        return None
+        return None, "DAQP's package metadata is missing (its version, hence its struct layout, is unknown)"
+    why = layout_mismatch(version, ctypes.sizeof(ctypes.c_void_p))
+    if why is not None:
+        return None, why
     try:
         lib = ctypes.CDLL(daqp.__file__)
         quadprog = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(("daqp_quadprog", lib))
         defaults = ctypes.CFUNCTYPE(None, ctypes.c_int64)(("daqp_default_settings", lib))
-    except (OSError, AttributeError):
-        return None
-    return quadprog, defaults
+    except (OSError, AttributeError) as e:
+        return None, f"DAQP {version}'s extension module does not export its C entry points ({type(e).__name__})"
+    return (quadprog, defaults), None
 
 
-_FUNCS = _load()
+_FUNCS, _NOT_LOADED = _load()
 _quadprog = _FUNCS[0] if _FUNCS is not None else None
 
 
@@ -116,19 +130,25 @@ available = False
 _checked = False
 
 
+def _decide() -> tuple[bool, str]:
+    """Whether `solve` may be used in this process, and why (or why not)."""
+    if solve is None:
+        return False, str(_NOT_LOADED)
+    try:
+        if not _agrees():
+            return False, f"DAQP {metadata.version('daqp')}: the direct call does not match daqp.solve"
+    except Exception as e:  # a numba or ctypes failure: the wrapper still works
+        return False, f"calling DAQP directly failed ({type(e).__name__}: {e})"
+    return True, f"DAQP {metadata.version('daqp')} called directly from compiled code (checked against daqp.solve)"
+
+
 def check() -> bool:
-    """Compile `solve` and compare it with `daqp.solve`, once per process; returns `available`."""
+    """Compile `solve` and compare it with `daqp.solve`, once per process; returns `available`.
+    Logs the path the collision IK's QP takes, and why, once (INFO)."""
     global available, _checked
     if _checked:
         return available
     _checked = True
-    if solve is None:
-        return False
-    try:
-        available = _agrees()
-    except Exception as e:  # a numba or ctypes failure: the wrapper still works
-        log.warning("calling DAQP directly failed (%s: %s); using daqp.solve", type(e).__name__, e)
-        return False
-    if not available:
-        log.warning("DAQP %s: the direct call does not match daqp.solve; using daqp.solve", metadata.version("daqp"))
+    available, why = _decide()
+    log.info("collision IK's QP: %s: %s", "direct call" if available else "daqp.solve (the slower path)", why)
     return available

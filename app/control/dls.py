@@ -139,9 +139,7 @@ class DampedLeastSquares:
         cfg, tasks, groups = self.cfg, self.tasks, self.groups
         q_start = np.ascontiguousarray(q_start, dtype=float)  # one layout for the compiled checks
         q = q_start.copy()
-        for g in groups:
-            g.iterations = 0
-            g.damping = cfg.damping_min
+        self.reset_groups()
         fresh = False
         for _ in range(cfg.max_iterations if max_iterations is None else max_iterations):
             tasks.update(q)
@@ -149,11 +147,7 @@ class DampedLeastSquares:
             active = self.unconverged()
             if not active:
                 break
-            for i in active:
-                g = groups[i]
-                g.iterations += 1
-                tasks.jacobian(i)
-                g.step(q[g.cols], cfg)
+            self.step_groups(q, active)
             np.minimum(np.maximum(q, self.q_lo, out=q), self.q_hi, out=q)
             fresh = False
         if dt_s is not None:
@@ -164,6 +158,25 @@ class DampedLeastSquares:
             for g in groups:
                 g.velocity_clamped = False
         return self.finish(q, fresh)
+
+    def reset_groups(self) -> None:
+        """Every group's iteration count to 0 and damping to its least, before a solve."""
+        damping_min = self.cfg.damping_min
+        for g in self.groups:
+            g.iterations = 0
+            g.damping = damping_min
+
+    def step_groups(self, q: np.ndarray, indices: Sequence[int]) -> None:
+        """The plain step: one damped-least-squares step (`Group.step`) of each group in ``indices``,
+        in place in ``q``, with its Jacobian at the ``q`` of the last `Tasks.update`; counts each
+        group's iteration. The caller clamps the answer into the joint range. Shared with the
+        constrained solve (`app.control.dls_qp`), whose groups with no collision row take it."""
+        cfg, tasks, groups = self.cfg, self.tasks, self.groups
+        for i in indices:
+            g = groups[i]
+            g.iterations += 1
+            tasks.jacobian(i)
+            g.step(q[g.cols], cfg)
 
     def scale_to_speed(self, g: Group, q: np.ndarray, q_start: np.ndarray, dt_s: float) -> bool:
         """Scale group ``g``'s whole step ``q - q_start`` (in place) so no joint exceeds its speed limit

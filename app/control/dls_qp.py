@@ -197,9 +197,7 @@ class ConstrainedDLS:
             rows_of = [self._rows_upto(row_problem.size)]
         else:
             rows_of = [np.flatnonzero(row_problem == pi) for pi in range(len(probs))]
-        for g in groups:
-            g.iterations = 0
-            g.damping = cfg.damping_min
+        dls.reset_groups()
         self.held.fill(False)
         self.infeasible.fill(False)
         self.held_row.fill(-1)
@@ -219,12 +217,8 @@ class ConstrainedDLS:
                 run_plain = [i for i in plain if i in active]
                 if not run and not run_plain:
                     break
-            for i in run_plain:
-                g = groups[i]
-                g.iterations += 1
-                tasks.jacobian(i)
-                g.step(q[g.cols], cfg)
             if run_plain:
+                dls.step_groups(q, run_plain)
                 assert plan.plain_cols is not None
                 c = plan.plain_cols
                 q[c] = np.minimum(np.maximum(q[c], dls.q_lo[c]), dls.q_hi[c])

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config_checks import is_finite_number, require
+from app.config_checks import require
+from app.finite import is_finite_number
 
 
 @dataclass(frozen=True)

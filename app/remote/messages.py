@@ -25,6 +25,7 @@ from typing import Any, Callable
 import msgpack
 import numpy as np
 
+from app.finite import is_finite_number, is_number
 from app.remote.fingerprint import FingerprintError, ModelFingerprint
 
 VERSION = 1
@@ -329,9 +330,9 @@ def _int(lo: int = 0, hi: int = (1 << 63) - 1) -> Checker:
 
 def _number(finite: bool = True) -> Checker:
     def check(v: Any, where: str) -> float:
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
+        if not is_number(v):
             raise MessageError(f"{where}: expected a number, got {_show(v)}")
-        if finite and not math.isfinite(v):
+        if finite and not is_finite_number(v):
             raise MessageError(f"{where}: expected a finite number, got {v!r}")
         return float(v)
     return check
@@ -353,9 +354,9 @@ def _numbers(n: int | None, finite: bool = True, max_len: int = 4096) -> Checker
         if set(map(type, v)) <= _FLOAT_ONLY and (not finite or all(map(math.isfinite, v))):
             return tuple(v)
         for i, x in enumerate(v):
-            if not isinstance(x, (int, float)) or isinstance(x, bool):
+            if not is_number(x):
                 raise MessageError(f"{where}[{i}]: expected a number, got {_show(x)}")
-            if finite and not math.isfinite(x):
+            if finite and not is_finite_number(x):
                 raise MessageError(f"{where}[{i}]: expected a finite number, got {x!r}")
         return tuple(float(x) for x in v)
     return check

@@ -35,6 +35,7 @@ from app.sessions.health import LATE_TICK_WARN_MS, Verdict, assess
 from app.sessions.metrics import achieved_rate_hz, count_late, count_overruns, skipped_in_window
 from app.sessions.metrics import tracking_errors as _tracking_errors
 from app.events import EventKind, format_event, parse_events
+from app.finite import is_finite_number
 from app.control.config import CollisionConfig
 from app.sessions.schema import ARMS, object_names
 from app.sessions.replay_exactness import inexact_reasons
@@ -268,7 +269,7 @@ class _ArmAccumulator:
 def collision_minimum_m(sidecar: dict | None) -> float:
     """The `collision.minimum_m` (m) the session was recorded with (the default when not recorded)."""
     v = (((sidecar or {}).get("config") or {}).get("collision") or {}).get("minimum_m")
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else COLLISION_MINIMUM_M
+    return float(v) if is_finite_number(v) else COLLISION_MINIMUM_M
 
 
 class _CollisionAccumulator:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.finite import is_finite_number, is_number
 from app.sessions.analysis import SessionAnalysis
 from app.sessions.report import ReportFiles, fmt, jsonable
 
@@ -36,7 +37,7 @@ class MetricChange:
     @property
     def change(self) -> float | None:
         """b - a for numbers (None otherwise, or when either is not finite)."""
-        if _is_num(self.a) and _is_num(self.b) and math.isfinite(self.a) and math.isfinite(self.b):
+        if is_finite_number(self.a) and is_finite_number(self.b):
             return self.b - self.a
         return None
 
@@ -48,7 +49,7 @@ class MetricChange:
 
     @property
     def differs(self) -> bool:
-        if _is_num(self.a) and _is_num(self.b) and math.isnan(self.a) and math.isnan(self.b):
+        if is_number(self.a) and is_number(self.b) and math.isnan(self.a) and math.isnan(self.b):
             return False
         return self.a != self.b
 
@@ -76,10 +77,6 @@ class Comparison:
     notes: tuple[str, ...]
 
 
-def _is_num(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def flatten(obj, prefix: str = "") -> dict[str, object]:
     """Nested dicts to `{dotted.key: scalar}`; a list of 7 numbers becomes `.q1`..`.q7`, other lists `[i]`."""
     out: dict[str, object] = {}
@@ -87,7 +84,7 @@ def flatten(obj, prefix: str = "") -> dict[str, object]:
         for k, v in obj.items():
             out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
     elif isinstance(obj, (list, tuple)):
-        joints = len(obj) == 7 and all(_is_num(v) for v in obj)
+        joints = len(obj) == 7 and all(is_number(v) for v in obj)
         for i, v in enumerate(obj):
             out.update(flatten(v, f"{prefix}.q{i + 1}" if joints else f"{prefix}[{i}]"))
     else:
@@ -128,7 +125,7 @@ def _value(v) -> str:
         return MISSING
     if isinstance(v, float):
         return f"{v:.6g}" if math.isfinite(v) else "–"
-    if _is_num(v):
+    if is_number(v):
         return str(v)
     return fmt(v)
 

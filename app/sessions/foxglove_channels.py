@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from app.config_checks import is_finite_vector
+from app.finite import is_finite_vector
 from app.events import EventKind, parse_events
 from app.sessions.analysis import tracking_errors
 from app.sessions.schema import ARMS, object_names

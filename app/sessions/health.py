@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from app.finite import is_number
+
 # --- loop timing (only for real-time runs; `--fast` runs have no deadlines) --------------
 LATENESS_P99_WARN_MS = 2.0
 """p99 of the tick start lateness above this (ms) is WARN: the loop keeps its period unreliably."""
@@ -85,7 +87,7 @@ class Verdict:
 
 
 def _num(x) -> float:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+    return float(x) if is_number(x) else math.nan
 
 
 def _check_row_count(file: dict, rows: int, add: Callable[[Level, str], None]) -> None:

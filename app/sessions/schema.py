@@ -344,11 +344,6 @@ def row_to_line(row: list[str]) -> str:
     return ",".join(row) + "\n"
 
 
-def snapshot_to_line(snap: Snapshot, n_objects: int | None = None) -> str:
-    """One CSV line for a snapshot (`row_to_line(snapshot_to_row(snap, n_objects))`)."""
-    return row_to_line(snapshot_to_row(snap, n_objects))
-
-
 # --- reading -----------------------------------------------------------------------------
 
 

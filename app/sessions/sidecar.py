@@ -3,11 +3,10 @@ the one reader of its configuration and of its loop rate."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from app.config import Config, ConfigError, config_from_dict
+from app.finite import is_finite_number
 
 DEFAULT_RATE_HZ = 200.0
 """The loop rate assumed for a file that neither records one nor has two rows to measure it by."""
@@ -49,7 +48,7 @@ def loop_period_s(sidecar: dict | None, t_s: np.ndarray) -> tuple[float, str]:
         rate = sidecar.get("loop_rate_hz")
         if rate is None:
             rate = (sidecar.get("config") or {}).get("loop", {}).get("rate_hz")
-        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and math.isfinite(rate) and rate > 0:
+        if is_finite_number(rate) and rate > 0:
             return 1.0 / float(rate), "sidecar"
     if len(t_s) > 1:
         return float(np.median(np.diff(t_s))), "row times"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from app.config_checks import is_finite_number, require
+from app.config_checks import require
+from app.finite import is_finite_number
 
 ARMS: tuple[str, ...] = ("left", "right")
 """The two arms of the scene, in the order every per-arm value is listed; their joints, actuators and

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 
 from app.pickled_once import PickledOnce
-from app.config_checks import (is_finite_number, is_finite_vector, is_loopback_endpoint, is_number_in, is_unit_quaternion,
-                                require)
+from app.config_checks import is_loopback_endpoint, is_number_in, is_unit_quaternion, require
+from app.finite import is_finite_number, is_finite_vector
 from app.control.config import FilterConfig, SolverConfig
 from app.streaming.locomotion_mode import LocomotionMode
 
@@ -70,7 +70,7 @@ class ThreePointConfig:
                              ("rotation_tol", 1e-9, 0.1)):
             v = getattr(self, name)
             hard = " (hard bound: a 50 cm teleport is always held)" if name == "max_jump_m" else ""
-            require(isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi,
+            require(is_number_in(v, lo, hi),
                     f"threepoint.{name}", f"a number in {lo}..{hi}{hard}", v)
 
 

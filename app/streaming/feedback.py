@@ -29,6 +29,7 @@ import msgpack
 import numpy as np
 import zmq
 
+from app.finite import is_finite_number, is_finite_vector
 from app.lifecycle import Lifecycle, start_once
 from app.reopening_sub import ReopeningSub
 
@@ -72,13 +73,10 @@ class G1DebugSample:
 
 
 def _vector(value: Any, n: int, key: str, *, required: bool) -> np.ndarray | None:
-    ok = isinstance(value, (list, tuple)) and len(value) == n and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
-    if ok:
+    if isinstance(value, (list, tuple)) and is_finite_vector(value, n):
         arr = np.array(value, dtype=np.float64)
-        if np.all(np.isfinite(arr)):
-            arr.flags.writeable = False
-            return arr
+        arr.flags.writeable = False
+        return arr
     if required:
         got = f"{type(value).__name__} of {len(value)}" if isinstance(value, (list, tuple)) else type(value).__name__
         raise FeedbackDecodeError(f"'{key}' must be {n} finite numbers, got {got}")
@@ -110,14 +108,13 @@ def decode_g1_debug(raw: bytes, topic: str = G1_DEBUG_TOPIC) -> G1DebugSample:
     if "index" not in data:
         raise FeedbackDecodeError("missing 'index'")
     index = data["index"]
-    if isinstance(index, bool) or not isinstance(index, (int, float)) or not math.isfinite(index) \
-            or index != int(index) or abs(index) > 2**53:
+    if not is_finite_number(index) or index != int(index) or abs(index) > 2**53:
         raise FeedbackDecodeError(f"'index' must be an integral number, got {index!r:.40}")
     if "body_q" not in data:
         raise FeedbackDecodeError("missing 'body_q'")
     body_q = _vector(data["body_q"], NUM_G1_JOINTS, "body_q", required=True)
     ts = data.get("ros_timestamp")
-    ros_timestamp = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts) else None
+    ros_timestamp = float(ts) if is_finite_number(ts) else None
     return G1DebugSample(
         index=int(index), ros_timestamp=ros_timestamp, joint_pos_mujoco_rad=body_q,
         joint_vel_mujoco_rad_s=_vector(data.get("body_dq"), NUM_G1_JOINTS, "body_dq", required=False),

@@ -114,8 +114,6 @@ class DecodeError(ProtocolError):
 
 STATIC_LOCOMOTION_MODES = frozenset({LocomotionMode(m) for m in (0, 4, 5, 6, 7, 9)})
 """Modes for which the deploy forces speed to -1."""
-SQUAT_LOCOMOTION_MODES = frozenset({LocomotionMode(m) for m in (4, 5, 6, 7, 8, 14)})
-"""Modes for which the deploy clamps height to >= 0.2 m."""
 
 
 class StreamMode(IntEnum):
@@ -737,7 +735,7 @@ __all__ = [
     "G1_JOINT_NAMES_MUJOCO", "G1_WRIST_ISAACLAB_INDICES", "HEADER_SIZE", "HeaderTooLarge", "ISAACLAB_TO_MUJOCO",
     "KNOWN_TOPICS", "LocomotionMode", "MUJOCO_TO_ISAACLAB", "Message", "NUM_G1_JOINTS", "PICO_HEADING_RATE_RAD_S",
     "POSE_SMPL_OPTIONAL_FIELDS", "POSE_V1_OPTIONAL_FIELDS",
-    "ProtocolError", "RECEIVER_TOPICS", "SQUAT_LOCOMOTION_MODES", "STATIC_LOCOMOTION_MODES", "StreamMode",
+    "ProtocolError", "RECEIVER_TOPICS", "STATIC_LOCOMOTION_MODES", "StreamMode",
     "TOPIC_COMMAND", "TOPIC_MANAGER_STATE", "TOPIC_PLANNER", "TOPIC_POSE", "UNKNOWN_DTYPE_ITEMSIZE",
     "UPPER_BODY_ISAACLAB_INDICES", "UPPER_BODY_MUJOCO_INDICES", "build_command", "build_header",
     "build_manager_state", "build_planner", "build_pose_v1", "build_pose_v2", "build_pose_v3", "decode",

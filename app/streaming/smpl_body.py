@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.streaming.config import SmplBodyConfig
-from app.config_checks import is_finite_vector
+from app.finite import is_finite_vector
 from app.frozen import frozen_array
 from app.streaming.smpl_skeleton import (
     NUM_SMPL_JOINTS,

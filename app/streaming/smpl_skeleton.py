@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.finite import is_finite_number
 from calibration import quat as Q
 
 SMPL_JOINT_NAMES: tuple[str, ...] = (
@@ -129,7 +130,7 @@ class SmplSkeleton:
 
     def __post_init__(self) -> None:
         s = self.scale
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or not 0.3 <= s <= 2.0:
+        if not (is_finite_number(s) and 0.3 <= s <= 2.0):
             raise SkeletonError(f"SmplSkeleton.scale: expected a number in 0.3..2.0, got {s!r}")
         off = _REST_OFFSETS_BODY * float(s)
         off.flags.writeable = False

@@ -17,9 +17,9 @@ from app.remote.config import Endpoints, ServerConfig
 from app.remote.messages import (Ack, ArmCommand, ErrorReply, Hello, ServerCommand, Welcome, encode_command,
                                  encode_hello)
 from app.remote.server import SimServer
-from app.remote.tools import RawClient, free_port_pair
 from app.sim.scene import load_scene
 from tests.faults.test_remote_hardening import _CapturingPub, _Driver
+from tests.remote_tools import RawClient, free_port_pair
 
 RANDOM_MESSAGES = 400
 

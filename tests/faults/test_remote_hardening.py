@@ -16,8 +16,8 @@ from app.remote.fingerprint import fingerprint_of
 from app.remote.messages import (Ack, ArmCommand, Hello, Refused, ServerCommand, Welcome, decode_state,
                                  encode_command, encode_hello)
 from app.remote.server import SimServer
-from app.remote.tools import RawClient, free_port_pair
 from app.sim.scene import load_scene
+from tests.remote_tools import RawClient, free_port_pair
 
 
 class _CapturingPub:
@@ -267,21 +267,24 @@ def test_the_collision_check_lets_a_pair_already_too_close_move_apart_never_clos
     assert chk.check({"left": home["left"]}, home) == []  # nothing near
 
 
-def test_the_collision_check_cost_per_command(scene):
-    """Prints the check's cost per command (no assertion on time: a figure, taken under whatever load)."""
-    import time
-
+def test_the_check_measures_only_what_a_command_brings_near(scene):
+    """The three paths a command takes (their cost is printed by bench/collision_check.py): nothing
+    near (hands 2 cm apart included) ends at the pairs' distance bounds; a pair within influence moving
+    apart is measured and passes; a refusal measures both poses and names the closest pair."""
     from app.remote.collision_check import CommandCollisionCheck
+    from app.remote.messages import RejectCode
 
     chk = CommandCollisionCheck(Config().collision, scene.model, scene.arms)
     home = {n: scene.home_qpos[np.asarray(h.qpos_adr)] for n, h in scene.arms.items()}
-    cases = {"nothing near (home)": ({"left": home["left"]}, home),
-             "hands 2 cm apart (narrow phase)": ({"left": _move(home["left"], -0.43), "right": _move(home["right"], 0.43)}, home),
-             "refused (both poses measured)": ({"left": _move(home["left"], -0.49), "right": _move(home["right"], 0.49)}, home)}
-    for label, (q, ref) in cases.items():
-        n = 500
-        t0 = time.perf_counter()
-        for _ in range(n):
-            chk.check(q, ref)
-        print(f"\ncollision check, {label}: {(time.perf_counter() - t0) / n * 1e6:.0f} us per command "
-              f"({chk.distances.candidates} pairs past the broad phase of {len(chk.pairs)})")
+    skipped0, checks0 = chk.distances.skipped, chk.checks
+    assert chk.check({"left": home["left"]}, home) == [] and chk.distances.skipped == skipped0 + 1  # bounds clear it
+    far = {"left": _move(home["left"], -0.43), "right": _move(home["right"], 0.43)}  # hands 2 cm apart
+    assert chk.check(far, home) == [] and chk.distances.skipped == skipped0 + 2  # still beyond the bounds
+    inside = {"left": _move(home["left"], -0.47), "right": _move(home["right"], 0.47)}  # overlapping 9 mm
+    apart = {"left": _move(home["left"], -0.45), "right": _move(home["right"], 0.45)}  # 6 mm: moving apart
+    assert chk.check(apart, inside) == [] and chk.distances.skipped == skipped0 + 2 and chk.distances.candidates > 0
+    into = {"left": _move(home["left"], -0.49), "right": _move(home["right"], 0.49)}
+    (refusal,) = chk.check(into, home)
+    assert refusal.code is RejectCode.COLLISION and refusal.value < chk.limit_m
+    assert refusal.actuator.startswith("left/") and "~right/" in refusal.actuator
+    assert chk.checks == checks0 + 4 and chk.refusals == 1 and chk.distances.skipped == skipped0 + 2

@@ -1,4 +1,4 @@
-"""A simulation server seen from outside, for benchmarks, tests and diagnosis.
+"""A simulation server seen from outside, for tests and benchmarks (bench/ imports it; the application does not).
 
 - `ServerProcess(port).start()` runs `python -m app.cli serve --bind tcp://127.0.0.1:PORT` and
   waits (bounded) for its ready line; the log goes to a file readable with `log()`. Every wait has
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 _READY = re.compile(r"pico-teleop serve: instance ([0-9a-f]{32})")
 
 
