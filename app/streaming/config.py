@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from app.pickled_once import PickledOnce
 from app.config_checks import (is_finite_number, is_finite_vector, is_loopback_endpoint, is_number_in, is_unit_quaternion,
@@ -159,7 +160,18 @@ MODE_PLANNER_VR3PT = "planner-vr3pt"
 MODE_POSE_V1 = "pose-v1"
 MODE_SMPL_V2 = "smpl-v2"
 MODE_SMPL_V3 = "smpl-v3"
-MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1, MODE_SMPL_V2, MODE_SMPL_V3)
+
+
+class StreamModeName(StrEnum):
+    """A stream mode as `stream.mode`, the command line and the stream's requests name it (its value)."""
+
+    PLANNER_VR3PT = MODE_PLANNER_VR3PT
+    POSE_V1 = MODE_POSE_V1
+    SMPL_V2 = MODE_SMPL_V2
+    SMPL_V3 = MODE_SMPL_V3
+
+
+MODES: tuple[str, ...] = tuple(m.value for m in StreamModeName)
 POSE_MODES: tuple[str, ...] = (MODE_POSE_V1, MODE_SMPL_V2, MODE_SMPL_V3)
 """Modes that send `pose` messages (overlapping windows of the 50 Hz grid, plain `zmq` deploy)."""
 SMPL_MODE_VERSIONS: dict[str, int] = {MODE_SMPL_V2: 2, MODE_SMPL_V3: 3}
@@ -168,9 +180,13 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
 PLANNER_TIMEOUT_S = 1.0
 """The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
 LOCOMOTION_AUTO = "auto"
-LOCOMOTION_CHOICES: tuple[str, ...] = (LOCOMOTION_AUTO, *(m.name.lower() for m in LocomotionMode))
-"""`stream.locomotion`: 'auto' (the stick picks SLOW_WALK / WALK / RUN) or one of the deploy's
-`LocomotionMode` names in lower case, in value order 0..26 (spec 4.3, the code's "IDEL" spelling)."""
+Gait = StrEnum("Gait", [("AUTO", LOCOMOTION_AUTO), *((m.name, m.name.lower()) for m in LocomotionMode)],
+               module=__name__, qualname="Gait")
+"""The planner's gait as `stream.locomotion` and the stream's requests name it: AUTO ('auto': the
+stick picks SLOW_WALK / WALK / RUN) or one member per `LocomotionMode`, its name in lower case, in
+value order 0..26 (spec 4.3, the code's "IDEL" spelling). A new gait is a new `LocomotionMode`."""
+LOCOMOTION_CHOICES: tuple[str, ...] = tuple(g.value for g in Gait)
+"""`stream.locomotion`: the values of `Gait`."""
 
 
 @dataclass(frozen=True)
