@@ -153,3 +153,15 @@ def _forwarded_unchanged(server: CoreServer, received: list[object], publisher: 
         request_id, arrived = wire.decode_request(frames, b"t" * 16)
         assert server._call(request_id, arrived).value == f"answer to {type(request).__name__}"
     assert received == sent and all(type(a) is type(b) for a, b in zip(received, sent))
+
+
+def test_the_stream_settings_hold_the_mode_and_the_gait_as_members_whatever_gave_them():
+    from app.config import ConfigError, config_from_dict
+    cfg = config_from_dict({"stream": {"mode": "smpl-v3", "locomotion": "idel_squat"}}).stream
+    assert cfg.mode is StreamModeName.SMPL_V3 and cfg.locomotion is Gait.IDEL_SQUAT
+    assert StreamConfig(mode="pose-v1").mode is StreamModeName.POSE_V1 and StreamConfig().locomotion is Gait.AUTO
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+    with pytest.raises(ConfigError, match="stream.locomotion.*found 'moonwalk'"):
+        config_from_dict({"stream": {"locomotion": "moonwalk"}})
+    with pytest.raises(ConfigError, match="stream.mode': expected a string, found 3"):
+        config_from_dict({"stream": {"mode": 3}})
