@@ -80,7 +80,7 @@ def test_a_child_that_does_not_answer_in_time_is_an_error_and_end_kills_it():
         t0 = time.monotonic()
         with pytest.raises(ChildStartError, match=r"^the test process did not start within 1 s$"):
             child.wait_for(Ready, 1.0)
-        assert time.monotonic() - t0 < 1.0 + 2 * child_process.POLL_S + 1.0
+        assert time.monotonic() - t0 < 1.0 + 2 * child_process.POLL_S + 5.0  # the timeout holds, beside busy processes too
         assert child.alive()
         child.end(join_timeout_s=0.0)
         assert not child.alive() and child.exitcode == -9
