@@ -15,6 +15,7 @@ file is `assets/config/default.toml` (a test keeps it equal to these defaults).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import tomllib
 import typing
@@ -145,9 +146,9 @@ def coerce_value(key: str, tp: Any, value: Any) -> Any:
     if tp is bool:
         require(isinstance(value, bool), key, "true or false", found)
         return value
-    if tp is str:
+    if tp is str or (isinstance(tp, type) and issubclass(tp, enum.StrEnum)):
         require(isinstance(value, str), key, "a string", found)
-        return value
+        return value  # a StrEnum setting checks its value and holds the member (its dataclass)
     raise ConfigError(f"config key '{key}': unsupported type {_type_name(tp)}")
 
 

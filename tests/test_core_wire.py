@@ -12,6 +12,7 @@ import pytest
 from app.config import Config
 from app.core import wire
 from app.events import Command, CommandKind
+from app.streaming.config import Gait, StreamModeName
 from app.tracking.source import SourceKind
 from tests.engine_helpers import make_engine, sample
 
@@ -56,7 +57,7 @@ def _examples() -> dict[type, wire.Request]:
         wire.StreamCalibrate: wire.StreamCalibrate(), wire.StreamStart: wire.StreamStart(True),
         wire.StreamStop: wire.StreamStop(), wire.StreamEstop: wire.StreamEstop(),
         wire.StreamPoseDistance: wire.StreamPoseDistance(), wire.StreamSetLocomotion: wire.StreamSetLocomotion("walk"),
-        wire.StreamSwitchMode: wire.StreamSwitchMode("pose-v1"),
+        wire.StreamSwitchMode: wire.StreamSwitchMode("pose-v1"), wire.StreamSmplAccuracy: wire.StreamSmplAccuracy(),
     }
 
 
@@ -88,7 +89,7 @@ def test_a_request_with_a_field_of_the_wrong_type_is_refused_where_built_and_whe
     (b"\x80\x05garbage", "did not unpickle"),
     (pickle.dumps(("shutdown", ())), "unknown request type builtins.tuple"),
     (pickle.dumps(wire.TimingCounts()), "unknown request type app.core.wire.TimingCounts"),
-    (pickle.dumps(wire.Request()), "unknown request type app.core.wire.Request"),
+    (pickle.dumps(wire.Request()), "unknown request type app.request.Request"),
 ])
 def test_an_unknown_or_garbled_request_is_a_bad_request_with_its_id(payload, why):
     with pytest.raises(wire.BadRequest, match=why) as info:
@@ -112,8 +113,14 @@ def test_a_wrong_token_or_framing_is_a_wire_error_without_unpickling():
 
 def test_stream_requests_check_their_fields():
     assert wire.StreamStart(True).confirm_large is True
-    with pytest.raises(TypeError, match="StreamSwitchMode.mode must be str"):
+    with pytest.raises(TypeError, match="StreamSwitchMode.mode must be StreamModeName"):
         wire.StreamSwitchMode(2)
+    with pytest.raises(ValueError, match="StreamSwitchMode.mode: 'pose-v9' is not one of 'planner-vr3pt', "):
+        wire.StreamSwitchMode("pose-v9")
+    with pytest.raises(ValueError, match="StreamSetLocomotion.gait: 'moonwalk' is not one of 'auto', 'idle', "):
+        wire.StreamSetLocomotion("moonwalk")
+    assert wire.StreamSetLocomotion("walk").gait is Gait.WALK
+    assert wire.StreamSwitchMode("smpl-v3").mode is StreamModeName.SMPL_V3
 
 
 def test_an_unpicklable_error_crosses_as_a_core_call_error():

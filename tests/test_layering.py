@@ -74,8 +74,9 @@ RULES = [
     ("app/frozen.py", ("app",), "read-only arrays for value types, below everything"),
     ("app/finite.py", ("app",), "the one finite-number check, below everything that validates"),
     ("app/pickled_once.py", ("app",), "settings pickled once, below the configuration that uses it"),
-    ("app/child_scheduling.py", ("app",), "what every process the core spawns does first, before its imports"),
-    ("app/child_logging.py", ("app",), "every process the core spawns sends its log records to the core"),
+    ("app/child_process.py", ("app",), "how the core runs a child process; the child imports it before leaving the "
+                                        "scheduling it inherited"),
+    ("app/request.py", ("app",), "a request as a typed frozen dataclass, below every process boundary that carries one"),
     ("app/control/snapshot_pickle.py", ("app",), "a tick's snapshot pickled once for the window and the recording process"),
     ("app/streaming/locomotion_mode.py", ("app",), "the planner's locomotion modes, the one list the configuration reads"),
     ("app/sessions", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.remote", "app.streaming",

@@ -207,7 +207,7 @@ def test_a_write_error_in_the_process_fails_the_recording_and_its_log_reaches_th
         _wait(lambda: rec.status().state is RecorderState.FAILED, "the write error to be reported")
     st = rec.status()
     assert st.error == f"writing {path} failed: File too large"
-    assert any(f"recording process {rec.pid}: recorder: {st.error}" == r.getMessage() for r in caplog.records)
+    assert any(f"recorder: {st.error} (recording process {rec.pid})" == r.getMessage() for r in caplog.records)
     final = rec.stop()
     assert final.state is RecorderState.FAILED and final.error == st.error
     assert final.rows_written == _rows_on_disk(path) == _sidecar(path)["n_rows"] > 0

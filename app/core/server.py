@@ -61,6 +61,7 @@ from app.log_queue import nonblocking
 from app.pipeline import SOURCE_LABELS, Pipeline, StartOptions
 from app.sessions.episode_host import EpisodeHost
 from app.sessions.recorder import RecorderStatus
+from app.streaming.stream_requests import STREAM_REQUEST_TYPES, StreamRequest
 from app.tracking.source import SourceKind
 
 if TYPE_CHECKING:
@@ -165,13 +166,7 @@ class CoreServer:
             wire.OpenStream: self._open_stream, wire.CloseStream: self._close_stream,
             wire.StreamWhenCalibrated: self._stream_when_calibrated,
             wire.OpenFoxglove: self._open_foxglove, wire.CloseFoxglove: self._close_foxglove,
-            wire.StreamCalibrate: lambda _: self._publisher().calibrate(),
-            wire.StreamStart: lambda r: self._publisher().start_streaming(r.confirm_large),
-            wire.StreamStop: lambda _: self._publisher().stop_streaming(),
-            wire.StreamEstop: lambda _: self._publisher().estop(),
-            wire.StreamPoseDistance: lambda _: self._publisher().pose_distance(),
-            wire.StreamSetLocomotion: lambda r: self._publisher().set_locomotion(r.name),
-            wire.StreamSwitchMode: lambda r: self._publisher().switch_mode(r.mode),
+            **{kind: self._forward_to_stream for kind in STREAM_REQUEST_TYPES},
         }
         """The handler of each request type (each takes the request; `wire.REQUEST_TYPES`, all of them)."""
         unhandled = set(wire.REQUEST_TYPES).symmetric_difference(self._handlers)
@@ -545,6 +540,10 @@ class CoreServer:
 
     def _close_foxglove(self, _: wire.CloseFoxglove) -> None:
         self.pipeline.close_foxglove()
+
+    def _forward_to_stream(self, request: StreamRequest) -> Any:
+        """A stream operation, as it arrived, to the stream process (its answer, or its refusal)."""
+        return self._publisher().request(request)
 
     def _publisher(self) -> StreamPublisher:
         pub = self.pipeline.publisher

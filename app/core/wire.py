@@ -28,13 +28,9 @@ make it run anything.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hmac
 import pickle
 import struct
-import types
-import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,7 +38,11 @@ import numpy as np
 
 from app.config import Config
 from app.control import snapshot_pickle
+from app.request import Request, field_errors
 from app.streaming.config import StreamConfig
+from app.streaming.stream_requests import (STREAM_REQUEST_TYPES, StreamCalibrate, StreamEstop, StreamPoseDistance,
+                                           StreamRequest, StreamSetLocomotion, StreamSmplAccuracy, StreamStart,
+                                           StreamStop, StreamSwitchMode)
 from app.events import Command
 from app.tracking.source import SourceKind
 
@@ -163,58 +163,7 @@ class CoreStatus:
     """Why the last batch ended without an `EndBatch` (the loop ended during an episode), '' otherwise."""
 
 
-# ----- requests: one frozen dataclass each, dispatched by type in app/core/server.py -----
-
-@functools.cache
-def _field_types(cls: type) -> tuple[tuple[str, Any], ...]:
-    hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
-
-
-def _matches(value: object, hint: Any) -> bool:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(_matches(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is int:  # a bool is an int to isinstance, never to a request
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
-
-
-def _describe_type(hint: Any) -> str:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_describe_type(arg) for arg in typing.get_args(hint))
-    return "None" if hint is type(None) else hint.__name__
-
-
-def field_errors(request: object) -> list[str]:
-    """What is wrong with a request's fields ([] when each has its declared type)."""
-    errors = []
-    for name, hint in _field_types(type(request)):
-        try:
-            value = getattr(request, name)
-        except AttributeError:
-            errors.append(f"{type(request).__name__}.{name} is missing")
-            continue
-        if not _matches(value, hint):
-            errors.append(f"{type(request).__name__}.{name} must be {_describe_type(hint)}, "
-                          f"got {type(value).__name__} {value!r:.60}")
-    return errors
-
-
-@dataclass(frozen=True)
-class Request:
-    """A request to the core. Each kind is a frozen dataclass of its own, with typed fields, checked
-    when it is built (TypeError) and again by the core when it arrives (a `BadRequest` reply)."""
-
-    label: ClassVar[str] = ""
-    """What the core is doing while it runs this request (`CoreStatus.busy`), for the operator."""
-
-    def __post_init__(self) -> None:
-        errors = field_errors(self)
-        if errors:
-            raise TypeError("; ".join(errors))
-
+# ----- requests: one frozen dataclass each (`app.request.Request`), dispatched by type in app/core/server.py -----
 
 @dataclass(frozen=True)
 class Heartbeat(Request):
@@ -349,59 +298,12 @@ class CloseFoxglove(Request):
     label: ClassVar[str] = "closing the Foxglove server"
 
 
-@dataclass(frozen=True)
-class StreamRequest(Request):
-    """A request the open humanoid stream publisher carries out (a `CoreCallError` when none is open)."""
-
-
-@dataclass(frozen=True)
-class StreamCalibrate(StreamRequest):
-    """Answers the `ThreePoint` calibrated on."""
-
-    label: ClassVar[str] = "calibrating the humanoid stream"
-
-
-@dataclass(frozen=True)
-class StreamStart(StreamRequest):
-    confirm_large: bool = False
-    """The operator confirmed streaming from a pose far from the robot's."""
-    label: ClassVar[str] = "starting the humanoid stream"
-
-
-@dataclass(frozen=True)
-class StreamStop(StreamRequest):
-    label: ClassVar[str] = "stopping the humanoid stream"
-
-
-@dataclass(frozen=True)
-class StreamEstop(StreamRequest):
-    """The humanoid stream's e-stop (one-way, carried out at once)."""
-
-
-@dataclass(frozen=True)
-class StreamPoseDistance(StreamRequest):
-    """Answers the `PoseDistance` between the operator's and the robot's pose."""
-
-    label: ClassVar[str] = "measuring the pose distance"
-
-
-@dataclass(frozen=True)
-class StreamSetLocomotion(StreamRequest):
-    name: str
-    label: ClassVar[str] = "setting the locomotion mode"
-
-
-@dataclass(frozen=True)
-class StreamSwitchMode(StreamRequest):
-    mode: str
-    label: ClassVar[str] = "switching the stream mode"
-
-
 REQUEST_TYPES: tuple[type[Request], ...] = (
     Heartbeat, SendCommand, GetStatus, Shutdown, Start, Restart, Stop, SetLiveConfig, StartRecording, StopRecording,
-    BeginBatch, EndBatch, OpenStream, CloseStream, StreamWhenCalibrated, OpenFoxglove, CloseFoxglove, StreamCalibrate,
-    StreamStart, StreamStop, StreamEstop, StreamPoseDistance, StreamSetLocomotion, StreamSwitchMode)
-"""Every request the core carries out; anything else is refused (`BadRequest`)."""
+    BeginBatch, EndBatch, OpenStream, CloseStream, StreamWhenCalibrated, OpenFoxglove, CloseFoxglove,
+    *STREAM_REQUEST_TYPES)
+"""Every request the core carries out; anything else is refused (`BadRequest`). The stream's
+operations (`app.streaming.stream_requests`) are forwarded as they are to the stream process."""
 
 _ID = struct.Struct("<Q")
 
@@ -504,6 +406,6 @@ __all__ = ["BadRequest", "BeginBatch", "CloseFoxglove", "CloseStream", "CoreCall
            "KIND_SNAPSHOTS", "KIND_STATUS", "OpenFoxglove", "OpenStream", "REQUEST_TYPES", "Reply", "Request", "Restart",
            "STATUS_RATE_HZ", "SendCommand", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
            "Stop", "StopRecording", "StreamCalibrate", "StreamEstop", "StreamPoseDistance", "StreamRequest",
-           "StreamSetLocomotion", "StreamStart", "StreamStop", "StreamSwitchMode", "StreamView", "StreamWhenCalibrated",
+           "StreamSetLocomotion", "StreamSmplAccuracy", "StreamStart", "StreamStop", "StreamSwitchMode", "StreamView", "StreamWhenCalibrated",
            "TOKEN_ENV_VAR", "TimingCounts", "WireError", "decode_reply", "decode_request", "decode_update",
            "encode_reply", "encode_request", "encode_snapshot", "encode_update", "field_errors", "snapshots_update"]

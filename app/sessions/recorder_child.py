@@ -1,8 +1,9 @@
 """The recording process: a `Recorder` fed pickled snapshots over a socket, in a process of its own.
 
-`WarmRecordingChild` (`app.sessions.recorder_spare`) spawns `main`. It leaves the real-time
-scheduling it may have inherited before its imports (`app.child_scheduling`), imports what a
-recording needs, connects, says it is WARM and waits for its recording: the path, the sidecar and
+`WarmRecordingChild` (`app.sessions.recorder_spare`) starts `main` as a child process
+(`app.child_process`: spawned, the real-time scheduling it may have inherited left before its
+imports, its log records written by the core, its end when the core's process is gone). It imports
+what a recording needs, connects, says it is warm (`Ready`, with its pid) and waits for its recording: the path, the sidecar and
 the flush interval (ASSIGN). A spare kept this way ahead of need (`RecorderSpare`) starts a
 recording in the time it takes to create the files, not the seconds a new interpreter takes to
 start on a loaded machine. It then runs the in-thread `Recorder` unchanged, so the CSV and the
@@ -19,11 +20,11 @@ Links:
   the first row, ``[INITIAL_STATE_FRAME, pickle(initial state)]`` (`Recorder.submit_initial_state`).
 - **counters** (shared memory, here -> core): rows written and rows dropped here, refreshed every
   `COUNTERS_PERIOD_S`; the core reads them without waiting for anything.
-- **reports** (a pipe, here -> core; rare messages only, so it never fills while nobody reads):
-  WARM (imported and connected: ready for a recording), then READY (files open) or FAILED (why,
-  e.g. an unwritable path) at the start, ERROR once when the recording fails (a full disk), LOG
-  (this process's log records, which the core writes where it writes its own), and DONE with the
-  final `RecorderStatus` after the stop.
+- **reports** (a pipe, here -> core; rare messages only, so it never fills while nobody reads),
+  frozen dataclasses: `Ready` (imported and connected: warm, ready for a recording), then
+  `FilesOpen` or `Failed` (why, e.g. an unwritable path) at the start, `RecordingError` once when
+  the recording fails (a full disk), `LogLine` (this process's log records, which the core writes
+  where it writes its own), and `Done` with the final `RecorderStatus` after the stop.
 
 The process ends after the stop, after CLOSE, or when the core's process is gone (its sentinel,
 checked every `PARENT_CHECK_PERIOD_S`, while it waits for its recording too): then at once,
@@ -34,20 +35,38 @@ leaving the files as a killed core leaves an in-thread recording (the sidecar of
 from __future__ import annotations
 
 import logging
-import multiprocessing
-import multiprocessing.connection as mpc
 import os
 import pickle
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from app.child_logging import log_to_core
-from app.child_scheduling import leave_realtime_scheduling
+from app.child_process import ChildSide, ParentWatch
 
 log = logging.getLogger(__name__)
 
-# reports (recording process -> core): (kind, payload)
-WARM, READY, FAILED, ERROR, LOG, DONE = "warm", "ready", "failed", "error", "log", "done"
+
+# ----- reports (recording process -> core), besides `app.child_process`'s Ready, Failed and LogLine -----
+
+@dataclass(frozen=True)
+class FilesOpen:
+    """The recording's files are created (header and sidecar written): its rows are written from now on."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class RecordingError:
+    """The recording failed (once, e.g. a full disk): why."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The recording is complete: its final `RecorderStatus`."""
+
+    status: Any
 
 STOP_FRAME = b"stop"
 """First frame of the stop message (rows are single frames)."""
@@ -76,20 +95,10 @@ SOCKET_BUFFER_BYTES = 256 * 1024
 """The operating system's receive buffer for the rows' connection (about 100 rows of ~2.5 kB)."""
 
 
-def _tell(reports: mpc.Connection, kind: str, payload: Any) -> None:
-    try:
-        reports.send((kind, payload))
-    except (OSError, EOFError):
-        pass  # the core is gone; this process notices it by the core's sentinel
-
-
-def main(rows_endpoint: str, counters: Any, reports: mpc.Connection) -> None:
-    """The spawned process's target: get warm, wait for a recording, record what arrives at
-    `rows_endpoint`."""
-    scheduling = leave_realtime_scheduling()
-    log_to_core(reports, lambda record: (LOG, record))
-    if scheduling:
-        log.info("recording process: %s", scheduling)
+def main(side: ChildSide, rows_endpoint: str, counters: Any) -> None:
+    """The child's target (`app.child_process`): get warm, wait for a recording, record what arrives
+    at `rows_endpoint`. Its reports go to ``side`` (the core gone: nobody to tell, and the parent
+    watch ends this process)."""
     csv_path = None
     try:
         import zmq
@@ -101,24 +110,22 @@ def main(rows_endpoint: str, counters: Any, reports: mpc.Connection) -> None:
         rows.setsockopt(zmq.LINGER, 0)
         try:
             rows.connect(rows_endpoint)
-            parent = multiprocessing.parent_process()
-            parent_sentinel = parent.sentinel if parent is not None else None
-            _tell(reports, WARM, os.getpid())
-            assignment = _await_assignment(rows, parent_sentinel)
+            side.ready(os.getpid())
+            assignment = _await_assignment(rows, side.parent)
             if assignment is None:
                 return
             csv_path, sidecar, flush_interval_s = assignment
-            final = _run_recording(csv_path, sidecar, flush_interval_s, rows, counters, reports, parent_sentinel)
+            final = _run_recording(csv_path, sidecar, flush_interval_s, rows, counters, side)
         finally:
             rows.close(linger=0)
             ctx.term()
         if final is not None:
-            _tell(reports, DONE, final)
-    except BaseException as exc:  # a bug here must reach the core, which then fails the recording
+            side.tell(Done(final))
+    except Exception as exc:  # a bug here must reach the core, which then fails the recording
         what = f"cannot record to {csv_path}: the recording process failed" if csv_path is not None else \
             "the recording process failed while starting"
-        _tell(reports, FAILED, f"{what}: {type(exc).__name__}: {exc}")
-        raise
+        side.failed(f"{what}: {type(exc).__name__}: {exc}")
+        raise SystemExit(1) from None
 
 
 WARM_IMPORTS: tuple[str, ...] = ("app.sessions.recorder", "app.control.snapshot", "app.control.engine_state")
@@ -132,7 +139,7 @@ def _import_what_a_recording_needs() -> None:
         importlib.import_module(name)
 
 
-def _await_assignment(rows: Any, parent_sentinel: Any) -> tuple[str, dict, float] | None:
+def _await_assignment(rows: Any, parent: ParentWatch) -> tuple[str, dict, float] | None:
     """Wait (warm) for the recording's (csv_path, sidecar, flush_interval_s); None on CLOSE. Ends
     the process when the core's is gone."""
     import zmq
@@ -145,13 +152,13 @@ def _await_assignment(rows: Any, parent_sentinel: Any) -> tuple[str, dict, float
             if frames[0] == CLOSE_FRAME:
                 return None
             log.error("recording process: a message of %d frames before its recording, ignored", len(frames))
-        if parent_sentinel is not None and mpc.wait([parent_sentinel], 0):
+        if parent.gone():
             os._exit(0)  # the core is gone: a spare has nothing to keep
 
 
 def _run_recording(csv_path: str, sidecar: dict, flush_interval_s: float, rows: Any, counters: Any,
-                   reports: mpc.Connection, parent_sentinel: Any) -> Any:
-    """Open the files (READY or FAILED) and record until the stop; the final status (None when the
+                   side: ChildSide) -> Any:
+    """Open the files (`FilesOpen` or `Failed`) and record until the stop; the final status (None when the
     files could not be opened)."""
     from app.sessions.recorder import Recorder, RecorderState
 
@@ -162,13 +169,13 @@ def _run_recording(csv_path: str, sidecar: dict, flush_interval_s: float, rows: 
     status = recorder.status()
     if status.state is not RecorderState.RECORDING:
         recorder.stop()
-        _tell(reports, FAILED, status.error or f"cannot record to {csv_path}")
+        side.failed(status.error or f"cannot record to {csv_path}")
         return None
-    _tell(reports, READY, os.getpid())
-    return _record(recorder, rows, counters, reports, parent_sentinel)
+    side.tell(FilesOpen(os.getpid()))
+    return _record(recorder, rows, counters, side)
 
 
-def _record(recorder: Any, rows: Any, counters: Any, reports: mpc.Connection, parent_sentinel: Any) -> Any:
+def _record(recorder: Any, rows: Any, counters: Any, side: ChildSide) -> Any:
     """Hand every row to `recorder` until the stop message; the final status. Ends the process
     when the core's is gone."""
     import zmq
@@ -208,10 +215,10 @@ def _record(recorder: Any, rows: Any, counters: Any, reports: mpc.Connection, pa
             _publish_counters(status, counters)
             if status.error is not None and not error_told:
                 error_told = True
-                _tell(reports, ERROR, status.error)
-        if parent_sentinel is not None and now >= next_parent_check:
+                side.tell(RecordingError(status.error))
+        if now >= next_parent_check:
             next_parent_check = now + PARENT_CHECK_PERIOD_S
-            if mpc.wait([parent_sentinel], 0):
+            if side.parent.gone():
                 # As when the core is killed with an in-thread recorder: the program died while
                 # recording. The sidecar stays as written at the start (`complete: false`, no
                 # `ended_at`), the rows flushed so far (at most `flush_interval_s` old) are in the
@@ -224,6 +231,6 @@ def _publish_counters(status: Any, counters: Any) -> None:
     counters[DROPPED_ROWS] = status.dropped_rows
 
 
-__all__ = ["ASSIGN_FRAME", "CLOSE_FRAME", "COUNTERS_PERIOD_S", "DONE", "DROPPED_ROWS", "ERROR", "FAILED", "LOG",
-           "N_COUNTERS", "INITIAL_STATE_FRAME", "PARENT_CHECK_PERIOD_S", "READY", "ROWS_WRITTEN",
-           "SOCKET_BUFFER_BYTES", "STOP_FRAME", "WARM", "main"]
+__all__ = ["ASSIGN_FRAME", "CLOSE_FRAME", "COUNTERS_PERIOD_S", "DROPPED_ROWS", "Done", "FilesOpen", "N_COUNTERS",
+           "INITIAL_STATE_FRAME", "PARENT_CHECK_PERIOD_S", "ROWS_WRITTEN", "RecordingError", "SOCKET_BUFFER_BYTES",
+           "STOP_FRAME", "main"]

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
 
+from app.child_process import ChildFailed, ChildStartError, Failed, LogLine
 from app.control import snapshot_pickle
 from app.lifecycle import Lifecycle
 from app.sessions import recorder_child
@@ -108,13 +109,14 @@ class RecorderProcess:
         self._dropped_here = 0
         self._final: RecorderStatus | None = None
         """The recording's last status once stopped (the process's, or the completed abandoned one)."""
-        self._ctx: zmq.Context | None = None
+        self._child: WarmRecordingChild | None = None
+        """The recording process and the core's ends of its links (released by its `release`)."""
         self._rows: zmq.Socket | None = None
         self._send_flags = 0 if self.block_when_full else zmq.NOBLOCK
         self._proc: Any = None
         self._pid: int | None = None
         self._started = False
-        """The process opened the files (READY): from then on the recording has a sidecar to complete."""
+        """The process opened the files (`FilesOpen`): from then on the recording has a sidecar to complete."""
         self._counters: Any = None
         self._reports: mpc.Connection | None = None
         self._reports_lock = threading.Lock()
@@ -133,7 +135,7 @@ class RecorderProcess:
 
     def status(self) -> RecorderStatus:
         """Never waits: the process's counters and reports as they are now."""
-        # Not before the files are open: the start's own thread reads the pipe until READY.
+        # Not before the files are open: the start's own thread reads the pipe until `FilesOpen`.
         if self._life.state is RecorderState.RECORDING and not self._gate.closed and self._started:
             self._read_reports()
             if not self._child_alive():
@@ -290,10 +292,9 @@ class RecorderProcess:
             if error is not None:
                 child.close()
                 return f"cannot record to {self.path}: {error}"
-        self._ctx, self._rows, self._counters, self._reports = child.ctx, child.rows, child.counters, child.reports
+        self._child = child
+        self._rows, self._counters, self._reports = child.rows, child.counters, child.reports
         self._proc, self._pid = child.proc, child.pid
-        for kind, payload in child.early_reports:
-            self._on_report(kind, payload)
         error = None
         try:
             if self.block_when_full:
@@ -315,28 +316,15 @@ class RecorderProcess:
         return self._await_ready()
 
     def _await_ready(self) -> str | None:
-        proc, reports = self._proc, self._reports
-        end = time.monotonic() + START_TIMEOUT_S
-        while True:
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                return f"cannot record to {self.path}: the recording process did not start within {START_TIMEOUT_S:.0f} s"
-            try:
-                if not reports.poll(min(remaining, 0.2)):
-                    if not proc.is_alive():
-                        return (f"cannot record to {self.path}: the recording process ended while starting "
-                                f"(exit code {proc.exitcode})")
-                    continue
-                kind, payload = reports.recv()
-            except (EOFError, OSError):
-                proc.join(timeout=JOIN_TIMEOUT_S)
-                return f"cannot record to {self.path}: the recording process ended while starting (exit code {proc.exitcode})"
-            if kind == recorder_child.READY:
-                self._pid, self._started = payload, True
-                return None
-            if kind == recorder_child.FAILED:
-                return str(payload)
-            self._on_report(kind, payload)
+        """Wait until the process has created the files (`FilesOpen`); the error message, if any."""
+        try:
+            opened = self._child.child.wait_for(recorder_child.FilesOpen, START_TIMEOUT_S, on_other=self._on_report)
+        except ChildFailed as exc:  # the process's own words name the path
+            return str(exc)
+        except ChildStartError as exc:
+            return f"cannot record to {self.path}: {exc}"
+        self._pid, self._started = opened.pid, True
+        return None
 
     def _finish_process(self, summary: dict | None) -> None:
         """Send the stop message after the last row and wait for the final status (with timeouts)."""
@@ -369,25 +357,14 @@ class RecorderProcess:
                 self._fail(self._lost_message())
 
     def _end_process(self) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        proc.join(timeout=JOIN_TIMEOUT_S)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=JOIN_TIMEOUT_S)
+        if self._child is not None:
+            self._child.end(JOIN_TIMEOUT_S)
 
     def _release(self) -> None:
-        if self._rows is not None:
-            self._rows.close(linger=0)
-            self._rows = None
-        if self._ctx is not None:
-            self._ctx.term()
-            self._ctx = None
         with self._reports_lock:
-            if self._reports is not None:
-                self._reports.close()
-                self._reports = None
+            self._rows = self._reports = None
+            if self._child is not None:
+                self._child.release()
 
     def _child_alive(self) -> bool:
         """True while the recording process runs (a non-blocking look at its sentinel: no reaping,
@@ -416,24 +393,23 @@ class RecorderProcess:
                 return
             try:
                 while reports.poll(0):
-                    kind, payload = reports.recv()
-                    self._on_report(kind, payload)
+                    self._on_report(reports.recv())
             except (EOFError, OSError):
                 pass  # the process is gone: its sentinel says so
 
-    def _on_report(self, kind: str, payload: Any) -> None:
-        if kind == recorder_child.LOG:
-            level, name, text = payload
-            proc = self._proc
-            logging.getLogger(name).log(level, "recording process %s: %s", proc.pid if proc is not None else "?", text)
-        elif kind in (recorder_child.ERROR, recorder_child.FAILED):  # FAILED after READY: the process's own crash
+    def _on_report(self, report: object) -> None:
+        if isinstance(report, LogLine):
+            self._child.child.relay(report)
+        elif isinstance(report, (recorder_child.RecordingError, Failed)):  # Failed after FilesOpen: its own crash
             with self._lock:
-                self._fail(payload, log_it=False)  # the process logged it
-        elif kind == recorder_child.DONE:
-            if payload.error is not None:
+                self._fail(report.why, log_it=False)  # the process logged it
+        elif isinstance(report, recorder_child.Done):
+            if report.status.error is not None:
                 with self._lock:
-                    self._fail(payload.error, log_it=False)
-            self._final = payload
+                    self._fail(report.status.error, log_it=False)
+            self._final = report.status
+        else:
+            log.error("recorder: the recording process sent a %s: ignored", type(report).__name__)
 
     def _fail(self, message: str, log_it: bool = True) -> None:
         # Only the first error is kept: later ones are consequences of it. Caller holds `_lock`.

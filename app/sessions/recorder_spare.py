@@ -6,9 +6,10 @@ MuJoCo's state classes) takes 0.3 s on an idle machine and 3.6-6.4 s on a loaded
 (docs/benchmarks.md, "When a recording starts"). A recording waits for its process before its
 first row, so an operator's F9 or an episode's start recorded from seconds after the press.
 
-- `WarmRecordingChild`: one recording process (`recorder_child.main`) and the core's ends of its
-  links (the rows' PUSH socket, bound before the spawn; the shared counters; the report pipe).
-  `spawn` starts it without waiting; `await_warm` waits until it has imported and connected (WARM).
+- `WarmRecordingChild`: one recording process (`recorder_child.main`, run by `app.child_process`)
+  and the core's ends of its links (the rows' PUSH socket, bound before the spawn; the shared
+  counters; the report pipe). `spawn` starts it without waiting; `await_warm` waits until it has
+  imported and connected (its `Ready`). `release` is the one release of those links.
   `RecorderProcess` takes one and gives it its recording (`recorder_child.ASSIGN_FRAME`).
 - `RecorderSpare`: keeps at most one warm child. `take()` hands the ready one over (None when none
   is ready: the caller spawns one and waits, as before) and starts the next one in a thread of its
@@ -22,7 +23,6 @@ holds no file, so nothing is lost.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import multiprocessing.connection as mpc
 import threading
 import time
@@ -30,6 +30,7 @@ from typing import Any
 
 import zmq
 
+from app.child_process import SPAWN, ChildProcess, ChildStartError, Ready
 from app.sessions import recorder_child
 
 log = logging.getLogger(__name__)
@@ -58,18 +59,15 @@ class WarmRecordingChild:
         self.ctx: zmq.Context | None = None
         self.rows: zmq.Socket | None = None
         self.counters: Any = None
-        self.reports: mpc.Connection | None = None
-        self.proc: Any = None
+        self.child: ChildProcess | None = None
+        """The process and its report pipe (`app.child_process`)."""
         self.pid: int | None = None
         self.warm = False
-        """The process said WARM and its connection is up: an ASSIGN reaches it at once."""
-        self.early_reports: list[tuple[str, Any]] = []
-        """Reports (its log records) that came before WARM, for the recording that takes it to log."""
+        """The process said it is warm (`Ready`) and its connection is up: an ASSIGN reaches it at once."""
 
     def spawn(self) -> None:
         """Bind the rows' socket and start the process (no wait for it). OSError, zmq.ZMQError when
         the socket or the process cannot be made (everything made is released)."""
-        mp = multiprocessing.get_context("spawn")
         try:
             self.ctx = zmq.Context(1)
             rows = self.ctx.socket(zmq.PUSH)
@@ -78,44 +76,34 @@ class WarmRecordingChild:
             rows.setsockopt(zmq.LINGER, 0)
             self.rows = rows
             port = rows.bind_to_random_port("tcp://127.0.0.1")
-            self.counters = mp.Array("q", recorder_child.N_COUNTERS, lock=False)
-            reports, reports_w = mp.Pipe(duplex=False)
-            self.reports = reports
-            proc = mp.Process(target=recorder_child.main, name="session-recorder", daemon=True,
-                              args=(f"tcp://127.0.0.1:{port}", self.counters, reports_w))
-            proc.start()
-            self.proc = proc
-            reports_w.close()  # only the process holds its end now: its death is this end's end of file
+            self.counters = SPAWN.Array("q", recorder_child.N_COUNTERS, lock=False)
+            self.child = ChildProcess("recording process", "app.sessions.recorder_child:main", name="session-recorder",
+                                      args=(f"tcp://127.0.0.1:{port}", self.counters))
+            self.child.start()
         except BaseException:
             self.release()
             raise
 
+    @property
+    def proc(self) -> Any:
+        """The `multiprocessing` process (None before `spawn`)."""
+        return self.child.proc if self.child is not None else None
+
+    @property
+    def reports(self) -> mpc.Connection | None:
+        """The core's end of the report pipe (None before `spawn`)."""
+        return self.child.reports if self.child is not None else None
+
     def await_warm(self, timeout_s: float, cancel: threading.Event | None = None) -> str | None:
         """Wait until the process has imported and connected; why not (it ended, the time ran
         out, `cancel` was set), or None. The caller ends it on an error (`close`)."""
-        proc, reports = self.proc, self.reports
         end = time.monotonic() + timeout_s
-        while not self.warm:
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                return f"the recording process did not start within {timeout_s:.0f} s"
-            if cancel is not None and cancel.is_set():
-                return "no longer needed"
+        if not self.warm:
             try:
-                if not reports.poll(min(remaining, 0.2)):
-                    if not proc.is_alive():
-                        return f"the recording process ended while starting (exit code {proc.exitcode})"
-                    continue
-                kind, payload = reports.recv()
-            except (EOFError, OSError):
-                proc.join(timeout=JOIN_TIMEOUT_S)
-                return f"the recording process ended while starting (exit code {proc.exitcode})"
-            if kind == recorder_child.WARM:
-                self.pid, self.warm = payload, True
-            elif kind == recorder_child.FAILED:
-                return str(payload)
-            else:
-                self.early_reports.append((kind, payload))
+                self.pid = self.child.wait_for(Ready, timeout_s, cancel=cancel).value
+            except ChildStartError as exc:
+                return str(exc)
+            self.warm = True
         remaining_ms = max(0, int((end - time.monotonic()) * 1000))
         # A PUSH socket is writable once the process's connection is up: the ASSIGN then reaches it.
         if not self.rows.poll(remaining_ms, zmq.POLLOUT):
@@ -125,36 +113,35 @@ class WarmRecordingChild:
 
     def alive(self) -> bool:
         """True while the process runs (a non-blocking look at its sentinel, no reaping)."""
-        proc = self.proc
-        return proc is not None and not mpc.wait([proc.sentinel], 0)
+        return self.child is not None and self.child.alive()
 
     def close(self) -> None:
         """End a process that was given no recording (CLOSE, then a kill if it does not go) and
         release the links. Not for a process that records: `RecorderProcess.stop` ends that one."""
-        proc = self.proc
-        if proc is not None and self.rows is not None and self.alive():
+        if self.rows is not None and self.alive():
             try:
                 self.rows.send(recorder_child.CLOSE_FRAME, zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass  # not connected yet: the kill below ends it
-        if proc is not None:
-            proc.join(timeout=JOIN_TIMEOUT_S if self.warm else 0.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=JOIN_TIMEOUT_S)
+        self.end(JOIN_TIMEOUT_S if self.warm else 0.0)
         self.release()
 
+    def end(self, join_timeout_s: float = JOIN_TIMEOUT_S) -> None:
+        """Wait for the process to end, killing it after ``join_timeout_s``."""
+        if self.child is not None:
+            self.child.end(join_timeout_s)
+
     def release(self) -> None:
-        """Close the core's ends of the links (the process, if any, is the caller's)."""
+        """Close the core's ends of the links (the process, if any, is `end`'s): the one release of
+        a recording process's links, for a spare and for the recording that took it."""
         if self.rows is not None:
             self.rows.close(linger=0)
             self.rows = None
         if self.ctx is not None:
             self.ctx.term()
             self.ctx = None
-        if self.reports is not None:
-            self.reports.close()
-            self.reports = None
+        if self.child is not None:
+            self.child.release()
 
 
 class RecorderSpare:

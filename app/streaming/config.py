@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from app.pickled_once import PickledOnce
 from app.config_checks import is_loopback_endpoint, is_number_in, is_unit_quaternion, require
@@ -159,7 +160,18 @@ MODE_PLANNER_VR3PT = "planner-vr3pt"
 MODE_POSE_V1 = "pose-v1"
 MODE_SMPL_V2 = "smpl-v2"
 MODE_SMPL_V3 = "smpl-v3"
-MODES: tuple[str, ...] = (MODE_PLANNER_VR3PT, MODE_POSE_V1, MODE_SMPL_V2, MODE_SMPL_V3)
+
+
+class StreamModeName(StrEnum):
+    """A stream mode as `stream.mode`, the command line and the stream's requests name it (its value)."""
+
+    PLANNER_VR3PT = MODE_PLANNER_VR3PT
+    POSE_V1 = MODE_POSE_V1
+    SMPL_V2 = MODE_SMPL_V2
+    SMPL_V3 = MODE_SMPL_V3
+
+
+MODES: tuple[str, ...] = tuple(m.value for m in StreamModeName)
 POSE_MODES: tuple[str, ...] = (MODE_POSE_V1, MODE_SMPL_V2, MODE_SMPL_V3)
 """Modes that send `pose` messages (overlapping windows of the 50 Hz grid, plain `zmq` deploy)."""
 SMPL_MODE_VERSIONS: dict[str, int] = {MODE_SMPL_V2: 2, MODE_SMPL_V3: 3}
@@ -168,9 +180,13 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5556"
 PLANNER_TIMEOUT_S = 1.0
 """The deploy drops to IDLE when no planner message arrived for this long (spec 4.2)."""
 LOCOMOTION_AUTO = "auto"
-LOCOMOTION_CHOICES: tuple[str, ...] = (LOCOMOTION_AUTO, *(m.name.lower() for m in LocomotionMode))
-"""`stream.locomotion`: 'auto' (the stick picks SLOW_WALK / WALK / RUN) or one of the deploy's
-`LocomotionMode` names in lower case, in value order 0..26 (spec 4.3, the code's "IDEL" spelling)."""
+Gait = StrEnum("Gait", [("AUTO", LOCOMOTION_AUTO), *((m.name, m.name.lower()) for m in LocomotionMode)],
+               module=__name__, qualname="Gait")
+"""The planner's gait as `stream.locomotion` and the stream's requests name it: AUTO ('auto': the
+stick picks SLOW_WALK / WALK / RUN) or one member per `LocomotionMode`, its name in lower case, in
+value order 0..26 (spec 4.3, the code's "IDEL" spelling). A new gait is a new `LocomotionMode`."""
+LOCOMOTION_CHOICES: tuple[str, ...] = tuple(g.value for g in Gait)
+"""`stream.locomotion`: the values of `Gait`."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +223,7 @@ class CalibrationPostureConfig:
 class StreamConfig(PickledOnce):
     """Humanoid stream settings. Defaults are the deployment's (spec sections 4, 7, 9)."""
 
-    mode: str = MODE_PLANNER_VR3PT
+    mode: StreamModeName = StreamModeName.PLANNER_VR3PT
     """'planner-vr3pt' (zmq_manager deploy), 'pose-v1' (plain zmq deploy, joint frames), 'smpl-v2' (SMPL
     frames) or 'smpl-v3' (SMPL frames plus joint frames, what the PICO sender sends); docs/streaming.md."""
     endpoint: str = DEFAULT_ENDPOINT
@@ -248,8 +264,9 @@ class StreamConfig(PickledOnce):
     """Tracking lost (stale snapshot or a held device) for longer than this (s): no planner or
     pose message is sent until it returns, so the deploy's own timeout takes it to idle, as the
     PICO sender does (it skips sends while the headset's timestamp stands still)."""
-    locomotion: str = LOCOMOTION_AUTO
-    """Planner gait: 'auto' (by stick magnitude) or a `LocomotionMode` name (`LOCOMOTION_CHOICES`)."""
+    locomotion: Gait = Gait.AUTO
+    """Planner gait: 'auto' (by stick magnitude) or a `LocomotionMode` name (`LOCOMOTION_CHOICES`).
+    Given by value (TOML, the command line, the panel) or as the member; held as the member."""
     planner_rate_hz: float = 50.0
     """Planner messages per second (1..rate_hz). The deploy accepts any rate above 1 Hz (1 s
     timeout) and applies each message once per 50 Hz control tick; the PICO sender uses 20."""
@@ -273,6 +290,7 @@ class StreamConfig(PickledOnce):
 
     def __post_init__(self) -> None:
         require(self.mode in MODES, "stream.mode", f"one of {MODES}", self.mode)
+        object.__setattr__(self, "mode", StreamModeName(self.mode))
         require(isinstance(self.endpoint, str) and "://" in self.endpoint, "stream.endpoint",
                 "a ZMQ endpoint such as 'tcp://127.0.0.1:5556'", self.endpoint)
         require(self.allow_remote or is_loopback_endpoint(self.endpoint), "stream.endpoint",
@@ -295,6 +313,7 @@ class StreamConfig(PickledOnce):
                 f"a number of seconds in stale_after_s ({self.stale_after_s})..10", self.stale_input_s)
         require(self.locomotion in LOCOMOTION_CHOICES, "stream.locomotion", f"one of {LOCOMOTION_CHOICES}",
                 self.locomotion)
+        object.__setattr__(self, "locomotion", Gait(self.locomotion))
         require(is_number_in(self.planner_rate_hz, 1.0, self.rate_hz), "stream.planner_rate_hz",
                 f"a number in 1..rate_hz ({self.rate_hz})", self.planner_rate_hz)
         require(is_number_in(self.pose_entry_delay_s, 0.0, 5.0), "stream.pose_entry_delay_s", "a number of seconds in 0..5",

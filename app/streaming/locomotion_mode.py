@@ -1,8 +1,10 @@
 """The GR00T planner's locomotion modes: the one list of them.
 
 `stream.locomotion` in the configuration is 'auto' or one of these names in lower case
-(`app.streaming.config.LOCOMOTION_CHOICES` is built from this enum); the protocol's planner messages carry
-the value (`app.streaming.protocol` re-exports the enum; `app.streaming.locomotion` maps the sticks to them). No imports: the configuration loads it.
+(`app.streaming.config.Gait` and `LOCOMOTION_CHOICES` are built from this enum: a new moving gait is
+a new member here; a static one is also listed in `protocol.STATIC_LOCOMOTION_MODES`); the protocol's planner messages carry the value
+(`app.streaming.protocol` re-exports the enum; `app.streaming.locomotion` maps the sticks to them).
+No imports: the configuration loads it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Streams the operator to a GR00T-WholeBodyControl G1 deployment, from a process of its own.
 
 `StreamPublisher` is the core's side of the humanoid stream: a thin shell around the stream
-process (`stream_process.main`, started with the "spawn" method on Linux and Windows alike),
+process (`stream_worker.child_main`, run by `app.child_process`: the "spawn" method on Linux and
+Windows alike, the scheduling reset, the log relay, the READY/FAILED handshake, the parent watch),
 where the 3-point mapping, the retargeting, the SMPL body, the message encoding and the PUB
 socket the deploy connects to live (`stream_session.StreamSession` has the logic, pure). The
 core's control loop therefore never waits for the interpreter lock behind the stream's work.
@@ -12,10 +13,12 @@ core's control loop therefore never waits for the interpreter lock behind the st
   (TCP on 127.0.0.1, `SNDHWM` 16, `IMMEDIATE`). A slow, starting or dead stream process costs
   dropped frames, counted (`StreamStatus.frames_dropped`), never a queue without bound, never a
   blocked loop.
-- **Requests** (`calibrate`, `start_streaming`, `stop_streaming`, `switch_mode`, ...) go down a
-  pipe with the robot's newest measured joints (`robot_q_source`, the deploy's feedback) and wait
-  for the answer; refusals come back as the same exceptions (`StartRefused`, `IllegalTransition`,
-  `CalibrationError`). `estop` only sends: it never waits.
+- **Requests**: each stream operation is a frozen dataclass (`app.streaming.stream_requests`);
+  `request` sends it as it is (the core forwards the window's unchanged) down a pipe, in a
+  `stream_worker.Call` with the robot's newest measured joints (`robot_q_source`, the deploy's
+  feedback), and waits for the answer; refusals come back as the same exceptions (`StartRefused`,
+  `IllegalTransition`, `CalibrationError`). A one-way one (`StreamEstop`) only sends: it never
+  waits. `calibrate`, `start_streaming`, ... build the request and call `request`.
 - **Status**: the stream process reports ten times a second and with every answer
   (`StreamReport`); `status()`, `last_threepoint`, `last_q_mujoco_rad`, ... read the newest report
   and never wait for the process.
@@ -35,7 +38,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import multiprocessing
 import multiprocessing.connection as mpc
 import threading
 import time
@@ -45,16 +47,20 @@ import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.streaming.config import StreamConfig
+from app.child_process import SPAWN, ChildProcess, ChildStartError, LogLine, Ready
+from app.streaming.config import Gait, StreamConfig, StreamModeName
 from app.config_checks import is_loopback_endpoint
 from app.control.snapshot import Snapshot
 from app.control.timing import LoopIdle
 from app.events import EventKind
-from app.streaming import operator_frame, stream_process
+from app.streaming import operator_frame
 from app.streaming.smpl_stream import SmplAccuracy
 from app.streaming.stream_status import (PoseDistance, ProcessState, StartRefused, StreamReport, StreamState,
                                          StreamStatus)
-from app.streaming.stream_worker import CALL, CLOSE, ESTOP, FAILED, LOG, READY, REPLY, REPORT, ROBOT_Q
+from app.streaming.stream_requests import (StreamCalibrate, StreamEstop, StreamPoseDistance, StreamRequest,
+                                           StreamSetLocomotion, StreamSmplAccuracy, StreamStart, StreamStop,
+                                           StreamSwitchMode)
+from app.streaming.stream_worker import Answer, Call, Close, RobotQ
 from app.streaming.threepoint import ThreePoint
 
 log = logging.getLogger(__name__)
@@ -113,7 +119,6 @@ class StreamPublisher:
         self._loop_idle = loop_idle
         """Set while the control loop sleeps between ticks (`Pipeline.loop_idle`): the link thread reads
         (unpickles) each report then, so that it never holds the interpreter lock when the loop wakes."""
-        self._mp = multiprocessing.get_context("spawn")
         self._ctx: zmq.Context | None = None
         self._frames: zmq.Socket | None = None
         self._frames_endpoint = ""
@@ -130,9 +135,8 @@ class StreamPublisher:
         self._newest_frame: bytes | None = None
         """The newest frame submitted: every request carries it, so that it sees what the core
         has seen even when it overtakes the frames on their way (one reference, replaced whole)."""
-        self._proc: Any = None
+        self._child: ChildProcess | None = None
         self._control: mpc.Connection | None = None
-        self._reports: mpc.Connection | None = None
         self._control_lock = threading.Lock()
         """Held while one message goes down the control pipe (requests from the core's threads)."""
         self._pending: dict[int, _Pending] = {}
@@ -183,23 +187,17 @@ class StreamPublisher:
         """End the stream process (it sends the stop command first when streaming, then its last
         report, which `status()` keeps) and release the sockets."""
         self._closing.set()
-        proc = self._proc
-        if proc is not None:
-            self._tell((CLOSE, 0, None))
-            proc.join(timeout=5.0)
-            if proc.is_alive():
-                log.warning("the stream process did not end in 5 s: killed")
-                proc.kill()
-                proc.join(timeout=5.0)
+        child = self._child
+        if child is not None:
+            self._tell(Close())
+            child.end(join_timeout_s=5.0)
         if self._link is not None:
             self._link.join(timeout=5.0)
             self._link = None
         self._fail_pending("the stream was closed")
         with self._control_lock:
-            for conn in (self._control, self._reports):
-                if conn is not None:
-                    conn.close()
-            self._control = self._reports = self._proc = None
+            self._release_links()
+            self._child = None
         if self._process is not ProcessState.DOWN:
             self._process = ProcessState.CLOSED
         self._close_frames()
@@ -217,8 +215,8 @@ class StreamPublisher:
     @property
     def pid(self) -> int | None:
         """The stream process's id (None before it started)."""
-        proc = self._proc
-        return proc.pid if proc is not None else None
+        child = self._child
+        return child.pid if child is not None else None
 
     # ---- inputs ----
 
@@ -241,44 +239,41 @@ class StreamPublisher:
     def calibrate(self) -> ThreePoint:
         """Map the operator's current wrists onto the robot's current wrist poses (measured joints
         when a feedback source has them, else the standing pose). Raises `CalibrationError`."""
-        return self._call("calibrate")
+        return self.request(StreamCalibrate())
 
     def pose_distance(self) -> PoseDistance:
         """Distance between the operator's mapped pose (as of the last tick) and the robot's current pose."""
-        return self._call("pose_distance")
+        return self.request(StreamPoseDistance())
 
     def start_streaming(self, confirm_large: bool = False) -> None:
         """Start sending (an explicit operator action). Raises `StartRefused` (not calibrated, no
         snapshot, tracking lost, pose far from the robot's without ``confirm_large``, the stream
         process not running) or `IllegalTransition` (already streaming)."""
-        if self._process is not ProcessState.RUNNING:
-            raise StartRefused(f"the stream process is {self._process.value}"
-                               + (f": {self._fault}" if self._fault else ""))
-        self._call("start_streaming", confirm_large)
-        log.info("humanoid stream started (%s, %s)", self.mode, self._endpoint)
+        self.request(StreamStart(confirm_large))
 
     def stop_streaming(self) -> None:
         """Stop sending data; the stop command is sent when this returns. Raises `IllegalTransition`
         unless streaming."""
-        self._call("stop_streaming")
+        self.request(StreamStop())
 
     def estop(self) -> None:
         """Emergency stop: the stream process stops and sends the stop command as soon as it reads
         this (between two of its ticks). Never waits; a no-op unless streaming."""
-        self._tell((ESTOP, 0, None))
+        self.request(StreamEstop())
 
-    def switch_mode(self, mode: str) -> None:
+    def switch_mode(self, mode: StreamModeName | str) -> None:
         """Change the stream mode; while streaming, the PICO manager's transition command is sent
-        (see `StreamSession.switch_mode`). ValueError on an unknown mode."""
-        self._call("switch_mode", mode)
+        (see `StreamSession.switch_mode`). A `StreamModeName` or its value; ValueError on an unknown mode."""
+        self.request(StreamSwitchMode(mode))
 
-    def set_locomotion(self, name: str) -> None:
-        """Planner gait from now on: 'auto' or a `LocomotionMode` name (ValueError otherwise)."""
-        self._call("set_locomotion", name)
+    def set_locomotion(self, name: Gait | str) -> None:
+        """Planner gait from now on: a `Gait` or its value, 'auto' or a `LocomotionMode` name in
+        lower case (ValueError otherwise)."""
+        self.request(StreamSetLocomotion(name))
 
     def smpl_accuracy(self) -> SmplAccuracy | None:
         """smpl modes: head and wrist errors of the streamed body since calibration; else None."""
-        return self._call("smpl_accuracy")
+        return self.request(StreamSmplAccuracy())
 
     # ---- what the stream process reported ----
 
@@ -329,66 +324,38 @@ class StreamPublisher:
         self._process = ProcessState.STARTING if not after_crash else ProcessState.RESTARTING
         # a restarted process binds where its predecessor was (an OS-chosen port too): the deploy reconnects
         cfg = dataclasses.replace(self.cfg, endpoint=self._endpoint) if self._endpoint else self.cfg
-        control_r, control_w = self._mp.Pipe(duplex=False)
-        reports_r, reports_w = self._mp.Pipe(duplex=False)
-        proc = self._mp.Process(target=stream_process.main, name="humanoid-stream", daemon=True,
-                                args=(cfg, self._frames_endpoint, control_r, reports_w, first_frame_index,
-                                      self._calibrations - (calibration_frame is not None), after_crash,
-                                      calibration_frame))
-        proc.start()
-        # only the child holds its ends now: either side's death is the other's end of file
-        control_r.close()
-        reports_w.close()
+        control_r, control_w = SPAWN.Pipe(duplex=False)
+        # only the child keeps its ends: either side's death is the other's end of file
+        child = ChildProcess("stream process", "app.streaming.stream_worker:child_main", name="humanoid-stream",
+                             args=(cfg, self._frames_endpoint, control_r, first_frame_index,
+                                   self._calibrations - (calibration_frame is not None), after_crash,
+                                   calibration_frame), child_ends=(control_r,))
         try:
-            endpoint = self._await_ready(proc, reports_r)
+            child.start()
+            endpoint = child.wait_for(Ready, START_TIMEOUT_S).value
             if self._closing.is_set():  # closed while a restart was starting: this one must not outlive it
-                control_w.send((CLOSE, 0, None))
-                proc.join(timeout=5.0)
-                raise OSError("the stream was closed while its process started")
+                control_w.send(Close())
+                child.end(join_timeout_s=5.0)
+                raise ChildStartError("the stream was closed while its process started")
         except BaseException:
             control_w.close()
-            reports_r.close()
-            if proc.is_alive():
-                proc.kill()
-            proc.join(timeout=5.0)
+            child.release()
+            child.end(join_timeout_s=0.0)
             self._process = ProcessState.DOWN
             raise
         with self._control_lock:
-            self._proc, self._control, self._reports = proc, control_w, reports_r
-        self._await_frames_link(proc)
+            self._child, self._control = child, control_w
+        self._await_frames_link(child)
         self._endpoint = endpoint
         self._process = ProcessState.RUNNING
-        log.info("humanoid stream process %d bound %s", proc.pid, endpoint)
+        log.info("humanoid stream process %d bound %s", child.pid, endpoint)
 
-    @staticmethod
-    def _await_ready(proc, reports: mpc.Connection) -> str:
-        end = time.monotonic() + START_TIMEOUT_S
-        while True:
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                raise OSError(f"the stream process did not start within {START_TIMEOUT_S:.0f} s")
-            if not reports.poll(min(remaining, 0.2)):
-                if not proc.is_alive():
-                    raise OSError(f"the stream process ended while starting (exit code {proc.exitcode})")
-                continue
-            try:
-                kind, _, payload = reports.recv()
-            except (EOFError, OSError):
-                proc.join(timeout=1.0)
-                raise OSError(f"the stream process ended while starting (exit code {proc.exitcode})") from None
-            if kind == READY:
-                return payload
-            if kind == FAILED:
-                raise OSError(payload)
-            if kind == LOG:
-                _log_from_process(payload, proc.pid)
-
-    def _await_frames_link(self, proc) -> None:
+    def _await_frames_link(self, child: ChildProcess) -> None:
         """Wait until the new process's frames connection is up (its handshake, which follows its
         `connect` by a moment): the frames sent from now on reach it, the first one too."""
         monitor = self._frames_monitor
         end = time.monotonic() + START_TIMEOUT_S
-        while monitor is not None and time.monotonic() < end and proc.is_alive():
+        while monitor is not None and time.monotonic() < end and child.alive():
             if monitor.poll(100) and recv_monitor_message(monitor)["event"] == _PEER_UP:
                 return
         log.warning("the stream process's frames connection did not come up: frames are dropped until it does")
@@ -398,57 +365,57 @@ class StreamPublisher:
         restarts a stream process that ended without being asked to."""
         next_robot_q = 0.0
         while True:  # after `close` too, until the process's last report and its end
-            reports, proc = self._reports, self._proc
-            if reports is None or proc is None:
+            child = self._child
+            if child is None or child.reports.closed:
                 return
+            reports = child.reports
             try:
-                ready = mpc.wait([reports, proc.sentinel], ROBOT_Q_PERIOD_S)
+                ready = mpc.wait([reports, child.sentinel], ROBOT_Q_PERIOD_S)
                 if reports in ready:
                     if self._loop_idle is not None:
                         self._loop_idle.wait_for_sleep()
                     self._on_message(reports.recv())
                     continue
-                if proc.sentinel in ready:
+                if child.sentinel in ready:
                     raise EOFError
             except (EOFError, OSError):
                 if self._closing.is_set():
                     return
-                if not self._on_crash(proc):
+                if not self._on_crash(child):
                     return
                 continue
             now = time.monotonic()
             if (self._robot_q_source is not None and not self._closing.is_set() and now >= next_robot_q
                     and now - self._report_s < 1.0):
                 next_robot_q = now + ROBOT_Q_PERIOD_S
-                self._tell((ROBOT_Q, 0, self._robot_q()))
+                self._tell(RobotQ(self._robot_q()))
 
-    def _on_message(self, message: tuple) -> None:
-        kind, request_id, payload = message
-        if kind == REPORT:
-            self._report, self._report_s = payload, time.monotonic()
-        elif kind == LOG:
-            _log_from_process(payload, self.pid)
-        elif kind == REPLY:
-            ok, value, report = payload
-            self._report, self._report_s = report, time.monotonic()
-            pending = self._pending.pop(request_id, None)
+    def _on_message(self, message: object) -> None:
+        if isinstance(message, StreamReport):
+            self._report, self._report_s = message, time.monotonic()
+        elif isinstance(message, LogLine):
+            child = self._child
+            if child is not None:
+                child.relay(message)
+        elif isinstance(message, Answer):
+            self._report, self._report_s = message.report, time.monotonic()
+            pending = self._pending.pop(message.request_id, None)
             if pending is not None:
-                pending.result = (ok, value, report)
+                pending.result = (message.ok, message.value, message.report)
                 pending.done.set()
+        else:
+            log.error("the stream process sent a %s: ignored", type(message).__name__)
 
-    def _on_crash(self, proc) -> bool:
+    def _on_crash(self, child: ChildProcess) -> bool:
         """Count a stream process that ended unasked and start a new one; False when it stays down."""
         self._process = ProcessState.RESTARTING  # before the count: nobody sees it counted and RUNNING
-        proc.join(timeout=1.0)
-        what = f"the stream process ended unexpectedly (exit code {proc.exitcode})"
+        child.proc.join(timeout=1.0)
+        what = f"the stream process ended unexpectedly (exit code {child.exitcode})"
         self._fault = f"{what}; restarting it (the stream is stopped)"  # before the count: counted means said
         self._crashes += 1
         log.error("%s (%d so far)", what, self._crashes)
         with self._control_lock:
-            for conn in (self._control, self._reports):
-                if conn is not None:
-                    conn.close()
-            self._control = self._reports = None
+            self._release_links()
         self._fail_pending(what)
         rep = self._report
         if rep is not None:  # what it last reported is history: nothing streams until a new Start
@@ -473,10 +440,19 @@ class StreamPublisher:
         since = max(0.0, time.monotonic() - self._report_s)
         return rep.next_frame_index + math.ceil(since / self.cfg.period_s) + self.cfg.max_catchup_frames + 1
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def request(self, request: StreamRequest) -> Any:
+        """Carry out one stream operation in the stream process, as it is, and return its answer
+        (None at once for a one-way one, lost when the process is not running). Raises what the
+        stream process raised, `StreamProcessError` when it is not running or does not answer
+        (`StartRefused` for a `StreamStart`)."""
+        if not isinstance(request, StreamRequest):
+            raise TypeError(f"expected a StreamRequest, got {type(request).__name__}")
+        if request.one_way:
+            self._tell(request)
+            return None
         if self._process is not ProcessState.RUNNING:
-            raise StreamProcessError(f"the stream process is {self._process.value}"
-                                     + (f": {self._fault}" if self._fault else ""))
+            refusal = StartRefused if isinstance(request, StreamStart) else StreamProcessError
+            raise refusal(f"the stream process is {self._process.value}" + (f": {self._fault}" if self._fault else ""))
         pending = _Pending()
         robot_q = self._robot_q()
         with self._control_lock:
@@ -486,19 +462,20 @@ class StreamPublisher:
             request_id, self._next_id = self._next_id, self._next_id + 1
             self._pending[request_id] = pending
             try:
-                control.send((CALL, request_id, (method, args, robot_q, self._newest_frame)))
+                control.send(Call(request_id, request, robot_q, self._newest_frame))
             except (OSError, EOFError) as exc:
                 self._pending.pop(request_id, None)
                 raise StreamProcessError(f"the stream process is gone: {exc}") from None
         if not pending.done.wait(CALL_TIMEOUT_S):
             self._pending.pop(request_id, None)
-            raise StreamProcessError(f"the stream process did not answer {method} within {CALL_TIMEOUT_S:.0f} s")
+            raise StreamProcessError(f"the stream process did not answer {type(request).__name__} "
+                                     f"within {CALL_TIMEOUT_S:.0f} s")
         ok, value, _ = pending.result
         if not ok:
             raise value
         return value
 
-    def _tell(self, message: tuple) -> None:
+    def _tell(self, message: object) -> None:
         """One-way, to the stream process when it runs (lost otherwise: it is restarting or down)."""
         with self._control_lock:
             control = self._control
@@ -508,6 +485,14 @@ class StreamPublisher:
                 control.send(message)
             except (OSError, EOFError):
                 pass  # gone: the link thread notices and counts it
+
+    def _release_links(self) -> None:
+        """Close the core's ends of the pipes (caller holds `_control_lock`)."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._child is not None:
+            self._child.release()
 
     def _fail_pending(self, why: str) -> None:
         for request_id in list(self._pending):
@@ -538,12 +523,6 @@ class StreamPublisher:
         if self._ctx is not None:
             self._ctx.term()
             self._ctx = None
-
-
-def _log_from_process(record: tuple, pid: int | None) -> None:
-    """A log record of the stream process, written by the core's own logging."""
-    level, name, text = record
-    logging.getLogger(name).log(level, "%s (stream process %s)", text, pid)
 
 
 __all__ = ["CALL_TIMEOUT_S", "MAX_RESTARTS", "PoseDistance", "ProcessState", "RobotQSource", "StartRefused",

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from app.streaming.config import StreamConfig
+from app.streaming.config import Gait, StreamConfig, StreamModeName
 from app.streaming.stream_status import PoseDistance, StreamStatus
 from app.streaming.threepoint import ThreePoint
 
@@ -45,9 +45,13 @@ class StreamControl(Protocol):
         """Stop the stream; never waits."""
         ...
 
-    def switch_mode(self, mode: str) -> None: ...
+    def switch_mode(self, mode: StreamModeName | str) -> None:
+        """A `StreamModeName` or its value (ValueError naming the modes otherwise)."""
+        ...
 
-    def set_locomotion(self, name: str) -> None: ...
+    def set_locomotion(self, name: Gait | str) -> None:
+        """A `Gait` or its value (ValueError naming the gaits otherwise)."""
+        ...
 
     def status(self) -> StreamStatus | None:
         """The newest status (None before any is known); never waits for the stream."""

@@ -1,9 +1,10 @@
 """The stream process: a `StreamSession` on a 50 Hz grid, the PUB socket the deploy connects to,
 and the links to the core.
 
-`StreamPublisher` (in the core) starts `stream_process.main`, then `child_main`, with the "spawn" start method (Linux,
-Windows and the PyInstaller bundle alike: a fresh interpreter, nothing inherited but what is
-passed). Everything the humanoid stream computes happens here, in a process of its own, so the
+`StreamPublisher` (in the core) starts `child_main` as a child process (`app.child_process`: the
+"spawn" start method on Linux, Windows and the PyInstaller bundle alike, the scheduling it inherited
+left before its imports, its log records written by the core, the READY/FAILED handshake, the
+core's end watched). Everything the humanoid stream computes happens here, in a process of its own, so the
 core's control loop never waits for the interpreter lock behind the retargeting, the SMPL body or
 the message encoding.
 
@@ -12,12 +13,14 @@ Links, all owned by this process's one thread:
 - **frames** (core PUSH -> here PULL, TCP on 127.0.0.1; `ipc://` is not on every Windows build):
   each tick of the core's loop sends one `operator_frame` record without blocking. Every tick of
   the grid drains what arrived and keeps the newest.
-- **control** (a `multiprocessing` pipe, core -> here): requests (calibrate, start, stop,
-  switch mode, ...) answered on the report pipe, the stream's e-stop and the robot's measured
-  joints (one-way), and close. Served between ticks, at once.
-- **reports** (a pipe, here -> core): ready (the bound endpoint) or failed (why), a `StreamReport`
-  every `REPORT_PERIOD_S`, the answers, each with a fresh report, and this process's log records
-  (the core writes them where it writes its own).
+- **control** (a `multiprocessing` pipe, core -> here), frozen dataclasses dispatched by type:
+  `Call` (a stream operation of `app.streaming.stream_requests`, as the window sent it, with the
+  core's newest robot joints and operator frame) answered on the report pipe; a one-way operation
+  (the stream's e-stop) as it is; `RobotQ` (the robot's measured joints) and `Close`. Served
+  between ticks, at once.
+- **reports** (a pipe, here -> core): `Ready` (the bound endpoint) or `Failed` (why), a
+  `StreamReport` every `REPORT_PERIOD_S`, an `Answer` to each `Call`, with a fresh report, and this
+  process's log records (`app.child_process.LogLine`: the core writes them where it writes its own).
 
 The process ends when the core asks it to (after the stop command when streaming), when the
 control pipe reaches its end, or when the core's process is gone (its sentinel): it never
@@ -27,22 +30,27 @@ outlives the core.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import multiprocessing.connection as mpc
 import pickle
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from app.child_logging import log_to_core
+from app.child_process import ChildSide
+from app.request import field_errors
 from app.streaming.config import StreamConfig
 from app.control.timing import LoopTimer
 from app.streaming import operator_frame, protocol
 from app.streaming.manager_commands import STOP
 from app.streaming.manager_state_pacer import ManagerStatePacer
 from app.streaming.stream_socket import StreamSocket, covers
+from app.streaming.stream_requests import (StreamCalibrate, StreamEstop, StreamPoseDistance, StreamRequest,
+                                           StreamSetLocomotion, StreamSmplAccuracy, StreamStart, StreamStop,
+                                           StreamSwitchMode)
 from app.streaming.stream_session import StreamSession
 from app.streaming.stream_status import StreamReport, StreamState
 
@@ -69,14 +77,44 @@ _POSE = protocol.TOPIC_POSE.encode()
 _COMMAND = protocol.TOPIC_COMMAND.encode()
 _MANAGER_STATE = protocol.TOPIC_MANAGER_STATE.encode()
 
-METHODS = frozenset({"calibrate", "start_streaming", "stop_streaming", "pose_distance", "set_locomotion",
-                     "switch_mode", "smpl_accuracy"})
-"""What the core may ask through a ``call``."""
 
-# control messages (core -> stream process): (kind, request_id, payload)
-CALL, ESTOP, ROBOT_Q, CLOSE = "call", "estop", "robot_q", "close"
-# reports (stream process -> core)
-READY, FAILED, REPORT, REPLY, LOG = "ready", "failed", "report", "reply", "log"
+# ----- control messages (core -> stream process); a one-way `StreamRequest` goes as it is -----
+
+@dataclass(frozen=True)
+class Call:
+    """A stream operation to carry out and answer (`Answer` with the same ``request_id``)."""
+
+    request_id: int
+    request: StreamRequest
+    robot_q: np.ndarray | None
+    """The robot's newest measured joints (29,) in MuJoCo order, or None."""
+    newest_frame: bytes | None
+    """The newest operator frame the core has seen: the request may overtake the frames on their way."""
+
+
+@dataclass(frozen=True)
+class RobotQ:
+    """The robot's measured joints (29,) in MuJoCo order, or None (one-way, every `ROBOT_Q_PERIOD_S`)."""
+
+    q: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Close:
+    """End the stream process (after the stop command when streaming, and a last report)."""
+
+
+# ----- reports (stream process -> core), besides `StreamReport` and `app.child_process`'s -----
+
+@dataclass(frozen=True)
+class Answer:
+    """The outcome of the `Call` ``request_id``: its value (``ok``) or the exception to raise in the core."""
+
+    request_id: int
+    ok: bool
+    value: Any
+    report: StreamReport
+    """A fresh report: the caller sees what the request changed."""
 
 
 class StreamWorker:
@@ -183,11 +221,11 @@ class StreamWorker:
             timer.record(lateness, self._clock() - now, now)
             if now >= next_report:
                 next_report = now + REPORT_PERIOD_S
-                if not self._tell((REPORT, 0, self._report())):
+                if not self._tell(self._report()):
                     break
         if self.session.state is StreamState.STREAMING:
             self._send_all(self.session.halt("closed"))
-        self._tell((REPORT, 0, self._report()))  # the last word: what was sent in all
+        self._tell(self._report())  # the last word: what was sent in all
 
     def _serve(self, duration_s: float) -> None:
         """`LoopTimer`'s sleep: serve the control pipe meanwhile; a reason to end cuts it short."""
@@ -214,45 +252,39 @@ class StreamWorker:
                 self._handle(message)
         return False
 
-    def _handle(self, message: tuple) -> None:
-        kind, request_id, payload = message
-        if kind == CLOSE:
+    def _handle(self, message: object) -> None:
+        if isinstance(message, Close):
             self._closing = True
-        elif kind == ESTOP:
-            self._send_all(self.session.estop())
-        elif kind == ROBOT_Q:
-            self.session.set_robot_q(payload)
-        elif kind == CALL:
-            method, args, robot_q, newest = payload
+        elif isinstance(message, RobotQ):
+            self.session.set_robot_q(message.q)
+        elif isinstance(message, Call):
             self._drain_frames()
-            if newest is not None:  # the request may have overtaken the core's newest frame
-                self._observe(newest, only_if_newer=True)
-            self.session.set_robot_q(robot_q)  # the core's newest, with every request
+            if message.newest_frame is not None:  # the request may have overtaken the core's newest frame
+                self._observe(message.newest_frame, only_if_newer=True)
+            self.session.set_robot_q(message.robot_q)  # the core's newest, with every request
             try:
-                ok, value = True, self._call(method, args)
+                ok, value = True, self.carry_out(message.request)
             except Exception as exc:  # the caller raises it in the core
                 ok, value = False, _crossable(exc)
-            self._tell((REPLY, request_id, (ok, value, self._report())))
+            self._tell(Answer(message.request_id, ok, value, self._report()))
+        elif isinstance(message, StreamRequest) and message.one_way:
+            try:
+                self.carry_out(message)
+            except Exception as exc:  # nobody waits for an answer: said in the log
+                log.error("stream request %s refused: %s: %s", type(message).__name__, type(exc).__name__, exc)
+        else:
+            log.error("a control message of type %s refused", type(message).__name__)
 
-    def _call(self, method: str, args: tuple) -> Any:
-        s = self.session
-        if method not in METHODS:
-            raise ValueError(f"unknown stream request {method!r}")
-        if method == "start_streaming":
-            self._send_all(s.start(self._clock(), *args))
-        elif method == "stop_streaming":
-            self._send_all(s.stop())
-        elif method == "switch_mode":
-            self._send_all(s.switch_mode(*args))
-        elif method == "set_locomotion":
-            s.set_locomotion(*args)
-        elif method == "calibrate":
-            return s.calibrate()
-        elif method == "pose_distance":
-            return s.pose_distance()
-        elif method == "smpl_accuracy":
-            return s.smpl_accuracy()
-        return None
+    def carry_out(self, request: StreamRequest) -> Any:
+        """Dispatch ``request`` by its type (`HANDLERS`); what it answers. ValueError when it is not a
+        stream operation or a field has the wrong type (checked again here: it arrived pickled)."""
+        handler = HANDLERS.get(type(request))
+        if handler is None:
+            raise ValueError(f"unknown stream request {type(request).__module__}.{type(request).__qualname__}")
+        errors = field_errors(request)
+        if errors:
+            raise ValueError("malformed stream request: " + "; ".join(errors))
+        return handler(self, request)
 
     def _drain_frames(self) -> None:
         assert self._frames is not None
@@ -319,7 +351,7 @@ class StreamWorker:
                                    manager_states_dropped=pub.manager_states_dropped if pub else 0,
                                    cut_offs=pub.cut_offs if pub else 0)
 
-    def _tell(self, message: tuple) -> bool:
+    def _tell(self, message: object) -> bool:
         try:
             self._reports.send(message)
             return True
@@ -336,31 +368,38 @@ def _crossable(exc: Exception) -> Exception:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-def child_main(cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection, reports: mpc.Connection,
-               first_frame_index: int, calibrations_seen: int, after_crash: bool, calibration_frame: bytes | None = None,
-               scheduling: str = "") -> None:
-    """The stream process's work, once `stream_process.main` has set it up (``scheduling``: what it
-    did about the scheduling it inherited, logged here)."""
-    log_to_core(reports, lambda record: (LOG, 0, record))
-    if scheduling:
-        log.info("stream process: %s", scheduling)
-    parent = multiprocessing.parent_process()
+HANDLERS: dict[type[StreamRequest], Callable[[StreamWorker, Any], Any]] = {
+    StreamCalibrate: lambda w, r: w.session.calibrate(),
+    StreamStart: lambda w, r: w._send_all(w.session.start(w._clock(), r.confirm_large)),
+    StreamStop: lambda w, r: w._send_all(w.session.stop()),
+    StreamEstop: lambda w, r: w._send_all(w.session.estop()),
+    StreamPoseDistance: lambda w, r: w.session.pose_distance(),
+    StreamSetLocomotion: lambda w, r: w.session.set_locomotion(r.gait.value),
+    StreamSwitchMode: lambda w, r: w._send_all(w.session.switch_mode(r.mode.value)),
+    StreamSmplAccuracy: lambda w, r: w.session.smpl_accuracy(),
+}
+"""How the stream process carries out each stream operation (`stream_requests.STREAM_REQUEST_TYPES`, all
+of them): ``handler(worker, request)`` returns the answer; messages go out on the PUB socket at once."""
+
+
+def child_main(side: ChildSide, cfg: StreamConfig, frames_endpoint: str, control: mpc.Connection,
+               first_frame_index: int, calibrations_seen: int, after_crash: bool,
+               calibration_frame: bytes | None = None) -> None:
+    """The stream process's work (`app.child_process` has set it up): bind, say `Ready` with the
+    bound endpoint, and run until closed or orphaned. An error before `Ready` reaches the core as
+    `Failed` (`app.child_process`)."""
+    worker = StreamWorker(cfg, frames_endpoint, control, side.reports, first_frame_index=first_frame_index,
+                          calibrations_seen=calibrations_seen, after_crash=after_crash,
+                          parent_sentinel=side.parent.sentinel, calibration_frame=calibration_frame)
     try:
-        worker = StreamWorker(cfg, frames_endpoint, control, reports, first_frame_index=first_frame_index,
-                              calibrations_seen=calibrations_seen, after_crash=after_crash,
-                              parent_sentinel=parent.sentinel if parent is not None else None,
-                              calibration_frame=calibration_frame)
-        endpoint = worker.open()
-    except Exception as exc:
-        reports.send((FAILED, 0, f"{exc}" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"))
-        return
-    try:
-        reports.send((READY, 0, endpoint))
+        side.ready(worker.open())
         worker.run()
     except (OSError, EOFError):
-        pass  # the core is gone
+        if not worker.endpoint:
+            raise  # it could not bind: the core hears why
+        # else the core is gone
     finally:
         worker.close()
 
 
-__all__ = ["METHODS", "REPORT_PERIOD_S", "StreamWorker", "child_main"]
+__all__ = ["Answer", "Call", "Close", "HANDLERS", "REPORT_PERIOD_S", "RobotQ", "StreamWorker", "child_main"]
