@@ -19,6 +19,7 @@ from app.streaming.locomotion import locomotion_from_stick, locomotion_mode
 from app.streaming.publisher import StreamPublisher, StreamState
 from app.streaming.reach import arm_reach_spheres, bound_to_reach
 from app.streaming.threepoint import ThreePoint
+from calibration import quat as Q
 from tests.test_publisher import ANY_PORT, Subscriber, _command, _connect, _wait
 from tests.test_publisher_helpers import Feeder
 
@@ -188,19 +189,22 @@ def test_lost_tracking_stops_sending_until_it_returns(mode):
 
 def test_wrist_targets_are_bounded_to_the_g1_arm_reach(g1):
     left, right = arm_reach_spheres(g1)
-    assert 0.5 < left.radius_m < 0.7 and left.radius_m == pytest.approx(right.radius_m)
+    assert 0.4 < left.radius_m < 0.5 and left.radius_m == pytest.approx(right.radius_m)  # shoulder to palm
     assert left.centre_root_m[1] > 0.05 > -0.05 > right.centre_root_m[1]
     stand = g1.stand_key_poses
-    for row, s in enumerate((left, right)):  # the standing wrists are reachable
-        assert np.linalg.norm(stand.pos_m[row] - s.centre_root_m) < s.radius_m
+    o = g1.palm_to_wrist_keypoint_m
+    for row, s in enumerate((left, right)):  # the standing palms are reachable
+        palm = stand.pos_m[row] - Q.rotate(stand.quat_wxyz[row], o[row])
+        assert np.linalg.norm(palm - s.centre_root_m) < s.radius_m
     # the demo session's low wrist (z = -0.91 m below the pelvis) comes back to the arm's reach
     pos = np.array(stand.pos_m)
     pos[0] = (0.1, 0.25, -0.91)
     tp = ThreePoint(pos, stand.quat_wxyz, (False,) * 3, True)
-    out, moved = bound_to_reach(tp, (left, right))
+    out, moved = bound_to_reach(tp, (left, right), o)
     assert moved == (True, False)
-    assert np.linalg.norm(out.pos_m[0] - left.centre_root_m) == pytest.approx(left.radius_m)
-    assert -0.35 < out.pos_m[0][2] < -0.25
+    palm = out.pos_m[0] - Q.rotate(out.quat_wxyz[0], o[0])
+    assert np.linalg.norm(palm - left.centre_root_m) == pytest.approx(left.radius_m)
+    assert -0.35 < out.pos_m[0][2] < -0.2
     np.testing.assert_array_equal(out.pos_m[1:], pos[1:])
     np.testing.assert_array_equal(out.quat_wxyz, tp.quat_wxyz)
 
@@ -220,8 +224,10 @@ def test_the_publisher_counts_clamped_wrists(g1):
     left, _ = arm_reach_spheres(g1)
     for _, m in msgs:
         if m.topic == "planner":
-            p = m.fields["vr_position"].reshape(3, 3)[0]
-            assert np.linalg.norm(p - left.centre_root_m) <= left.radius_m + 1e-5
+            p = m.fields["vr_position"].reshape(3, 3)[0].astype(float)
+            q = m.fields["vr_orientation"].reshape(3, 4)[0].astype(float)
+            palm = p - Q.rotate(Q.normalize(q), g1.palm_to_wrist_keypoint_m[0])
+            assert np.linalg.norm(palm - left.centre_root_m) <= left.radius_m + 1e-5
 
 
 # ---- 7: frame_index continuity ------------------------------------------------------------------

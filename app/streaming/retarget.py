@@ -5,8 +5,13 @@ Arms and waist (17 joints) follow the 3-point by the damped-least-squares core
 (kinematics only, the root fixed at the origin); the legs stay at the standing keyframe. Tasks,
 all in the root frame, stacked into one weighted problem of 15 rows over the 17 joints:
 
-    left / right wrist key point:  position (m) and orientation (rad x wrist_rot_weight)
+    left / right palm:  position (m) and orientation (rad x wrist_rot_weight)
     torso (neck key point) orientation:  rad x torso_rot_weight
+
+The palm (site `left/right_hand`, where an operator's hand holds the controller) is what follows:
+its target is the 3-point's wrist key point less the palm-to-key-point offset turned by the target
+orientation (`G1Model.palm_to_wrist_keypoint_m`), so a wrist orientation the arm cannot take
+costs the hand's position nothing. With the orientation reached, the key point is on its target.
 
 with the posture bias toward the standing pose. `step` warm-starts from the previous frame,
 limits every joint's speed and returns the frame in the stream's IsaacLab order with the
@@ -30,6 +35,7 @@ from app.control.dls import DampedLeastSquares, Group, orientation_error, positi
 from app.streaming.g1_joints import mujoco_to_isaaclab
 from app.streaming.g1_model import JOINT_NAMES_MUJOCO, NUM_JOINTS, G1Model, KeyPoses
 from app.streaming.threepoint import ThreePoint
+from calibration import quat as Q
 
 ACTIVE_JOINTS: tuple[str, ...] = JOINT_NAMES_MUJOCO[12:]
 """Waist (3) and both arms (14): the joints the IK moves, MuJoCo indices 12..28."""
@@ -41,7 +47,7 @@ _ACTIVE_COLS = slice(12, NUM_JOINTS)
 class IKReport:
     iterations: int
     wrist_pos_err_m: tuple[float, float]
-    """Left, right wrist key point to target distance after the solve."""
+    """Left, right palm to its target (from the wrist key point's, see the module) after the solve (m)."""
     wrist_rot_err_rad: tuple[float, float]
     torso_rot_err_rad: float
     joint_limit_clamped: bool
@@ -88,7 +94,7 @@ class _KeyPointTasks:
         self._torso_w = cfg.torso_rot_weight_m_per_rad
         self._qadr = np.asarray(g1.qpos_adr)
         self._dcols = np.asarray(g1.dof_adr)[_ACTIVE]
-        self._sites = [int(s) for s in g1.site_ids[:2]]
+        self._sites = [int(s) for s in g1.palm_site_ids]
         self._torso = g1.torso_body_id
         self._jacp = np.zeros((3, self.model.nv))
         self._jacr = np.zeros((3, self.model.nv))
@@ -142,6 +148,9 @@ class G1Retargeter:
         self._tasks = _KeyPointTasks(g1, self.data, self._group, c)
         self._solver = DampedLeastSquares(c, self._tasks, [self._group], self._lo, self._hi)
         self._prev_q: np.ndarray | None = None
+        self._palm_to_kp = np.array(g1.palm_to_wrist_keypoint_m)
+        self.restarts = 0
+        """Frames `step` took from a solve restarted at the standing pose (`RetargetConfig.restart_above_m`)."""
 
     # ---- state ----
 
@@ -157,9 +166,17 @@ class G1Retargeter:
 
     # ---- IK ----
 
+    def palm_targets(self, key_poses: KeyPoses) -> KeyPoses:
+        """``key_poses`` with each wrist row moved from the key point to the palm at that row's
+        orientation (the neck row and every orientation unchanged)."""
+        pos = np.array(key_poses.pos_m)
+        for row in (0, 1):
+            pos[row] -= Q.rotate(key_poses.quat_wxyz[row], self._palm_to_kp[row])
+        return KeyPoses(pos, key_poses.quat_wxyz)
+
     def _solve(self, target: KeyPoses | ThreePoint, q_start, dt_s: float | None,
                max_iterations: int | None) -> tuple[np.ndarray, IKReport]:
-        self._tasks.target = target.key_poses if isinstance(target, ThreePoint) else target
+        self._tasks.target = self.palm_targets(target.key_poses if isinstance(target, ThreePoint) else target)
         q0 = np.minimum(np.maximum(np.asarray(q_start, dtype=float), self._lo), self._hi)
         q = self._solver.solve(q0, dt_s, max_iterations)
         return q, self._tasks.report(self._group)
@@ -173,6 +190,22 @@ class G1Retargeter:
         q_start = self._stand if q_start_mujoco_rad is None else q_start_mujoco_rad
         return self._solve(target, q_start, None, max_iterations)
 
+    def _restart(self, target: KeyPoses | ThreePoint, q_prev: np.ndarray, q_warm: np.ndarray, warm: IKReport,
+                 dt_s: float) -> np.ndarray:
+        """A warm start that ends short of a target the arm can meet is a local minimum (an arm
+        stretched against its elbow's stop while the hand should come back toward the chest): solve
+        again from the standing pose and, when that ends nearer, head for it at the speed limit."""
+        q_cold, cold = self._solve(target, self._stand, None, self.cfg.restart_iterations)
+        gain_m = max(warm.wrist_pos_err_m) - max(cold.wrist_pos_err_m)
+        if gain_m <= self.cfg.restart_above_m:
+            self._solver.finish(q_warm, False)
+            self._group.velocity_clamped = warm.velocity_clamped
+            return q_warm
+        self.restarts += 1
+        q = q_cold.copy()
+        self._solver.scale_to_speed(self._group, q, q_prev, dt_s)
+        return self._solver.finish(q, False)
+
     def step(self, target: KeyPoses | ThreePoint, dt_s: float, root_yaw_rad: float = 0.0) -> JointFrame:
         """The next stream frame, ``dt_s`` after the previous one: warm-started IK, speed-limited."""
         if not (dt_s > 0.0 and math.isfinite(dt_s)):
@@ -180,6 +213,10 @@ class G1Retargeter:
         first = self._prev_q is None
         q_prev = self._stand if first else self._prev_q
         q, report = self._solve(target, q_prev, dt_s, None)
+        c = self.cfg
+        if c.restart_above_m > 0.0 and max(report.wrist_pos_err_m) > c.restart_above_m:
+            q = self._restart(target, q_prev, q, report, dt_s)
+            report = self._tasks.report(self._group)
         vel = np.zeros(NUM_JOINTS) if first else (q - q_prev) / dt_s
         self._prev_q = q
         return JointFrame(mujoco_to_isaaclab(q), mujoco_to_isaaclab(vel), heading_quat(root_yaw_rad), q, report)
