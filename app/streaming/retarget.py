@@ -41,6 +41,8 @@ ACTIVE_JOINTS: tuple[str, ...] = JOINT_NAMES_MUJOCO[12:]
 """Waist (3) and both arms (14): the joints the IK moves, MuJoCo indices 12..28."""
 _ACTIVE = np.arange(12, NUM_JOINTS)
 _ACTIVE_COLS = slice(12, NUM_JOINTS)
+_CHAINS: tuple[slice, slice, slice] = (slice(12, 15), slice(15, 22), slice(22, 29))
+"""Waist, left arm, right arm (MuJoCo indices): each chain's step is speed-limited on its own."""
 
 
 @dataclass(frozen=True)
@@ -190,33 +192,47 @@ class G1Retargeter:
         q_start = self._stand if q_start_mujoco_rad is None else q_start_mujoco_rad
         return self._solve(target, q_start, None, max_iterations)
 
-    def _restart(self, target: KeyPoses | ThreePoint, q_prev: np.ndarray, q_warm: np.ndarray, warm: IKReport,
-                 dt_s: float) -> np.ndarray:
+    def _restart(self, target: KeyPoses | ThreePoint, q_warm: np.ndarray, warm: IKReport) -> np.ndarray:
         """A warm start that ends short of a target the arm can meet is a local minimum (an arm
         stretched against its elbow's stop while the hand should come back toward the chest): solve
-        again from the standing pose and, when that ends nearer, head for it at the speed limit."""
+        again from the standing pose and take that answer when it ends nearer."""
         q_cold, cold = self._solve(target, self._stand, None, self.cfg.restart_iterations)
         gain_m = max(warm.wrist_pos_err_m) - max(cold.wrist_pos_err_m)
         if gain_m <= self.cfg.restart_above_m:
-            self._solver.finish(q_warm, False)
-            self._group.velocity_clamped = warm.velocity_clamped
             return q_warm
         self.restarts += 1
-        q = q_cold.copy()
-        self._solver.scale_to_speed(self._group, q, q_prev, dt_s)
-        return self._solver.finish(q, False)
+        return q_cold
+
+    def _limit_speed(self, q: np.ndarray, q_prev: np.ndarray, dt_s: float) -> bool:
+        """Scale each chain's step (waist, left arm, right arm) in place so that none of its joints
+        exceeds `max_joint_vel_rad_s` over ``dt_s``: the step keeps its direction per chain, and a
+        fast wrist on one arm does not slow the other arm. Returns whether any chain was scaled."""
+        scaled = False
+        max_step_rad = self.cfg.max_joint_vel_rad_s * dt_s
+        for chain in _CHAINS:
+            step = q[chain] - q_prev[chain]
+            ratio = float(np.max(np.abs(step))) / max_step_rad
+            if ratio > 1.0:
+                q[chain] = q_prev[chain] + step / ratio
+                scaled = True
+        return scaled
 
     def step(self, target: KeyPoses | ThreePoint, dt_s: float, root_yaw_rad: float = 0.0) -> JointFrame:
-        """The next stream frame, ``dt_s`` after the previous one: warm-started IK, speed-limited."""
+        """The next stream frame, ``dt_s`` after the previous one: warm-started IK (restarted from
+        standing when stuck, `RetargetConfig.restart_above_m`), each chain speed-limited."""
         if not (dt_s > 0.0 and math.isfinite(dt_s)):
             raise ValueError(f"dt_s must be a positive number of seconds, got {dt_s!r}")
         first = self._prev_q is None
         q_prev = self._stand if first else self._prev_q
-        q, report = self._solve(target, q_prev, dt_s, None)
+        q, report = self._solve(target, q_prev, None, None)
         c = self.cfg
         if c.restart_above_m > 0.0 and max(report.wrist_pos_err_m) > c.restart_above_m:
-            q = self._restart(target, q_prev, q, report, dt_s)
-            report = self._tasks.report(self._group)
+            q = self._restart(target, q, report)
+        q = q.copy()
+        scaled = self._limit_speed(q, q_prev, dt_s)
+        self._solver.finish(q, False)
+        self._group.velocity_clamped = scaled
+        report = self._tasks.report(self._group)
         vel = np.zeros(NUM_JOINTS) if first else (q - q_prev) / dt_s
         self._prev_q = q
         return JointFrame(mujoco_to_isaaclab(q), mujoco_to_isaaclab(vel), heading_quat(root_yaw_rad), q, report)
