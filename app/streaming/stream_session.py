@@ -359,9 +359,13 @@ class StreamSession:
             return self._robot_q_measured, "feedback"
         return np.array(self.g1.stand_q_rad), "standing pose"
 
-    def _enter_pose(self) -> None:
-        """Pose frames start afresh: from the robot's pose, the window refilling."""
-        q_robot, _ = self._robot_q()
+    def _enter_pose(self, resume: bool = False) -> None:
+        """Pose frames start afresh: from the robot's pose, the window refilling. Resuming after a
+        tracking pause without feedback, the robot's pose is the last frame it was sent, not the
+        standing pose: the arms continue from where they were instead of jumping to standing."""
+        q_robot, source = self._robot_q()
+        if resume and source != "feedback" and self.last_q_mujoco_rad is not None:
+            q_robot = self.last_q_mujoco_rad
         self._retarget.reset(q_robot)
         self._window.refill()
 
@@ -377,7 +381,7 @@ class StreamSession:
         if suppressed != self.input_lost:
             log.warning("humanoid stream: tracking %s", "lost, sending nothing" if suppressed else "back, resuming")
             if not suppressed and not is_planner_mode(self.mode):
-                self._enter_pose()  # the window refills from the robot's pose, indices continue
+                self._enter_pose(resume=True)  # the window refills from the robot's pose, indices continue
         self.input_lost = suppressed
         if suppressed:
             self.suppressed_ticks += 1
