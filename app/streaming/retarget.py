@@ -13,9 +13,11 @@ its target is the 3-point's wrist key point less the palm-to-key-point offset tu
 orientation (`G1Model.palm_to_wrist_keypoint_m`), so a wrist orientation the arm cannot take
 costs the hand's position nothing. With the orientation reached, the key point is on its target.
 
-with the posture bias toward the standing pose. `step` warm-starts from the previous frame,
-limits every joint's speed and returns the frame in the stream's IsaacLab order with the
-finite-difference joint velocity.
+with the posture bias toward the standing pose. `step` warm-starts from the previous frame
+(solving again from the standing pose when that start ends stuck short of the target,
+`RetargetConfig.restart_above_m`), limits the speed of each chain (waist, left arm, right arm) on
+its own and returns the frame in the stream's IsaacLab order with the finite-difference joint
+velocity.
 
 SMPL fields (pose v2/v3) are a separate retarget target: a later `smpl.py` can produce them from
 the same `ThreePoint` without touching this module.
@@ -176,11 +178,11 @@ class G1Retargeter:
             pos[row] -= Q.rotate(key_poses.quat_wxyz[row], self._palm_to_kp[row])
         return KeyPoses(pos, key_poses.quat_wxyz)
 
-    def _solve(self, target: KeyPoses | ThreePoint, q_start, dt_s: float | None,
-               max_iterations: int | None) -> tuple[np.ndarray, IKReport]:
+    def _solve(self, target: KeyPoses | ThreePoint, q_start, max_iterations: int | None) -> tuple[np.ndarray, IKReport]:
+        """The converged (or iteration-capped) answer from ``q_start``, without a speed limit."""
         self._tasks.target = self.palm_targets(target.key_poses if isinstance(target, ThreePoint) else target)
         q0 = np.minimum(np.maximum(np.asarray(q_start, dtype=float), self._lo), self._hi)
-        q = self._solver.solve(q0, dt_s, max_iterations)
+        q = self._solver.solve(q0, None, max_iterations)
         return q, self._tasks.report(self._group)
 
     def solve(self, target: KeyPoses | ThreePoint, q_start_mujoco_rad=None,
@@ -190,13 +192,13 @@ class G1Retargeter:
         Returns the joint angles (29,) in MuJoCo order, within the joint ranges less the margin.
         """
         q_start = self._stand if q_start_mujoco_rad is None else q_start_mujoco_rad
-        return self._solve(target, q_start, None, max_iterations)
+        return self._solve(target, q_start, max_iterations)
 
     def _restart(self, target: KeyPoses | ThreePoint, q_warm: np.ndarray, warm: IKReport) -> np.ndarray:
         """A warm start that ends short of a target the arm can meet is a local minimum (an arm
         stretched against its elbow's stop while the hand should come back toward the chest): solve
         again from the standing pose and take that answer when it ends nearer."""
-        q_cold, cold = self._solve(target, self._stand, None, self.cfg.restart_iterations)
+        q_cold, cold = self._solve(target, self._stand, self.cfg.restart_iterations)
         gain_m = max(warm.wrist_pos_err_m) - max(cold.wrist_pos_err_m)
         if gain_m <= self.cfg.restart_above_m:
             return q_warm
@@ -224,7 +226,7 @@ class G1Retargeter:
             raise ValueError(f"dt_s must be a positive number of seconds, got {dt_s!r}")
         first = self._prev_q is None
         q_prev = self._stand if first else self._prev_q
-        q, report = self._solve(target, q_prev, None, None)
+        q, report = self._solve(target, q_prev, None)
         c = self.cfg
         if c.restart_above_m > 0.0 and max(report.wrist_pos_err_m) > c.restart_above_m:
             q = self._restart(target, q, report)
