@@ -232,6 +232,9 @@ def test_status_text_shows_lost_input_and_reach_clamps():
     assert "INPUT LOST" in text and "7 ticks" in text and "L 3 / R 12" in text and colour == theme.WARN
     text, colour = status_text(dataclasses.replace(st, input_lost=False))
     assert "INPUT LOST" not in text and "L 3 / R 12" in text and colour == theme.OK
+    assert "BEYOND REACH" not in text
+    text, _ = status_text(dataclasses.replace(st, input_lost=False, reach_projected=(False, True)))
+    assert "RIGHT HAND BEYOND REACH: projected onto it" in text
 
 
 def test_status_text_says_when_the_stream_process_is_down_and_frames_were_dropped():

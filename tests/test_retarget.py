@@ -13,7 +13,7 @@ from app.control.config import FilterConfig
 from app.streaming.g1_joints import (
     G1_JOINT_NAMES_ISAACLAB, MUJOCO_TO_ISAACLAB, isaaclab_to_mujoco, mujoco_to_isaaclab,
 )
-from app.streaming.g1_model import KeyPoses, load_g1
+from app.streaming.g1_model import JOINT_NAMES_MUJOCO, KeyPoses, load_g1
 from app.streaming.config import RetargetConfig, ThreePointConfig
 from app.streaming.retarget import G1Retargeter, heading_quat
 from app.streaming.threepoint import ThreePointMapper
@@ -45,7 +45,8 @@ def test_solve_reaches_reachable_targets(g1):
         t_solve.append(time.perf_counter() - t0)
         achieved = g1.key_poses(q)
         err = np.linalg.norm(achieved.pos_m[:2] - target.pos_m[:2], axis=1)
-        np.testing.assert_allclose(err, rep.wrist_pos_err_m, atol=1e-12)
+        palm_err = np.linalg.norm(rt.palm_targets(achieved).pos_m[:2] - rt.palm_targets(target).pos_m[:2], axis=1)
+        np.testing.assert_allclose(palm_err, rep.wrist_pos_err_m, atol=1e-12)  # the IK's task is the palm
         pos_mm.extend(1000 * err)
         rot_rad.extend(rep.wrist_rot_err_rad)
     pos_mm = np.array(pos_mm)
@@ -75,6 +76,37 @@ def test_joint_limits_hold_for_unreachable_targets(g1):
     assert np.all(q >= lo + margin - 1e-12) and np.all(q <= hi - margin + 1e-12)
     assert rep.joint_limit_clamped and np.all(np.isfinite(q))
     np.testing.assert_array_equal(q[:12], g1.stand_q_rad[:12])  # legs never move
+
+
+def test_a_warm_start_stuck_at_the_elbows_stop_is_left_for_the_standing_solve(g1):
+    """From the arms raised straight above the head, elbows near their extension stop, to the hands
+    crossed in front of the chest (a pose the arms can take): the warm-started solve stays stuck
+    with the elbows at the stop, centimetres short; restarted from the standing pose it reaches
+    it, at the speed limit all the way, and leaves the stop."""
+    q_up = np.array(g1.stand_q_rad)
+    q_up[15:22] = (-2.6, 0.3, 0.0, 2.0, 0.0, 0.0, 0.0)
+    q_up[22:29] = (-2.6, -0.3, 0.0, 2.0, 0.0, 0.0, 0.0)
+    q_cross = np.array(g1.stand_q_rad)
+    q_cross[15:22] = (-0.9, -0.3, 0.6, -0.3, 0.0, 0.0, 0.0)
+    q_cross[22:29] = (-0.9, 0.3, -0.6, -0.3, 0.0, 0.0, 0.0)
+    target = g1.key_poses(q_cross)
+    elbows = [JOINT_NAMES_MUJOCO.index(f"{s}_elbow_joint") for s in ("left", "right")]
+    hi = g1.joint_range_rad[elbows, 1]
+    for restart_above_m in (0.0, 0.03):
+        rt = G1Retargeter(g1, RetargetConfig(restart_above_m=restart_above_m))
+        rt.reset(q_up)
+        q_prev = q_up
+        for _ in range(150):
+            f = rt.step(target, DT_S)
+            assert np.all(np.abs(f.q_mujoco_rad - q_prev) <= rt.cfg.max_joint_vel_rad_s * DT_S + 1e-9)
+            q_prev = f.q_mujoco_rad
+        err_m = max(f.report.wrist_pos_err_m)
+        if restart_above_m == 0.0:
+            assert err_m > 0.03 and rt.restarts == 0
+            assert np.all(f.q_mujoco_rad[elbows] > hi - 0.05)  # pinned at the stop
+        else:
+            assert err_m < 1e-3 and rt.restarts > 0
+            assert np.all(f.q_mujoco_rad[elbows] < hi - 1.0)
 
 
 def test_step_limits_speed_and_reports_velocity_and_heading(g1):
@@ -118,7 +150,9 @@ def test_joint_order_maps_round_trip_and_match_the_spec_table(g1):
 def test_end_to_end_operator_motion_puts_the_wrists_on_the_3point(g1):
     """Calibrate, move both hands and lean a little over 2 s, stream at 50 Hz: the G1's wrist key
     points follow the calibrated 3-point."""
-    mapper = ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig(filter=FilterConfig(enabled=False)))
+    mapper = ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m,
+                              ThreePointConfig(position_scale=1.0, filter=FilterConfig(enabled=False)),
+                              g1.palm_to_wrist_keypoint_m)
     mapper.calibrate(sample(), 0.0)
     rt = G1Retargeter(g1)
     errs_mm, t_step = [], []
@@ -144,7 +178,9 @@ def test_end_to_end_operator_motion_puts_the_wrists_on_the_3point(g1):
 
 
 @pytest.mark.parametrize("kw, key", [({"max_iterations": 0}, "retarget.max_iterations"),
-                                     ({"posture_gain": -1.0}, "retarget.posture_gain")])
+                                     ({"posture_gain": -1.0}, "retarget.posture_gain"),
+                                     ({"restart_above_m": -0.01}, "retarget.restart_above_m"),
+                                     ({"restart_iterations": 0}, "retarget.restart_iterations")])
 def test_config_validation(kw, key):
     with pytest.raises(ConfigError, match=key):
         RetargetConfig(**kw)

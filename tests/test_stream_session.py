@@ -13,6 +13,7 @@ import pytest
 from app.lifecycle import IllegalTransition
 from app.streaming.config import MODE_PLANNER_VR3PT, MODE_POSE_V1, StreamConfig
 from app.streaming import operator_frame, protocol
+from app.streaming.g1_joints import mujoco_to_isaaclab
 from app.streaming.g1_model import load_g1
 from app.streaming.operator_frame import FrameError
 from app.streaming.protocol import StreamMode
@@ -258,6 +259,27 @@ def test_lost_tracking_sends_nothing_once_stale_input_s_has_passed_then_resumes(
     assert session.input_lost and session.suppressed_ticks == 30 - held
     back = [any(m.topic in ("planner", "pose") for m in clock.step()) for _ in range(10)]
     assert not session.input_lost and back[-1] and sum(back) >= 5  # a pose window refills first
+
+
+def test_after_a_tracking_pause_the_arms_continue_from_the_last_frame_sent(g1):
+    """The left hand held forward, tracking lost past `stale_input_s`, then back where it was: without
+    the robot's feedback the first frame after the pause starts from the last one sent (the pose the
+    robot was given), not from the standing pose."""
+    session, clock = _streaming(g1, mode=MODE_POSE_V1, stale_input_s=0.3, pose_entry_delay_s=0.0)
+    for k in range(1, 5):
+        clock.step(reach_m=0.05 * k)
+    for _ in range(60):
+        clock.step(reach_m=0.2)
+    last_sent = np.array(session.last_q_mujoco_rad)
+    assert np.max(np.abs(last_sent - g1.stand_q_rad)) > 0.3  # the arm is well away from standing
+    for _ in range(30):
+        clock.step(reach_m=0.2, left_valid=False)
+    assert session.input_lost
+    first = []
+    while not first:
+        first = [m for m in clock.step(reach_m=0.2) if m.topic == "pose"]
+    q0 = np.asarray(first[0].fields["joint_pos"])[0]  # the refilled window's first frame, IsaacLab order
+    assert np.max(np.abs(q0 - mujoco_to_isaaclab(last_sent))) < 0.05
 
 
 def test_the_engines_calibration_count_calibrates_unless_streaming(g1):

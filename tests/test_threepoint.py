@@ -52,9 +52,11 @@ def sample(left=None, right=None, head=None, t=0.0, heading=0.0) -> TrackingSamp
     )
 
 
-def mapper(g1, **kw) -> ThreePointMapper:
+def mapper(g1, palm_to_wrist_m=None, **kw) -> ThreePointMapper:
+    """A mapper at unit scale (the mapping's mechanics) unless ``position_scale`` says otherwise."""
     kw.setdefault("filter", NO_FILTER)
-    return ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig(**kw))
+    kw.setdefault("position_scale", 1.0)
+    return ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig(**kw), palm_to_wrist_m)
 
 
 def test_before_calibration_the_output_is_the_reference(g1):
@@ -105,6 +107,34 @@ def test_controller_offset_moves_the_wrist_point_when_the_controller_turns(g1):
     tp = m.update(sample(left=device(LEFT0, yaw), t=0.02))
     expect_shift = Q.rotate(yaw, off.pos_m) - np.array(off.pos_m)
     np.testing.assert_allclose(tp.pos_m[0] - g1.stand_key_poses.pos_m[0], expect_shift, atol=1e-12)
+
+
+def test_the_palm_follows_the_controller_and_the_key_point_turns_about_it(g1):
+    """With the G1's palm offset, turning the hand in place leaves the palm where it was and swings
+    the wrist key point about it; moving the hand moves the palm by the scaled displacement."""
+    o = np.array(g1.palm_to_wrist_keypoint_m)
+    m = mapper(g1, palm_to_wrist_m=o, position_scale=0.78)
+    ref = g1.stand_key_poses
+    palm_ref = ref.pos_m[0] - Q.rotate(ref.quat_wxyz[0], o[0])
+    m.calibrate(sample(), 0.0)
+    turn = Q.from_axis_angle((0, 1, 0), -0.9)  # pitch the hand up about its own lateral axis
+    tp = m.update(sample(left=device(LEFT0, turn), t=0.02))
+    palm = tp.pos_m[0] - Q.rotate(tp.quat_wxyz[0], o[0])
+    np.testing.assert_allclose(palm, palm_ref, atol=1e-12)
+    assert np.linalg.norm(tp.pos_m[0] - ref.pos_m[0]) > 0.1  # the key point, 14 cm off the palm, swung
+    d = np.array([0.10, 0.04, -0.06])
+    tp = m.update(sample(left=device(LEFT0 + d, turn), t=0.04))
+    palm = tp.pos_m[0] - Q.rotate(tp.quat_wxyz[0], o[0])
+    np.testing.assert_allclose(palm - palm_ref, 0.78 * d, atol=1e-12)
+
+
+def test_a_scale_from_the_operator_height_must_be_given(g1):
+    with pytest.raises(ValueError, match="operator height"):
+        ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig())
+    m = ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig(), None, 0.78)
+    assert m.position_scale == 0.78
+    m = ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig(position_scale=0.5), None, 0.78)
+    assert m.position_scale == 0.5  # a configured scale is the operator's choice
 
 
 def test_nodding_about_the_neck_pivot_leaves_the_neck_alone(g1):
@@ -222,7 +252,7 @@ def test_wire_layout(g1):
 
 
 def test_filtering_smooths_jitter(g1):
-    m = ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig())
+    m = ThreePointMapper(g1.stand_key_poses, g1.torso_origin_root_m, ThreePointConfig(position_scale=1.0))
     m.calibrate(sample(), 0.0)
     rng = np.random.default_rng(0)
     out = []
@@ -233,7 +263,8 @@ def test_filtering_smooths_jitter(g1):
 
 
 @pytest.mark.parametrize("kw, key", [
-    ({"position_scale": 0.0}, "threepoint.position_scale"),
+    ({"position_scale": 0.01}, "threepoint.position_scale"),
+    ({"position_scale": -1.0}, "threepoint.position_scale"),
     ({"max_lean_rad": float("nan")}, "threepoint.max_lean_rad"),
     ({"head_to_neck": None}, None),
 ])

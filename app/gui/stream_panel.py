@@ -60,7 +60,10 @@ def status_text(st: StreamStatus | None) -> tuple[str, str]:
         text += f", INPUT LOST: nothing sent ({st.suppressed_ticks} ticks so far)"
         colour = theme.WARN
     left, right = st.keypoints_clamped
-    text += f"; wrists clamped to reach L {left} / R {right} ticks"
+    beyond = [side for side, on in zip(("left", "right"), st.reach_projected) if on]
+    if beyond:
+        text += f"; {' and '.join(beyond).upper()} HAND BEYOND REACH: projected onto it"
+    text += f"; hands projected onto reach L {left} / R {right} ticks"
     if st.calibration_refused:
         text += f"; CALIBRATION REFUSED ({st.calibration_refusals} so far): {st.calibration_refused}"
         colour = theme.WARN

@@ -14,7 +14,8 @@ forward), z above the floor (m). An untracked device's row is NaN.
 Scale. One uniform factor, the G1's standing neck height over the operator's: the configured
 operator height (`stream.calibration.operator_height_m`, the one the stream sizes the SMPL body and
 checks the calibration posture with) gives the standing eye height (`calibration.anthropometry`),
-plus the headset -> neck offset's height. Placement: the operator's neck horizontally over the
+plus the headset -> neck offset's height; the stream's hands move at the same factor
+(`app.streaming.body_scale`). Placement: the operator's neck horizontally over the
 G1's standing neck key point, every height scaled from the floor, so a crouching operator's
 markers sink below the G1's and a hand in front of the body is in front of the G1's chest.
 """
@@ -26,11 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.frozen import frozen_array
+from app.streaming.body_scale import operator_neck_height_m
 from app.streaming.config import ThreePointConfig
 from app.tracking.sample import TrackingSample
 from calibration import frames
 from calibration import quat as Q
-from calibration.anthropometry import standing_eye_height_m
 
 OPERATOR_ROWS: tuple[str, str, str] = ("left", "right", "head")
 """Devices in row order: left controller -> left wrist, right controller -> right wrist, headset -> neck."""
@@ -58,7 +59,7 @@ class OperatorFigure:
     @property
     def standing_neck_height_m(self) -> float:
         """The operator's neck key point above the floor standing upright, head level (m)."""
-        return standing_eye_height_m(self.operator_height_m) - self.neck_below_eyes_m
+        return operator_neck_height_m(self.operator_height_m, self.neck_below_eyes_m)
 
 
 def operator_figure(sample: TrackingSample, heading_rad: float, threepoint: ThreePointConfig,

@@ -47,8 +47,10 @@ class ThreePointConfig:
     head_to_neck: DeviceOffset = field(default_factory=lambda: DeviceOffset(pos_m=(-0.10, 0.0, -0.12)))
     """Headset -> neck: the neck pivot is about 10 cm behind and 12 cm below the eyes, so nodding
     does not move it."""
-    position_scale: float = 1.0
-    """Robot metres per operator metre of wrist / neck motion since calibration."""
+    position_scale: float = 0.0
+    """Robot metres per operator metre of hand / neck motion since calibration; 0 (the default): the
+    G1's standing neck height over the configured operator's (`[stream.calibration] operator_height_m`,
+    `app.streaming.body_scale`), 0.78 for 1.75 m."""
     neck_yaw_gain: float = 0.5
     """Fraction of the head's yaw since calibration given to the neck (the torso turns less than the head)."""
     max_neck_yaw_rad: float = 1.0
@@ -65,7 +67,10 @@ class ThreePointConfig:
     """One-Euro filtering of each device pose in the operator frame (same meaning as the arms')."""
 
     def __post_init__(self) -> None:
-        for name, lo, hi in (("position_scale", 0.05, 5.0), ("neck_yaw_gain", 0.0, 1.0),
+        require(isinstance(self.position_scale, (int, float)) and math.isfinite(self.position_scale)
+                and (self.position_scale == 0.0 or 0.05 <= self.position_scale <= 5.0), "threepoint.position_scale",
+                "0 (from the operator height) or a number in 0.05..5.0", self.position_scale)
+        for name, lo, hi in (("neck_yaw_gain", 0.0, 1.0),
                              ("max_neck_yaw_rad", 0.0, math.pi), ("max_lean_rad", 0.0, 1.5),
                              ("max_jump_m", 0.001, HARD_THREEPOINT_MAX_JUMP_M), ("reacquire_after_s", 0.0, 10.0),
                              ("rotation_tol", 1e-9, 0.1)):
@@ -147,13 +152,22 @@ class RetargetConfig(SolverConfig):
     """Torso (neck) orientation error weight, same unit."""
     max_joint_vel_rad_s: float = 4.0
     """Per-joint speed limit of the streamed frames (`step`); larger moves take several frames."""
+    restart_above_m: float = 0.03
+    """A warm-started frame whose palm ends further than this (m) from its target is solved again
+    from the standing pose, and the arm heads for that answer when it ends at least this much
+    nearer (a local minimum left); 0: never."""
+    restart_iterations: int = 40
+    """Iterations of that second solve."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for name, lo, hi in (("wrist_rot_weight_m_per_rad", 0.0, 10.0), ("torso_rot_weight_m_per_rad", 0.0, 10.0),
-                             ("max_joint_vel_rad_s", 0.01, 50.0)):
+                             ("max_joint_vel_rad_s", 0.01, 50.0), ("restart_above_m", 0.0, 1.0)):
             v = getattr(self, name)
             require(is_finite_number(v) and lo <= v <= hi, f"stream.retarget.{name}", f"a number in {lo}..{hi}", v)
+        require(isinstance(self.restart_iterations, int) and not isinstance(self.restart_iterations, bool)
+                and 1 <= self.restart_iterations <= self._MAX_ITERATIONS, "stream.retarget.restart_iterations",
+                f"an integer in 1..{self._MAX_ITERATIONS}", self.restart_iterations)
 
 
 MODE_PLANNER_VR3PT = "planner-vr3pt"
@@ -281,7 +295,8 @@ class StreamConfig(PickledOnce):
     """The deploy's `g1_debug` PUB to subscribe to (e.g. 'tcp://127.0.0.1:5557'); empty = off.
     Its measured joints are the reference of the start-distance check and calibration when live."""
     clamp_to_reach: bool = True
-    """Bound each streamed wrist key point to the G1's reachable sphere around its shoulder."""
+    """Project each hand target beyond the G1's arm reach onto it (the palm onto its sphere around
+    the shoulder, `reach`); counted and said in the status."""
     threepoint: ThreePointConfig = field(default_factory=ThreePointConfig)
     retarget: RetargetConfig = field(default_factory=RetargetConfig)
     smpl: SmplBodyConfig = field(default_factory=SmplBodyConfig)

@@ -36,6 +36,9 @@ NUM_JOINTS = NUM_G1_JOINTS
 KEYPOINT_SITES: tuple[str, str, str] = ("left_wrist_keypoint", "right_wrist_keypoint", "neck_keypoint")
 """Row order of every 3-point array in the project: left wrist, right wrist, neck."""
 TORSO_BODY = "torso_link"
+PALM_SITES: tuple[str, str] = ("left_hand", "right_hand")
+"""The palm (Dex3 palm origin) of each hand: where an operator's hand holds its controller. On the
+same body (wrist_yaw_link) as that side's wrist key point."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +80,15 @@ class G1Model:
             if s < 0:
                 problems.append(f"site '{name}' is missing")
             site_ids.append(s)
+        palm_ids = []
+        for name, kp in zip(PALM_SITES, KEYPOINT_SITES[:2]):
+            s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+            k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, kp)
+            if s < 0:
+                problems.append(f"site '{name}' is missing")
+            elif k >= 0 and (model.site_bodyid[s] != model.site_bodyid[k] or np.any(model.site_quat[k] != (1, 0, 0, 0))):
+                problems.append(f"site '{name}' must be on the body of '{kp}', whose frame is that body's")
+            palm_ids.append(s)
         torso = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, TORSO_BODY)
         if torso < 0:
             problems.append(f"body '{TORSO_BODY}' is missing")
@@ -92,6 +104,10 @@ class G1Model:
         self.joint_range_rad = frozen_array(model.jnt_range[joint_ids])
         """(29, 2) lower, upper limits in rad."""
         self.site_ids = frozen_array(site_ids, np.int64)
+        self.palm_site_ids = frozen_array(palm_ids, np.int64)
+        self.palm_to_wrist_keypoint_m = frozen_array([model.site_pos[k] - model.site_pos[p]
+                                                      for p, k in zip(palm_ids, site_ids[:2])])
+        """(2, 3) left, right: the palm site to the wrist key point (m), in the wrist key point's frame."""
         self.torso_body_id = int(torso)
         stand = home_qpos(model, STAND_KEY)
         self.stand_q_rad = frozen_array(stand[self.qpos_adr])
@@ -99,8 +115,15 @@ class G1Model:
         self._data = self.new_data()
         self.stand_key_poses = self.key_poses(self.stand_q_rad)
         """Key poses at the standing keyframe: the calibration reference."""
+        self.stand_root_height_m = float(stand[2])
+        """The pelvis (root) above the floor in the `stand` keyframe (m)."""
         self.torso_origin_root_m = frozen_array(self._data.xpos[self.torso_body_id])
         """Origin of torso_link in the root frame at `stand` (waist yaw moves it by at most 4 mm)."""
+
+    @property
+    def stand_neck_height_m(self) -> float:
+        """The neck key point above the floor standing (m): the pelvis height plus the key point above it."""
+        return self.stand_root_height_m + float(self.stand_key_poses.pos_m[2, 2])
 
     def new_data(self) -> mujoco.MjData:
         """A fresh MjData with the root at the origin, identity orientation, joints at `stand`."""

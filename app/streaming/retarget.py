@@ -5,12 +5,19 @@ Arms and waist (17 joints) follow the 3-point by the damped-least-squares core
 (kinematics only, the root fixed at the origin); the legs stay at the standing keyframe. Tasks,
 all in the root frame, stacked into one weighted problem of 15 rows over the 17 joints:
 
-    left / right wrist key point:  position (m) and orientation (rad x wrist_rot_weight)
+    left / right palm:  position (m) and orientation (rad x wrist_rot_weight)
     torso (neck key point) orientation:  rad x torso_rot_weight
 
-with the posture bias toward the standing pose. `step` warm-starts from the previous frame,
-limits every joint's speed and returns the frame in the stream's IsaacLab order with the
-finite-difference joint velocity.
+The palm (site `left/right_hand`, where an operator's hand holds the controller) is what follows:
+its target is the 3-point's wrist key point less the palm-to-key-point offset turned by the target
+orientation (`G1Model.palm_to_wrist_keypoint_m`), so a wrist orientation the arm cannot take
+costs the hand's position nothing. With the orientation reached, the key point is on its target.
+
+with the posture bias toward the standing pose. `step` warm-starts from the previous frame
+(solving again from the standing pose when that start ends stuck short of the target,
+`RetargetConfig.restart_above_m`), limits the speed of each chain (waist, left arm, right arm) on
+its own and returns the frame in the stream's IsaacLab order with the finite-difference joint
+velocity.
 
 SMPL fields (pose v2/v3) are a separate retarget target: a later `smpl.py` can produce them from
 the same `ThreePoint` without touching this module.
@@ -30,18 +37,21 @@ from app.control.dls import DampedLeastSquares, Group, orientation_error, positi
 from app.streaming.g1_joints import mujoco_to_isaaclab
 from app.streaming.g1_model import JOINT_NAMES_MUJOCO, NUM_JOINTS, G1Model, KeyPoses
 from app.streaming.threepoint import ThreePoint
+from calibration import quat as Q
 
 ACTIVE_JOINTS: tuple[str, ...] = JOINT_NAMES_MUJOCO[12:]
 """Waist (3) and both arms (14): the joints the IK moves, MuJoCo indices 12..28."""
 _ACTIVE = np.arange(12, NUM_JOINTS)
 _ACTIVE_COLS = slice(12, NUM_JOINTS)
+_CHAINS: tuple[slice, slice, slice] = (slice(12, 15), slice(15, 22), slice(22, 29))
+"""Waist, left arm, right arm (MuJoCo indices): each chain's step is speed-limited on its own."""
 
 
 @dataclass(frozen=True)
 class IKReport:
     iterations: int
     wrist_pos_err_m: tuple[float, float]
-    """Left, right wrist key point to target distance after the solve."""
+    """Left, right palm to its target (from the wrist key point's, see the module) after the solve (m)."""
     wrist_rot_err_rad: tuple[float, float]
     torso_rot_err_rad: float
     joint_limit_clamped: bool
@@ -88,7 +98,7 @@ class _KeyPointTasks:
         self._torso_w = cfg.torso_rot_weight_m_per_rad
         self._qadr = np.asarray(g1.qpos_adr)
         self._dcols = np.asarray(g1.dof_adr)[_ACTIVE]
-        self._sites = [int(s) for s in g1.site_ids[:2]]
+        self._sites = [int(s) for s in g1.palm_site_ids]
         self._torso = g1.torso_body_id
         self._jacp = np.zeros((3, self.model.nv))
         self._jacr = np.zeros((3, self.model.nv))
@@ -142,6 +152,9 @@ class G1Retargeter:
         self._tasks = _KeyPointTasks(g1, self.data, self._group, c)
         self._solver = DampedLeastSquares(c, self._tasks, [self._group], self._lo, self._hi)
         self._prev_q: np.ndarray | None = None
+        self._palm_to_kp = np.array(g1.palm_to_wrist_keypoint_m)
+        self.restarts = 0
+        """Frames `step` took from a solve restarted at the standing pose (`RetargetConfig.restart_above_m`)."""
 
     # ---- state ----
 
@@ -157,11 +170,19 @@ class G1Retargeter:
 
     # ---- IK ----
 
-    def _solve(self, target: KeyPoses | ThreePoint, q_start, dt_s: float | None,
-               max_iterations: int | None) -> tuple[np.ndarray, IKReport]:
-        self._tasks.target = target.key_poses if isinstance(target, ThreePoint) else target
+    def palm_targets(self, key_poses: KeyPoses) -> KeyPoses:
+        """``key_poses`` with each wrist row moved from the key point to the palm at that row's
+        orientation (the neck row and every orientation unchanged)."""
+        pos = np.array(key_poses.pos_m)
+        for row in (0, 1):
+            pos[row] -= Q.rotate(key_poses.quat_wxyz[row], self._palm_to_kp[row])
+        return KeyPoses(pos, key_poses.quat_wxyz)
+
+    def _solve(self, target: KeyPoses | ThreePoint, q_start, max_iterations: int | None) -> tuple[np.ndarray, IKReport]:
+        """The converged (or iteration-capped) answer from ``q_start``, without a speed limit."""
+        self._tasks.target = self.palm_targets(target.key_poses if isinstance(target, ThreePoint) else target)
         q0 = np.minimum(np.maximum(np.asarray(q_start, dtype=float), self._lo), self._hi)
-        q = self._solver.solve(q0, dt_s, max_iterations)
+        q = self._solver.solve(q0, None, max_iterations)
         return q, self._tasks.report(self._group)
 
     def solve(self, target: KeyPoses | ThreePoint, q_start_mujoco_rad=None,
@@ -171,15 +192,49 @@ class G1Retargeter:
         Returns the joint angles (29,) in MuJoCo order, within the joint ranges less the margin.
         """
         q_start = self._stand if q_start_mujoco_rad is None else q_start_mujoco_rad
-        return self._solve(target, q_start, None, max_iterations)
+        return self._solve(target, q_start, max_iterations)
+
+    def _restart(self, target: KeyPoses | ThreePoint, q_warm: np.ndarray, warm: IKReport) -> np.ndarray:
+        """A warm start that ends short of a target the arm can meet is a local minimum (an arm
+        stretched against its elbow's stop while the hand should come back toward the chest): solve
+        again from the standing pose and take that answer when it ends nearer."""
+        q_cold, cold = self._solve(target, self._stand, self.cfg.restart_iterations)
+        gain_m = max(warm.wrist_pos_err_m) - max(cold.wrist_pos_err_m)
+        if gain_m <= self.cfg.restart_above_m:
+            return q_warm
+        self.restarts += 1
+        return q_cold
+
+    def _limit_speed(self, q: np.ndarray, q_prev: np.ndarray, dt_s: float) -> bool:
+        """Scale each chain's step (waist, left arm, right arm) in place so that none of its joints
+        exceeds `max_joint_vel_rad_s` over ``dt_s``: the step keeps its direction per chain, and a
+        fast wrist on one arm does not slow the other arm. Returns whether any chain was scaled."""
+        scaled = False
+        max_step_rad = self.cfg.max_joint_vel_rad_s * dt_s
+        for chain in _CHAINS:
+            step = q[chain] - q_prev[chain]
+            ratio = float(np.max(np.abs(step))) / max_step_rad
+            if ratio > 1.0:
+                q[chain] = q_prev[chain] + step / ratio
+                scaled = True
+        return scaled
 
     def step(self, target: KeyPoses | ThreePoint, dt_s: float, root_yaw_rad: float = 0.0) -> JointFrame:
-        """The next stream frame, ``dt_s`` after the previous one: warm-started IK, speed-limited."""
+        """The next stream frame, ``dt_s`` after the previous one: warm-started IK (restarted from
+        standing when stuck, `RetargetConfig.restart_above_m`), each chain speed-limited."""
         if not (dt_s > 0.0 and math.isfinite(dt_s)):
             raise ValueError(f"dt_s must be a positive number of seconds, got {dt_s!r}")
         first = self._prev_q is None
         q_prev = self._stand if first else self._prev_q
-        q, report = self._solve(target, q_prev, dt_s, None)
+        q, report = self._solve(target, q_prev, None)
+        c = self.cfg
+        if c.restart_above_m > 0.0 and max(report.wrist_pos_err_m) > c.restart_above_m:
+            q = self._restart(target, q, report)
+        q = q.copy()
+        scaled = self._limit_speed(q, q_prev, dt_s)
+        self._solver.finish(q, False)
+        self._group.velocity_clamped = scaled
+        report = self._tasks.report(self._group)
         vel = np.zeros(NUM_JOINTS) if first else (q - q_prev) / dt_s
         self._prev_q = q
         return JointFrame(mujoco_to_isaaclab(q), mujoco_to_isaaclab(vel), heading_quat(root_yaw_rad), q, report)

@@ -64,6 +64,7 @@ from app.streaming.manager_commands import (INTO_PLANNER, INTO_POSE, STOP, is_pl
 from app.streaming.operator_frame import OperatorFrame
 from app.streaming.pose_window import PoseWindow
 from app.streaming.protocol import LocomotionMode, StreamMode
+from app.streaming.body_scale import operator_to_g1_scale
 from app.streaming.reach import arm_reach_spheres, bound_to_reach
 from app.streaming.retarget import G1Retargeter
 from app.streaming.smpl_stream import SmplAccuracy, SmplStream
@@ -88,7 +89,12 @@ class StreamSession:
         acted on (frames carry the running count)."""
         self.cfg = cfg or StreamConfig()
         self.g1 = g1 or load_g1()
-        self._mapper = ThreePointMapper(self.g1.stand_key_poses, self.g1.torso_origin_root_m, self.cfg.threepoint)
+        tpc = self.cfg.threepoint
+        self.position_scale = tpc.position_scale or operator_to_g1_scale(
+            self.cfg.calibration.operator_height_m, -tpc.head_to_neck.pos_m[2], self.g1.stand_neck_height_m)
+        """Robot metres per operator metre of hand motion (`body_scale`, unless configured)."""
+        self._mapper = ThreePointMapper(self.g1.stand_key_poses, self.g1.torso_origin_root_m, tpc,
+                                        self.g1.palm_to_wrist_keypoint_m, self.position_scale)
         self._retarget = G1Retargeter(self.g1, self.cfg.retarget)
         self._fk_data = self.g1.new_data()
         self._smpl = (SmplStream(SMPL_MODE_VERSIONS[self.cfg.mode], self.cfg.period_s, self.cfg.smpl)
@@ -117,6 +123,8 @@ class StreamSession:
         self._hands = {"left": np.zeros(7), "right": np.zeros(7)}
         self.stale_ticks = self.suppressed_ticks = 0
         self.clamped = [0, 0]
+        self.projected: tuple[bool, bool] = (False, False)
+        """The newest tick's left / right hand target was beyond the arm's reach and projected (`reach`)."""
         self.last_q_mujoco_rad: np.ndarray | None = None
         """pose modes: the newest retargeted joint angles (29,) in MuJoCo order; else None."""
         self.last_error = ""
@@ -351,9 +359,13 @@ class StreamSession:
             return self._robot_q_measured, "feedback"
         return np.array(self.g1.stand_q_rad), "standing pose"
 
-    def _enter_pose(self) -> None:
-        """Pose frames start afresh: from the robot's pose, the window refilling."""
-        q_robot, _ = self._robot_q()
+    def _enter_pose(self, resume: bool = False) -> None:
+        """Pose frames start afresh: from the robot's pose, the window refilling. Resuming after a
+        tracking pause without feedback, the robot's pose is the last frame it was sent, not the
+        standing pose: the arms continue from where they were instead of jumping to standing."""
+        q_robot, source = self._robot_q()
+        if resume and source != "feedback" and self.last_q_mujoco_rad is not None:
+            q_robot = self.last_q_mujoco_rad
         self._retarget.reset(q_robot)
         self._window.refill()
 
@@ -369,7 +381,7 @@ class StreamSession:
         if suppressed != self.input_lost:
             log.warning("humanoid stream: tracking %s", "lost, sending nothing" if suppressed else "back, resuming")
             if not suppressed and not is_planner_mode(self.mode):
-                self._enter_pose()  # the window refills from the robot's pose, indices continue
+                self._enter_pose(resume=True)  # the window refills from the robot's pose, indices continue
         self.input_lost = suppressed
         if suppressed:
             self.suppressed_ticks += 1
@@ -379,9 +391,10 @@ class StreamSession:
         """``tp`` with its wrists bounded to the G1's reach (counted per wrist), per `clamp_to_reach`."""
         if not self.cfg.clamp_to_reach:
             return tp
-        out, moved = bound_to_reach(tp, self._reach)
+        out, moved = bound_to_reach(tp, self._reach, self.g1.palm_to_wrist_keypoint_m)
         for k in (0, 1):
             self.clamped[k] += int(moved[k])
+        self.projected = moved
         return out
 
     def _compute(self, frame: OperatorFrame | None, fresh: bool, steps: int, now_s: float,
@@ -469,7 +482,8 @@ class StreamSession:
                               (self.clamped[0], self.clamped[1]), manager_states,
                               manager_states_dropped=manager_states_dropped, window_refills=self.window_refills,
                               cut_offs=cut_offs, calibration_refusals=self.calibration_refusals,
-                              calibration_refused=self.calibration_refused)
+                              calibration_refused=self.calibration_refused, reach_projected=self.projected,
+                              ik_restarts=self._retarget.restarts)
         smpl_last = None if self._smpl is None else self._smpl.last
         q = self.last_q_mujoco_rad
         return StreamReport(status, self.mode, tp, None if q is None else np.array(q),

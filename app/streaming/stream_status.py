@@ -112,7 +112,8 @@ class StreamStatus:
     suppressed_ticks: int = 0
     """Streaming ticks that sent nothing because tracking was lost (see `input_lost`)."""
     keypoints_clamped: tuple[int, int] = (0, 0)
-    """Ticks on which the left / right wrist key point was moved onto the G1's reach sphere."""
+    """Ticks on which the left / right hand target was beyond the G1's arm reach and projected onto
+    it (the palm onto its reach sphere along the shoulder-to-target ray, `reach`)."""
     manager_states_sent: int = 0
     """`manager_state` messages queued (on a change, to a new subscriber, once a second: `manager_state_pacer`)."""
     process: ProcessState = ProcessState.RUNNING
@@ -137,6 +138,11 @@ class StreamStatus:
     (`calibration_posture`); the core pulses the controllers on each."""
     calibration_refused: str = ""
     """Why the newest refused calibration was refused ('' once a calibration is accepted)."""
+    reach_projected: tuple[bool, bool] = (False, False)
+    """The newest tick's left / right hand target is beyond reach and projected (see `keypoints_clamped`)."""
+    ik_restarts: int = 0
+    """pose modes: frames whose arm solve was restarted from the standing pose and taken from there
+    (a warm start stuck short of a reachable target, `retarget`)."""
 
 
 @dataclass(frozen=True)

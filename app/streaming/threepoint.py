@@ -16,8 +16,15 @@ wrists are mapped onto the G1's reference wrist key poses (forward kinematics at
 keyframe, or at the robot's measured joints), so the robot does not jump when streaming starts.
 Afterwards, with ``0`` marking values captured at calibration, per wrist:
 
-    pos_root  = ref_pos + position_scale * (pos_op - pos_op_0)
     quat_root = ref_quat * conj(quat_op_0) * quat_op        (the hand's rotation in its own frame)
+    palm_root = ref_palm + position_scale * (pos_op - pos_op_0)
+    pos_root  = palm_root + quat_root * palm_to_wrist       (the wrist key point the deploy wants)
+
+The controller is held in the palm, so the G1's palm (site `left/right_hand`) follows it, at the
+operator-to-G1 scale (`body_scale`: the G1's standing neck height over the configured operator's,
+unless `position_scale` sets one); the streamed wrist key point sits where that palm's hand puts
+it (`palm_to_wrist`: `G1Model.palm_to_wrist_keypoint_m`, in the wrist frame; ``ref_palm`` the
+reference key point less it at the reference orientation).
 
 The neck point follows the deployment's kinematic chain, torso_link origin + 0.35 m along the
 neck's +Z, so position and orientation always agree. Its tilt comes from the operator's neck
@@ -136,12 +143,27 @@ class _Calibration:
 class ThreePointMapper:
     """Turns tracking samples into the calibrated VR 3-point. Not thread-safe: one owner."""
 
-    def __init__(self, reference: KeyPoses, torso_origin_root_m, cfg: ThreePointConfig | None = None) -> None:
+    def __init__(self, reference: KeyPoses, torso_origin_root_m, cfg: ThreePointConfig | None = None,
+                 palm_to_wrist_m=None, position_scale: float | None = None) -> None:
         """``reference``: the G1 key poses operator wrists map onto (usually `G1Model.stand_key_poses`);
-        ``torso_origin_root_m`` (3,): torso_link origin in the root frame, base of the neck chain."""
+        ``torso_origin_root_m`` (3,): torso_link origin in the root frame, base of the neck chain;
+        ``palm_to_wrist_m`` (2, 3): the G1's palm to its wrist key point, left and right, in the wrist
+        frame (`G1Model.palm_to_wrist_keypoint_m`; default zero: the key point itself follows the
+        controller); ``position_scale``: robot metres per operator metre, used when the
+        configuration's is 0 (`body_scale.operator_to_g1_scale`), required then."""
         self.cfg = cfg or ThreePointConfig()
         self.reference = reference
         self.torso_origin = np.asarray(torso_origin_root_m, dtype=float).copy()
+        self.palm_to_wrist_m = np.zeros((2, 3)) if palm_to_wrist_m is None else np.asarray(palm_to_wrist_m, dtype=float)
+        if self.palm_to_wrist_m.shape != (2, 3) or not np.all(np.isfinite(self.palm_to_wrist_m)):
+            raise ValueError(f"palm_to_wrist_m must be 2 rows of 3 finite numbers (m), got {palm_to_wrist_m!r}")
+        s = self.cfg.position_scale or position_scale
+        if s is None:
+            raise ValueError("threepoint.position_scale is 0 (from the operator height): pass the scale "
+                             "(app.streaming.body_scale.operator_to_g1_scale)")
+        if not (isinstance(s, (int, float)) and math.isfinite(s) and 0.05 <= s <= 5.0):
+            raise ValueError(f"position_scale must be a number in 0.05..5.0, got {s!r}")
+        self.position_scale = float(s)
         c = self.cfg
         self._devices = {
             "left": _Device(c, c.left_controller_to_wrist),
@@ -236,13 +258,16 @@ class ThreePointMapper:
         ref = cal.ref
         pos = np.array(ref.pos_m)
         quat = np.array(ref.quat_wxyz)
-        s = self.cfg.position_scale
+        s = self.position_scale
         for row, name in enumerate(("left", "right")):
             dev = self._devices[name]
             if dev.pos_op is None:
                 continue
-            pos[row] = ref.pos_m[row] + s * (dev.pos_op - cal.pos_op_0[row])
             quat[row] = Q.normalize(Q.multiply(ref.quat_wxyz[row], Q.conj_multiply(cal.quat_op_0[row], dev.quat_op)))
+            # the palm follows the controller; the key point sits where the palm's hand puts it
+            o = self.palm_to_wrist_m[row]
+            pos[row] = (ref.pos_m[row] - Q.rotate(ref.quat_wxyz[row], o) + s * (dev.pos_op - cal.pos_op_0[row])
+                        + Q.rotate(quat[row], o))
         head = self._devices["head"]
         if head.pos_op is not None:
             raw = ref.pos_m[2] + s * (head.pos_op - cal.pos_op_0[2])
