@@ -238,7 +238,8 @@ def test_start_refusals_and_state_errors():
             pub.submit(snapshot(operator_sample(k * 0.005, reach_m=0.005 * min(k, 40)), k))
             time.sleep(0.005)
         dist = pub.pose_distance()
-        assert dist.keypoint_m[0] == pytest.approx(0.2, abs=0.01) and dist.reference == "standing pose"
+        scale = _operator_to_g1_scale(pub.cfg)  # the G1's palm moves the operator's 20 cm at the body's scale
+        assert dist.keypoint_m[0] == pytest.approx(0.2 * scale, abs=0.01) and dist.reference == "standing pose"
         with pytest.raises(StartRefused, match=r"left wrist is 0\.\d+ m from the robot's"):
             pub.start_streaming()
         pub.start_streaming(confirm_large=True)
@@ -357,3 +358,11 @@ def test_config_validation_and_loopback():
     with pytest.raises(ConfigError, match="stream.run_above"):
         StreamConfig(walk_above=0.8, run_above=0.5)
     assert StreamConfig().endpoint == "tcp://127.0.0.1:5556" and StreamConfig().period_s == pytest.approx(0.02)
+
+
+def _operator_to_g1_scale(cfg: StreamConfig) -> float:
+    from app.streaming.body_scale import operator_to_g1_scale
+    from app.streaming.g1_model import load_g1
+    tpc = cfg.threepoint
+    return tpc.position_scale or operator_to_g1_scale(cfg.calibration.operator_height_m, -tpc.head_to_neck.pos_m[2],
+                                                      load_g1().stand_neck_height_m)
