@@ -32,8 +32,13 @@ def test_the_second_pickle_reuses_the_first_ones_bytes():
 
 def test_unpickling_checks_the_settings_again():
     good = pickle.dumps(StreamConfig(), protocol=pickle.HIGHEST_PROTOCOL)
-    # the same bytes with the mode changed to one that does not exist: the constructor refuses it
+    # the same bytes with the mode changed to one that does not exist: the mode's enum refuses it
     bad = good.replace(b"planner-vr3pt", b"nonsense-mode")
     assert bad != good
-    with pytest.raises(ConfigError):
+    with pytest.raises(ValueError, match="'nonsense-mode' is not a valid StreamModeName"):
         pickle.loads(bad)
+    # fields a constructor refuses, in a pickle of the same form: the constructor checks them again
+    from app.pickled_once import _restore
+    fields = {f.name: getattr(StreamConfig(), f.name) for f in dataclasses.fields(StreamConfig)}
+    with pytest.raises(ConfigError, match="stream.pose_entry_delay_s"):
+        _restore(pickle.dumps((StreamConfig, {**fields, "pose_entry_delay_s": -1.0})))

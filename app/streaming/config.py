@@ -67,7 +67,7 @@ class ThreePointConfig:
     """One-Euro filtering of each device pose in the operator frame (same meaning as the arms')."""
 
     def __post_init__(self) -> None:
-        require(isinstance(self.position_scale, (int, float)) and math.isfinite(self.position_scale)
+        require(is_finite_number(self.position_scale)
                 and (self.position_scale == 0.0 or 0.05 <= self.position_scale <= 5.0), "threepoint.position_scale",
                 "0 (from the operator height) or a number in 0.05..5.0", self.position_scale)
         for name, lo, hi in (("neck_yaw_gain", 0.0, 1.0),
