@@ -36,7 +36,7 @@ from app.sessions.recorder import RecorderState, RecorderStatus
 from app.sessions.recorder_process import RecorderProcess
 from app.sessions.recorder_spare import RecorderSpare
 from app.sessions.run_summary import RunSummary
-from app.sim.mirror import SceneMirror
+from app.control.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
 from app.tracking.source import SourceKind, TrackingSource
 

@@ -136,7 +136,7 @@ def live(scene, widget: tuple[int, int], seconds: float, fps: float) -> None:
     from PySide6.QtWidgets import QApplication
 
     from app.gui.viewport import SceneViewport
-    from app.sim.mirror import SceneMirror
+    from app.control.mirror import SceneMirror
 
     app = QApplication.instance() or QApplication([])
     view = SceneViewport(scene.model, threaded=True, max_fps=fps)

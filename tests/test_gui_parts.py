@@ -14,7 +14,7 @@ from app.config import Config, ConfigError, config_from_dict
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopState
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
-from app.sim.mirror import SceneMirror
+from app.control.mirror import SceneMirror
 from app.gui.settings_store import SettingsStore, diff, merge, toml_dumps
 from app.tracking.sample import DevicePose, TrackingSample
 

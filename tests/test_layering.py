@@ -43,10 +43,9 @@ def _modules(folder: str) -> list[Path]:
     return sorted(base.rglob("*.py")) if base.is_dir() else [ROOT / folder]
 
 
-def _control_modules() -> list[str]:
-    """Every module of app/control, and the package itself (its name alone: '=app.control')."""
-    return ["=app.control"] + [f"app.control.{p.stem}" for p in sorted((ROOT / "app" / "control").glob("*.py"))
-                              if p.stem != "__init__"]
+def _package_modules(package: str) -> list[str]:
+    """Every module of app/<package> by name (not the package itself)."""
+    return [f"app.{package}.{p.stem}" for p in sorted((ROOT / "app" / package).glob("*.py")) if p.stem != "__init__"]
 
 
 BENCH_HELPERS = ("fake_openvr", "remote_tools")
@@ -61,9 +60,9 @@ RULES = [
                      "app.render", "app.replay_render", "app.selfcheck", "app.cli"),
      "the loop and its math sit below every consumer of snapshots"),
     ("app/sim", ("app.gui", "app.core", "app.pipeline", "app.runtime", "app.sessions", "app.streaming", "app.remote",
-                 "app.render", "app.replay_render", "app.selfcheck", "app.tracking", "app.cli",
-                 *(m for m in _control_modules() if m != "app.control.snapshot")),
-     "the simulation is a device: of the control package it knows only the snapshot value type"),
+                 "app.render", "app.replay_render", "app.selfcheck", "app.tracking", "app.cli", "app.control"),
+     "the simulation is a device below the loop: it knows nothing of the control package (the scene mirror, a loop "
+     "subscriber, is app.control.mirror)"),
     ("app/core", ("app.gui", "app.cli"), "the core process runs without Qt"),
     ("app/pipeline.py", ("app.gui", "app.core", "app.cli"), "one Qt-free session for every front end"),
     ("app/replay_render.py", ("app.gui", "app.core", "app.cli"),
@@ -87,6 +86,26 @@ RULES = [
     ("app/remote", ("app.gui", "app.core", "app.pipeline", "app.cli", "app.runtime", "app.control.engine"),
      "the remote output sits below the pipeline and beside the engine, which it serves through the ArmsOutput port"),
     ("app/render", ("app.gui", "app.core", "app.pipeline", "app.cli"), "offscreen rendering is Qt-free, below the window"),
+    ("app/__init__.py", ("app",), "the package's version, below everything"),
+    ("app/paths.py", ("app",), "where files live, below everything that reads one"),
+    ("app/stats.py", ("app",), "percentiles and rates, below everything that measures"),
+    ("app/events.py", ("app.gui", "app.cli", "app.core", "app.control", "app.pipeline", "app.runtime", "app.sessions",
+                       "app.streaming", "app.remote", "app.render", "app.tracking", "app.replay_render", "app.selfcheck",
+                       *(m for m in _package_modules("sim") if m != "app.sim.config")),
+     "the events and commands a tick carries: value types below the loop (they know the arms' names)"),
+    ("app/config_checks.py", ("app.gui", "app.cli", "app.core", "app.control", "app.sim", "app.pipeline", "app.runtime",
+                              "app.sessions", "app.streaming", "app.remote", "app.render", "app.tracking", "app.config"),
+     "the settings' checks, below every setting"),
+    ("app/config.py", ("app.gui", "app.cli", "app.pipeline", "app.runtime", "app.selfcheck", "app.replay_render"),
+     "the gathered settings import settings only (test_settings_import_only_settings_and_the_standard_library)"),
+    ("app/loop_scheduling.py", ("app.gui", "app.cli", "app.pipeline", "app.runtime", "app.control", "app.sessions",
+                                "app.streaming", "app.remote", "app.render", "app.tracking"),
+     "the headless run's priority requests, the core's own (app.core.priority) for the loop run by the CLI"),
+    ("app/runtime.py", ("app.gui", "app.core", "app.cli", "app.pipeline"),
+     "the engine and its source built for the pipeline and the self-check"),
+    ("app/selfcheck.py", ("app.gui", "app.cli"), "the bundle's check runs without a window or a command line"),
+    ("app/gui", ("app.cli",), "the window sits below the command line that opens it"),
+    ("app/cli", ("tests", "bench"), "the command line is the top: it may use every package"),
     ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli", "app.sessions", "app.streaming",
                       "app.remote", "app.runtime"),
      "sources feed the loop and know nothing above them (the session replay lives in app/sessions)"),
@@ -107,6 +126,135 @@ def test_no_import_points_upward(where, forbidden, why):
             if _forbidden(name, forbidden):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not bad, f"{where}: {why}; " + "; ".join(sorted(bad))
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _load_time_nodes(body: list[ast.stmt]):
+    """The import statements that run when a module is loaded: at module level, in classes' bodies,
+    under `if`/`try`/`with`, never inside a function nor under `if TYPE_CHECKING:`."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                yield from _load_time_nodes(node.body)
+            yield from _load_time_nodes(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                yield from _load_time_nodes(block)
+        elif isinstance(node, (ast.With, ast.ClassDef)):
+            yield from _load_time_nodes(node.body)
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of our module `name` (a package's `__init__.py`), None for another's."""
+    if name.split(".")[0] not in ("app", "calibration", "tests", "bench"):
+        return None
+    base = ROOT.joinpath(*name.split("."))
+    for f in (base.with_suffix(".py"), base / "__init__.py"):
+        if f.is_file():
+            return f
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.resolve().relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _loaded_with(name: str) -> set[str]:
+    """What loading module `name` loads of ours directly: its parent packages and its load-time imports
+    (`from p import m` counts p.m where m is a module)."""
+    parts = name.split(".")
+    out = {".".join(parts[:i]) for i in range(1, len(parts))}
+    path = _module_file(name)
+    if path is None:
+        return out
+    pkg = _package(path, ROOT) if path.name != "__init__.py" else _package(path, ROOT)
+    for node in _load_time_nodes(ast.parse(path.read_text(encoding="utf-8")).body):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+            continue
+        if node.level == 0:
+            module = node.module or ""
+        else:
+            base = pkg[:len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+            module = ".".join(base + ([node.module] if node.module else []))
+        out.add(module)
+        out.update(f"{module}.{a.name}" for a in node.names if _module_file(f"{module}.{a.name}") is not None)
+    return {n for n in out if _module_file(n) is not None}
+
+
+_GRAPH: dict[str, set[str]] = {}
+
+
+def _declarations_only(name: str) -> bool:
+    """A settings module (which loads only settings and the standard library: its own test), one of the
+    light modules the settings may import, or a package's
+    lazy `__init__` (which loads nothing of ours): loading one brings no code of its package along, so a
+    chain through `app.config` to `app.core.config` is not a dependency on the core."""
+    if _is_settings_module(name) or name in SETTINGS_MAY_ALSO_IMPORT:  # those import nothing of app: their rules
+        return True
+    path = _module_file(name)
+    if path is None or path.name != "__init__.py":
+        return False
+    if name not in _GRAPH:
+        _GRAPH[name] = _loaded_with(name)
+    return not (_GRAPH[name] - {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)})
+
+
+def _import_chain(start: str, forbidden: tuple[str, ...]) -> list[str] | None:
+    """The shortest chain of load-time imports from `start` to a module `forbidden` names, None if none."""
+    parent: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        name = queue.pop(0)
+        if name != start and _forbidden(name, forbidden) and not _declarations_only(name):
+            chain = [name]
+            while parent[chain[-1]] is not None:
+                chain.append(parent[chain[-1]])
+            return chain[::-1]
+        if name not in _GRAPH:
+            _GRAPH[name] = _loaded_with(name)
+        for nxt in sorted(_GRAPH[name]):
+            if nxt not in parent:
+                parent[nxt] = name
+                queue.append(nxt)
+    return None
+
+
+@pytest.mark.parametrize("where,forbidden,why", RULES, ids=[r[0] for r in RULES])
+def test_no_import_points_upward_through_other_modules(where, forbidden, why):
+    """The same rules over what a module loads with it: its imports' imports, and theirs (load-time
+    imports: a function's own imports are the direct rule's, a type checker's are nobody's)."""
+    bad = []
+    for path in _modules(where):
+        chain = _import_chain(_module_name(path), forbidden)
+        if chain is not None and not _forbidden(_module_name(path), forbidden):
+            bad.append(" -> ".join(chain))
+    assert not bad, f"{where}: {why}; " + "; ".join(sorted(bad))
+
+
+def test_every_module_of_the_application_has_a_layer():
+    """Each module of app/ is under a rule of its own layer, not only the application's ('app')."""
+    layered = [r[0] for r in RULES if r[0] not in ("app", "calibration")]
+    bad = [str(p.relative_to(ROOT)) for p in _modules("app")
+           if not any(str(p.relative_to(ROOT)) == w or str(p.relative_to(ROOT)).startswith(w + "/") for w in layered)]
+    assert not bad, "modules without a layer in RULES: " + ", ".join(bad)
+
+
+def test_the_chains_follow_load_time_imports_only(tmp_path):
+    """A function's import and a type checker's are not loaded with the module."""
+    src = tmp_path / "m.py"
+    src.write_text("from typing import TYPE_CHECKING\nimport app.events\nif TYPE_CHECKING:\n    import app.gui\n"
+                   "def f():\n    import app.cli\nclass C:\n    import app.stats\n")
+    names = {n.module if isinstance(n, ast.ImportFrom) else n.names[0].name
+             for n in _load_time_nodes(ast.parse(src.read_text()).body)}
+    assert names == {"typing", "app.events", "app.stats"}
 
 
 def test_benchmarks_import_only_the_shared_test_helpers():

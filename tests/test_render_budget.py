@@ -109,7 +109,7 @@ def test_an_unchanged_scene_is_not_rendered_again_and_a_change_is(qtbot):
     import numpy as np
     from app.config import Config
     from app.gui.viewport import SceneViewport
-    from app.sim.mirror import SceneMirror
+    from app.control.mirror import SceneMirror
     from app.sim.scene import load_scene
     scene = load_scene(Config())
     view = SceneViewport(scene.model, threaded=False, max_fps=1.0)
@@ -193,7 +193,7 @@ def test_a_first_published_pose_is_rendered_even_when_it_equals_the_empty_mirror
     import numpy as np
     from app.config import Config
     from app.gui.viewport import SceneViewport
-    from app.sim.mirror import SceneMirror
+    from app.control.mirror import SceneMirror
     from app.sim.scene import load_scene
     scene = load_scene(Config())
     view = SceneViewport(scene.model, threaded=False, max_fps=1.0)

@@ -18,7 +18,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from app.config import ConfigError
+from app.config_checks import ConfigError
 from app.control.config import CollisionConfig
 from app.sim.scene import ArmHandles
 

@@ -30,7 +30,7 @@ import math
 import mujoco
 import numpy as np
 
-from app.config import ConfigError
+from app.config_checks import ConfigError
 from app.control.collision_pairs import CollisionPairs
 
 MAX_CLASSES = 31

@@ -23,11 +23,10 @@ import functools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from app.config import Config
 from app.control.clutch import LATCHING, RESCALING, UNLATCHING, Clutch
 from app.control.config import ArmConfig
 from app.control.collision import CollisionStatus
@@ -49,6 +48,9 @@ from app.sim.scene_objects import SceneObjects
 from app.tracking.sample import ControllerButtons, TrackingSample
 from calibration import frames
 from calibration.mapping import ClutchMapping
+
+if TYPE_CHECKING:
+    from app.config import Config
 
 __all__ = ["Command", "CommandKind", "TeleopEngine"]
 

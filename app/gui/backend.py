@@ -21,7 +21,7 @@ from app.config import Config
 from app.control.snapshot import Snapshot
 from app.events import Command
 from app.gui.plot_buffers import PlotBuffers
-from app.sim.mirror import SceneMirror
+from app.control.mirror import SceneMirror
 from app.sim.scene import Scene
 from app.streaming.stream_control import StreamControl
 from app.tracking.source import SourceKind

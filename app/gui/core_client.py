@@ -38,7 +38,7 @@ from app.core.window_watch import lifeline_hello, new_window_id
 from app.gui.core_view import CoreView, StatusReads
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
-from app.sim.mirror import SceneMirror
+from app.control.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
 from app.tracking.source import SourceKind
 

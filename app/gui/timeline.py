@@ -32,7 +32,7 @@ from app.sim.config import ARMS
 from app.gui.mark_strip import MarkStrip
 from app.gui.plot_buffers import COL, COLUMNS, PlotBuffers
 from app.gui.timeline_marks import page_step_rows, timeline_marks
-from app.sim.mirror import SceneMirror
+from app.control.mirror import SceneMirror
 from app.sessions.metrics import tracking_errors
 from app.sessions.reader import Session, SessionFormatError, read_session_in_steps
 from app.sessions.scene_state import apply_recorded_pose

@@ -39,7 +39,7 @@ from app.config import Config
 from app.control.config import CollisionConfig
 from app.sim.config import ARMS
 from app.control.snapshot import Snapshot
-from app.sim.mirror import SceneMirror
+from app.control.mirror import SceneMirror
 from app.gui.collision_view import collision_markers, snapshot_collisions
 from app.gui.label_layout import place_labels, segment_points
 from app.gui.presenter import Hud, hud_lines

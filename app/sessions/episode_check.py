@@ -16,7 +16,7 @@ import numpy as np
 from app.sim.placement import free_body
 
 if TYPE_CHECKING:
-    from app.sim.mirror import SceneMirror
+    from app.control.mirror import SceneMirror
     from app.sim.scene import Scene
 
 PLACE_TOLERANCE_M = 0.03

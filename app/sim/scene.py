@@ -15,6 +15,8 @@ files), our primitive shapes otherwise. `Scene.geometry` says which one a scene 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import difflib
 import logging
 import os
@@ -25,12 +27,14 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from app.config import Config
 from app.sim.config import ARMS, SceneConfig
 from app.frozen import frozen_array
 from app.paths import resolve_asset
 from app.sim import franka_meshes
 from app.sim.franka_meshes import PACKAGE, PRIMITIVES, MeshError, SceneGeometry, add_franka_meshes
+
+if TYPE_CHECKING:
+    from app.config import Config
 
 log = logging.getLogger(__name__)
 
