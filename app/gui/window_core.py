@@ -1,0 +1,89 @@
+"""The window's side of the core's lifecycle: requests answered later (on the Qt thread), each new
+status handed over, and Restart core (a new core, e-stopped, with the same source).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from app.core.holds import HoldReason
+from app.gui.backend import SessionBackend, SessionView
+from app.gui.status_relay import StatusRelay
+from app.tracking.source import SourceKind
+
+log = logging.getLogger(__name__)
+
+
+class WindowCore:
+    """Part of `MainWindow`: `request`, the status relay's hand-over, `restart_core`."""
+
+    def request(self, method: Callable, *args: Any, then: Callable[[Any], None] | None = None,
+                failed: Callable[[BaseException], None] | None = None) -> None:
+        """Make a request of the session backend without waiting on it: `then(answer)` runs on the
+        Qt thread when it is answered, `failed(error)` (default: `report`) when it failed.
+        (An in-process backend answers at once: it is called here, as it always was.)"""
+        on_error = failed or self.report
+        if not self.runner.asynchronous:
+            try:
+                value = method(*args)
+            except Exception as exc:
+                on_error(exc)
+                return
+            if then is not None:
+                self._guard(then)(value)
+            return
+
+        def on_done(value: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._poster.post(lambda: self._guard(on_error)(error))
+            elif then is not None:
+                self._poster.post(lambda: self._guard(then)(value))
+
+        method(*args, on_done=on_done)
+
+    def _on_session_view(self, view: SessionView) -> None:
+        """A new status from the backend, on the Qt thread: the next refresh shows it."""
+        self.session = self.stream_panel.session = view
+
+    def restart_core(self) -> None:
+        """Replace a dead (or any) core with a new one running the same source, e-stopped
+        (`HoldReason.CORE_STARTED`) until the operator resets: a restart never releases the arms."""
+        old = self.runner
+        kind, path = self.session.source_kind or SourceKind.DEMO, self.session.replay_path
+        factory = self.runner_factory
+
+        def replace() -> SessionBackend:
+            # Off the Qt thread: closing a core waits for it to exit, launching one for it to start.
+            try:
+                if old.core_problem():
+                    old.disconnect()
+                else:
+                    old.close()
+            except Exception:
+                log.exception("closing the old core failed")
+            cfg = old.live_cfg
+            new = factory(cfg, held=str(HoldReason.CORE_STARTED))
+            new.live_cfg = cfg
+            return new
+
+        def replaced(runner: SessionBackend) -> None:
+            self.runner = runner
+            self._status_relay.detach()  # the old core's last statuses are not shown
+            self._status_relay = StatusRelay(self._on_session_view, self)
+            self._status_relay.attach(runner)
+            self.session = runner.view()
+            self.stream_panel.runner, self.stream_panel.session = self.runner, self.session
+            self.plots.buffers = self.runner.buffers
+            self.presenter.core_replaced()
+            self.banner.clear()
+            self._start_source(kind, path if kind is SourceKind.REPLAY else None)
+
+        self.statusBar().showMessage("Restarting the core…", 30000)
+        if not old.asynchronous:
+            replaced(replace())
+            return
+        self._restart_worker.run(replace, replaced, self.report)
+
+
+__all__ = ["WindowCore"]
