@@ -29,6 +29,7 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBo
 from app import __version__
 from app.config import Config, ConfigError, load_config
 from app.control.loop import freeze_long_lived_objects
+from app.core import wire
 from app.gui import theme
 from app.gui.app_setup import close_on_signals, install_excepthook, setup_logging
 from app.gui.backend import SessionBackend, SessionView
@@ -313,7 +314,7 @@ def run_gui(config_path: str | None, connect: str | None = None, record_path: Pa
         window = MainWindow(base, store, remote=remote, runner_factory=factory, record_path=record_path)
         if stream is not None:
             import dataclasses
-            window.request(window.runner.stream_when_calibrated, dataclasses.replace(window.runner.cfg.stream, **stream))
+            window.request(wire.StreamWhenCalibrated(dataclasses.replace(window.runner.cfg.stream, **stream)))
     except (SceneError, OSError, RuntimeError, ConfigError) as exc:
         log.exception("the window could not start")
         print(f"pico-teleop: error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from app.core import wire
 from app.core.holds import HoldReason
 from app.gui.backend import SessionBackend, SessionView
 from app.gui.status_relay import StatusRelay
@@ -18,29 +19,25 @@ log = logging.getLogger(__name__)
 class WindowCore:
     """Part of `MainWindow`: `request`, the status relay's hand-over, `restart_core`."""
 
-    def request(self, method: Callable, *args: Any, then: Callable[[Any], None] | None = None,
-                failed: Callable[[BaseException], None] | None = None) -> None:
-        """Make a request of the session backend without waiting on it: `then(answer)` runs on the
-        Qt thread when it is answered, `failed(error)` (default: `report`) when it failed.
-        (An in-process backend answers at once: it is called here, as it always was.)"""
-        on_error = failed or self.report
-        if not self.runner.asynchronous:
-            try:
-                value = method(*args)
-            except Exception as exc:
-                on_error(exc)
-                return
-            if then is not None:
-                self._guard(then)(value)
-            return
+    _replacing_core = False
+    """Restart core is under way: the old backend is being closed in a worker thread, so the Qt
+    thread leaves it alone (no `poll`) until the new one replaces it."""
 
-        def on_done(value: Any, error: BaseException | None) -> None:
+    def request(self, request: wire.Request, then: Callable[[Any], None] | None = None,
+                failed: Callable[[BaseException], None] | None = None) -> None:
+        """Submit `request` to the session backend (`SessionBackend.submit`) without waiting on it:
+        `then(answer)` runs on the Qt thread once it is answered, `failed(error)` (default: `report`)
+        if it failed. The same path whichever backend answers (the core later, from its requests
+        thread; the in-process runner before `submit` returns): the answer is always posted."""
+        on_error = failed or self.report
+
+        def on_done(value: object, error: BaseException | None) -> None:
             if error is not None:
                 self._poster.post(lambda: self._guard(on_error)(error))
             elif then is not None:
                 self._poster.post(lambda: self._guard(then)(value))
 
-        method(*args, on_done=on_done)
+        self.runner.submit(request, on_done)
 
     def _on_session_view(self, view: SessionView) -> None:
         """A new status from the backend, on the Qt thread: the next refresh shows it."""
@@ -68,6 +65,7 @@ class WindowCore:
             return new
 
         def replaced(runner: SessionBackend) -> None:
+            self._replacing_core = False
             self.runner = runner
             self._status_relay.detach()  # the old core's last statuses are not shown
             self._status_relay = StatusRelay(self._on_session_view, self)
@@ -79,11 +77,13 @@ class WindowCore:
             self.banner.clear()
             self._start_source(kind, path if kind is SourceKind.REPLAY else None)
 
+        def failed(exc: BaseException) -> None:
+            self._replacing_core = False
+            self.report(exc)
+
         self.statusBar().showMessage("Restarting the core…", 30000)
-        if not old.asynchronous:
-            replaced(replace())
-            return
-        self._restart_worker.run(replace, replaced, self.report)
+        self._replacing_core = True
+        self._restart_worker.run(replace, replaced, failed)
 
 
 __all__ = ["WindowCore"]

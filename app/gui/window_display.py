@@ -46,7 +46,8 @@ class WindowDisplay:
 
     def _refresh(self) -> None:
         self._ui_ticks += 1
-        self.runner.poll()
+        if not self._replacing_core:  # the old backend is closed off the Qt thread meanwhile
+            self.runner.poll()
         session = self.session
         snap = session.latest()
         shown = self.presenter.present(session, time.perf_counter(), self.review, self.banner.level, self.banner.text())

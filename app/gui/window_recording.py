@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from app.config import Config
 from app.control.engine import Command
+from app.core import wire
 from app.events import EpisodeAction
 from app.gui.episode_view import KEYS as EPISODE_KEYS
 from app.gui.episode_view import batch_text, episode_controls, hud_line, next_start_stop
@@ -67,10 +68,10 @@ class WindowRecording:
             self.report(exc)
 
         if on:
-            self.request(self.runner.open_foxglove, None, False, failed=failed,
+            self.request(wire.OpenFoxglove(), failed=failed,
                          then=lambda endpoint: self.statusBar().showMessage(f"Foxglove live on ws://{endpoint}", 8000))
         else:
-            self.request(self.runner.close_foxglove)
+            self.request(wire.CloseFoxglove())
 
     def record_as(self) -> None:
         if self.session.episode_status() is not None:
@@ -97,7 +98,7 @@ class WindowRecording:
 
         self._record_wanted = True
         self._sync_record_action()
-        self.request(self.runner.start_recording, path, then=started, failed=failed)
+        self.request(wire.StartRecording(str(path)), then=started, failed=failed)
 
     def stop_recording(self) -> None:
         def stopped(st) -> None:
@@ -114,7 +115,7 @@ class WindowRecording:
 
         self._record_wanted = False
         self._sync_record_action()
-        self.request(self.runner.stop_recording, then=stopped, failed=failed)
+        self.request(wire.StopRecording(), then=stopped, failed=failed)
 
     def _recording_answered(self) -> None:
         self._record_wanted = None
@@ -150,14 +151,14 @@ class WindowRecording:
         when one is open, a recording runs, or the task is empty)."""
         folder = self.episodes_panel.folder_edit.text().strip()
         task = self.episodes_panel.task_edit.text().strip()
-        self._batch_request(self.runner.begin_batch, folder, task,
+        self._batch_request(wire.BeginBatch(folder, task),
                             done=lambda st: f"Episode batch begun in {st.folder}, from episode {st.current_index}")
 
     def end_batch(self) -> None:
-        self._batch_request(self.runner.end_batch, done=lambda st: "Episode batch ended" + (
+        self._batch_request(wire.EndBatch(), done=lambda st: "Episode batch ended" + (
             f": {st.kept} kept, {st.discarded} discarded" if st is not None else ""))
 
-    def _batch_request(self, method: Callable, *args: Any, done: Callable[[Any], str]) -> None:
+    def _batch_request(self, request: wire.Request, done: Callable[[Any], str]) -> None:
         def answered(st) -> None:
             self._batch_pending = False
             self._batch_refused = ""
@@ -172,7 +173,7 @@ class WindowRecording:
 
         self._batch_pending = True
         self._sync_episodes()
-        self.request(method, *args, then=answered, failed=failed)
+        self.request(request, then=answered, failed=failed)
 
     def episode_start_stop(self) -> None:
         action = next_start_stop(self.session.episode_status())

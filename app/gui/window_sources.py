@@ -12,6 +12,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QFileDialog
 
 from app.config import Config
+from app.core import wire
 from app.gui.presenter import source_label
 from app.gui.settings import SettingsDialog
 from app.gui.settings_store import diff
@@ -34,6 +35,8 @@ class WindowSources:
         connecting = f", connecting to the simulation server {remote.endpoints.state}" if remote is not None else ""
         self.statusBar().showMessage(f"Starting: {SOURCE_LABELS.get(kind, kind)}{connecting}…", 30000)
 
+        record = None if record_path is None else str(record_path)
+
         def started(note: str) -> None:
             self._show_source(note)
             if then is not None:
@@ -43,14 +46,13 @@ class WindowSources:
             if initial and kind is not SourceKind.DEMO and isinstance(exc, (TrackingSourceError, SessionFormatError, OSError)):
                 # The operator asked for a source that is not there: say so and keep a working window.
                 note = f"{describe(exc)} Running the built-in demo operator instead."
-                self.request(self.runner.start, SourceKind.DEMO, None, None, record_path, self.demo_script,
+                self.request(wire.Start(SourceKind.DEMO, None, None, record, self.demo_script),
                              then=lambda _: started(note))
                 return
             self._sync_source_actions()
             self.report(exc)
 
-        self.request(self.runner.start, kind, replay_path, cfg, record_path, self.demo_script, then=started,
-                     failed=failed)
+        self.request(wire.Start(kind, replay_path, cfg, record, self.demo_script), then=started, failed=failed)
 
     def _show_source(self, note: str, announce: bool = True) -> None:
         """The window shows the backend's (new) source; `announce`: a new loop started (not a
