@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from PySide6.QtCore import QThread
+
 from app.core import wire
 from app.core.holds import HoldReason
 from app.gui.backend import SessionBackend, SessionView
@@ -27,15 +29,22 @@ class WindowCore:
                 failed: Callable[[BaseException], None] | None = None) -> None:
         """Submit `request` to the session backend (`SessionBackend.submit`) without waiting on it:
         `then(answer)` runs on the Qt thread once it is answered, `failed(error)` (default: `report`)
-        if it failed. The same path whichever backend answers (the core later, from its requests
-        thread; the in-process runner before `submit` returns): the answer is always posted."""
+        if it failed. The same path whichever backend answers: an answer from another thread (the
+        core client's requests thread) is posted to the Qt thread; one given on the Qt thread (the
+        in-process runner answers before `submit` returns) is handled there at once."""
         on_error = failed or self.report
 
         def on_done(value: object, error: BaseException | None) -> None:
             if error is not None:
-                self._poster.post(lambda: self._guard(on_error)(error))
+                answer = lambda: self._guard(on_error)(error)  # noqa: E731
             elif then is not None:
-                self._poster.post(lambda: self._guard(then)(value))
+                answer = lambda: self._guard(then)(value)  # noqa: E731
+            else:
+                return
+            if QThread.currentThread() is self.thread():
+                answer()
+            else:
+                self._poster.post(answer)
 
         self.runner.submit(request, on_done)
 
