@@ -2,7 +2,7 @@
 
 The stream (a `StreamControl`: the core's `StreamPublisher`, seen through `StreamProxy`) is opened
 the first time the operator asks for streaming (Calibrate or Start), never when the window opens:
-binding a socket that a robot deploy connects to is the operator's decision. `TeleopRunner` subscribes it to every loop it starts. A start refused
+binding a socket that a robot deploy connects to is the operator's decision. A start refused
 because the operator's pose is far from the robot's asks for confirmation (showing the distance);
 other refusals are shown as they are.
 
@@ -10,6 +10,10 @@ While streaming, the Mode box switches between the planner and the mode the stre
 with (`switch_mode`: the PICO manager's command sequence, same session); any other mode needs a
 stop first, since the deploy locks one pose protocol version per streaming session. The
 Locomotion box sets the planner's gait at once (`set_locomotion`).
+
+Every action runs in the panel's worker thread, in order, whichever backend the window has (its
+requests wait for the core, or for the stream process in-process); its answer, a refusal or the
+far-pose question comes back to the Qt thread.
 """
 
 from __future__ import annotations
