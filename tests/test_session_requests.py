@@ -4,6 +4,7 @@ as the core client does; the core answers the rest (heartbeat, status, exit) its
 
 from __future__ import annotations
 
+import pickle
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from app.core.session_requests import SessionRequests
 from app.gui.backend import SessionBackend, missing_members
 from app.gui.teleop_runner import TeleopRunner
 from app.sessions.recorder import RecorderStatus
+from app.streaming.config import MODE_POSE_V1, StreamConfig
 from app.tracking.source import SourceKind
 
 
@@ -28,6 +30,7 @@ def _submit(runner: TeleopRunner, request: wire.Request) -> tuple[object, BaseEx
     answers: list = []
     runner.submit(request, lambda value, error: answers.append((value, error)))
     assert len(answers) == 1, "the in-process runner answers before submit returns, exactly once"
+    pickle.dumps(answers[0][0])  # the same answer crosses to the window from the core process
     return answers[0]
 
 
@@ -75,3 +78,17 @@ def test_a_batch_through_the_dispatch_refuses_a_recording_by_hand(runner, tmp_pa
     assert error is not None and "episode batch is open" in str(error) and not runner.recording
     last, error = _submit(runner, wire.EndBatch())
     assert error is None and runner.episode_status() is None
+
+
+def test_the_streams_requests_answer_what_crosses_a_process(runner):
+    """Opening the stream answers None (the publisher stays where it runs), then its operations go
+    to the stream process as they are."""
+    _submit(runner, wire.Start(SourceKind.DEMO))
+    value, error = _submit(runner, wire.OpenStream(StreamConfig(mode=MODE_POSE_V1, endpoint="tcp://127.0.0.1:*")))
+    assert error is None and value is None and runner.publisher is not None
+    _, error = _submit(runner, wire.StreamPoseDistance())
+    assert error is None
+    value, error = _submit(runner, wire.CloseStream())
+    assert error is None and value is None and runner.publisher is None
+    _, error = _submit(runner, wire.StreamPoseDistance())
+    assert error is not None and "not open" in str(error)

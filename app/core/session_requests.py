@@ -50,10 +50,9 @@ class SessionRequests:
             wire.StartRecording: self._start_recording, wire.StopRecording: self._stop_recording,
             wire.BeginBatch: lambda r: self.episodes.begin(r.folder, r.task),
             wire.EndBatch: lambda _: self.episodes.end(),
-            wire.OpenStream: lambda r: self.pipeline.open_stream(r.stream_cfg),
-            wire.CloseStream: lambda _: self.pipeline.close_stream(),
-            wire.StreamWhenCalibrated: lambda r: self.pipeline.stream_when_calibrated(r.stream_cfg),
-            wire.OpenFoxglove: self._open_foxglove, wire.CloseFoxglove: lambda _: self.pipeline.close_foxglove(),
+            wire.OpenStream: self._open_stream, wire.CloseStream: self._close_stream,
+            wire.StreamWhenCalibrated: self._stream_when_calibrated,
+            wire.OpenFoxglove: self._open_foxglove, wire.CloseFoxglove: self._close_foxglove,
             **{kind: self._forward_to_stream for kind in STREAM_REQUEST_TYPES},
         }
         """Each request type this carries out, and its handler (which takes the request)."""
@@ -118,6 +117,21 @@ class SessionRequests:
         self.episodes.check_manual_recording()  # the batch's recording is stopped by the batch
         self.last_recording = self.pipeline.stop_recording()
         return self.last_recording
+
+    # The stream's and Foxglove's handlers answer None (or a text): what the pipeline returns (a
+    # publisher, a server) lives in this process and does not cross to the window.
+
+    def _open_stream(self, request: wire.OpenStream) -> None:
+        self.pipeline.open_stream(request.stream_cfg)
+
+    def _close_stream(self, _: wire.CloseStream) -> None:
+        self.pipeline.close_stream()
+
+    def _stream_when_calibrated(self, request: wire.StreamWhenCalibrated) -> None:
+        self.pipeline.stream_when_calibrated(request.stream_cfg)
+
+    def _close_foxglove(self, _: wire.CloseFoxglove) -> None:
+        self.pipeline.close_foxglove()
 
     def _open_foxglove(self, request: wire.OpenFoxglove) -> str:
         """The live Foxglove server's `host:port`."""
