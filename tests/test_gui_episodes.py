@@ -181,7 +181,8 @@ def test_a_batch_from_the_panel_keeps_a_success_discards_and_ends(window, qtbot,
     panel.end_button.click()
     qtbot.waitUntil(lambda: window.session.episode_status() is None, timeout=ANSWER_MS)
     qtbot.waitUntil(lambda: window.act["batch_begin"].isEnabled(), timeout=ANSWER_MS)
-    assert panel.task_edit.isEnabled() and window.viewport.hud.episode == ""
+    assert panel.task_edit.isEnabled()
+    qtbot.waitUntil(lambda: window.viewport.hud.episode == "", timeout=ANSWER_MS)  # the HUD at its next refresh
     assert [e.file for e in read_dataset_index(dataset).episodes] == ["episode_0000.csv"]
 
 
