@@ -196,6 +196,8 @@ def test_settings_are_refused_while_a_batch_is_open(window, qtbot, folder):
         window.apply_config(window.runner.live_cfg)
     window.act["batch_end"].trigger()
     qtbot.waitUntil(lambda: window.session.episode_status() is None, timeout=ANSWER_MS)
+    # the status may come before the answer: the setup is editable again once the window has the answer
+    qtbot.waitUntil(lambda: window.act["batch_begin"].isEnabled() and panel.task_edit.isEnabled(), timeout=ANSWER_MS)
 
 
 def test_space_in_the_task_field_estops_first_and_types_a_space(window, qtbot):

@@ -1,6 +1,6 @@
 """The Record toggle (F9) shows the recorder's state whoever changed it, and F9 does the opposite
 of what it shows: a recording started by `--record`, by F9, stopped when the loop ended, a start
-that failed, and a start still on its way to an asynchronous backend (the core)."""
+that failed, and a start still on its way (a core answers later)."""
 
 from __future__ import annotations
 
@@ -98,16 +98,13 @@ def test_the_toggle_goes_off_when_the_loop_ends_and_completes_the_recording(wind
 
 
 def test_a_start_on_its_way_shows_as_asked_and_the_refreshes_do_not_undo_it(window, qtbot, folder, monkeypatch):
-    """With the core, a request is answered later (`asynchronous`): until then the toggle shows
-    what F9 asked for, whatever the (older) statuses say, and F9 again asks for the opposite."""
+    """With the core, a request is answered later: until then the toggle shows what F9 asked for,
+    whatever the (older) statuses say, and F9 again asks for the opposite. Here the in-process
+    backend's `submit` is held back until the test answers, as a core would."""
     runner = window.runner
-    start, stop = runner.start_recording, runner.stop_recording
+    submit = runner.submit
     answers: list = []
-    monkeypatch.setattr(runner, "asynchronous", True, raising=False)
-    monkeypatch.setattr(runner, "start_recording", lambda path, on_done: answers.append(lambda: on_done(start(path), None)),
-                        raising=False)
-    monkeypatch.setattr(runner, "stop_recording", lambda on_done: answers.append(lambda: on_done(stop(), None)),
-                        raising=False)
+    monkeypatch.setattr(runner, "submit", lambda request, on_done=None: answers.append(lambda: submit(request, on_done)))
     _f9(qtbot, window)
     assert not runner.recording and _shown(window) and len(answers) == 1
     window._refresh()  # the session still says "not recording": the toggle shows the start asked for

@@ -322,20 +322,21 @@ def test_the_in_process_backend_provides_the_whole_interface(in_process_window):
     window = in_process_window
     assert isinstance(window.runner, TeleopRunner)
     assert missing_members(window.runner) == [] and isinstance(window.runner, SessionBackend)
-    assert {"start", "cfg", "scene"} <= set(missing_members(object()))  # the check sees both kinds, inherited too
+    assert {"submit", "cfg", "scene"} <= set(missing_members(object()))  # the check sees both kinds, inherited too
+    assert not hasattr(window.runner, "asynchronous")  # one contract: nothing tells the backends apart
     # in-process, no status crosses a thread: the display reads the pipeline itself
     assert window.session is window.runner.view() is window.runner
     assert missing_members(window.session, SessionView) == [] and "recorder_status" in dir(SessionView)
 
 
 def test_the_foxglove_toggle_in_process_says_where_it_serves(in_process_window, qtbot):
-    """The in-process backend (`--in-process`) answers `open_foxglove` with the `host:port`, as
-    `SessionBackend` declares and the core does (it answered the server object, shown as such in
-    the status bar). The core's answer: tests/test_gui_core.py."""
+    """The in-process backend (`--in-process`) answers `wire.OpenFoxglove` with the `host:port`, as
+    the core does: the same dispatch (`SessionRequests`), and the answer reaches the window by the
+    same path (`MainWindow.request`). The core's answer: tests/test_gui_core.py."""
     pytest.importorskip("foxglove", reason="the [export] extra (foxglove-sdk) is not installed")
     window = in_process_window
     window.last_error = ""
-    window.act["foxglove"].trigger()  # in-process: answered before it returns
+    window.act["foxglove"].trigger()  # in-process: answered before it returns, by the window's one path
     if "cannot serve Foxglove" in (window.last_error or ""):
         window.act["foxglove"].setChecked(False)
         pytest.skip(f"the default Foxglove port is taken here: {window.last_error}")

@@ -15,7 +15,8 @@ Threads of the core, and what each may do:
   recording goes on; another window attaching holds them until its operator resets), and exits on
   `shutdown`, SIGTERM/SIGINT or when no GUI came back for `core.orphan_timeout_s`;
 - the **session thread** (`core-session`) is the only one that changes the session: it runs the
-  requests that may take seconds (a source start: the SteamVR probe, a remote connect, reading a
+  requests that change it (`app/core/session_requests.py`, the dispatch the window's `--in-process`
+  mode runs too), which may take seconds (a source start: the SteamVR probe, a remote connect, reading a
   replay file; a restart, recording, the stream, Foxglove, a batch of demonstration episodes begun
   or ended), one at a time in the order they came (a request made while one runs waits its turn:
   `CoreStatus.busy` says what runs), and the housekeeping (the stream's auto-start; closing a
@@ -45,7 +46,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 import zmq
@@ -58,14 +59,10 @@ from app.core.holds import HoldReason
 from app.core.window_watch import WindowWatch
 from app.core.priority import make_thread_realtime, raise_process_priority
 from app.log_queue import nonblocking
-from app.pipeline import SOURCE_LABELS, Pipeline, StartOptions
+from app.pipeline import SOURCE_LABELS, Pipeline
+from app.core.session_requests import SessionRequests
 from app.sessions.episode_host import EpisodeHost
-from app.sessions.recorder import RecorderStatus
-from app.streaming.stream_requests import STREAM_REQUEST_TYPES, StreamRequest
 from app.tracking.source import SourceKind
-
-if TYPE_CHECKING:
-    from app.streaming.publisher import StreamPublisher
 
 log = logging.getLogger(__name__)
 
@@ -135,9 +132,6 @@ class CoreServer:
         """Main thread only (the one thread that builds a status)."""
         self.window = WindowWatch(token, self.core_cfg.heartbeat_timeout_s, STARTUP_GRACE_S, window_id, host)
         """Main thread only (the status reports what it found)."""
-        self._last_recording: RecorderStatus | None = None
-        """Written by the session thread (and by the main thread at exit, after the session thread
-        ended), read by the status."""
         self._jobs: queue.SimpleQueue[_Job | _Housekeeping | None] = queue.SimpleQueue()
         """What the session thread runs, in order; None ends it."""
         self._answers: queue.SimpleQueue[tuple[bytes, wire.Reply]] = queue.SimpleQueue()
@@ -149,24 +143,17 @@ class CoreServer:
         """What the session thread is doing ('' when idle): 'starting Demo operator, connecting to ...'.
         Written by the session thread only."""
         self._housekeeping_queued = threading.Event()
-        self.episodes = EpisodeHost(pipeline)
-        """The batch of demonstration episodes, while one is open: begun, polled and ended by the
-        session thread; its status read by the main thread."""
+        self.session_requests = SessionRequests(pipeline, after_start=self._after_start)
+        """The requests that change the session, and their state (the episode batch, the last
+        recording): carried out by the session thread (and by the main thread at exit, after the
+        session thread ended); the status reads them."""
         self.bad_requests = 0
         """Requests not carried out because they were bad: ignored (wrong token, bad framing) or
         refused with a `BadRequest` answer (unpicklable, unknown type, a field of the wrong type).
         Counted, logged, reported in the status; written by the main thread only."""
         self._handlers: dict[type[wire.Request], Callable[[Any], Any]] = {
-            wire.Heartbeat: self._heartbeat, wire.SendCommand: self._command, wire.GetStatus: self._status,
-            wire.Shutdown: self._shutdown_request, wire.Start: self._start, wire.Restart: self._restart,
-            wire.Stop: self._stop_session, wire.SetLiveConfig: self._set_live_cfg,
-            wire.StartRecording: self._start_recording, wire.StopRecording: self._stop_recording,
-            wire.BeginBatch: lambda r: self.episodes.begin(r.folder, r.task),
-            wire.EndBatch: lambda _: self.episodes.end(),
-            wire.OpenStream: self._open_stream, wire.CloseStream: self._close_stream,
-            wire.StreamWhenCalibrated: self._stream_when_calibrated,
-            wire.OpenFoxglove: self._open_foxglove, wire.CloseFoxglove: self._close_foxglove,
-            **{kind: self._forward_to_stream for kind in STREAM_REQUEST_TYPES},
+            wire.Heartbeat: self._heartbeat, wire.GetStatus: self._status, wire.Shutdown: self._shutdown_request,
+            **self.session_requests.handlers,
         }
         """The handler of each request type (each takes the request; `wire.REQUEST_TYPES`, all of them)."""
         unhandled = set(wire.REQUEST_TYPES).symmetric_difference(self._handlers)
@@ -178,6 +165,11 @@ class CoreServer:
         self._session = threading.Thread(target=self._run_session, name="core-session", daemon=True)
 
     # ----- lifecycle -----
+
+    @property
+    def episodes(self) -> EpisodeHost:
+        """The batch of demonstration episodes (`SessionRequests.episodes`)."""
+        return self.session_requests.episodes
 
     @property
     def gui_lost(self) -> bool:
@@ -239,9 +231,9 @@ class CoreServer:
             if self._session.is_alive():
                 log.error("a request (%s) still runs %.0f s after shutdown; closing the session anyway",
                           self.busy, SESSION_JOIN_TIMEOUT_S)
-            self._end_batch()
+            self.session_requests.end_batch()
             if self.pipeline.recording:
-                self._last_recording = self.pipeline.stop_recording()
+                self.session_requests.last_recording = self.pipeline.stop_recording()
             self.pipeline.close()
         finally:
             self._stop.set()
@@ -346,7 +338,7 @@ class CoreServer:
         return wire.CoreStatus(
             pid=os.getpid(), seq=self._status_seq, running=p.running, finished=p.finished, fatal_error=p.fatal_error,
             source_kind=p.source_kind, replay_path=p.replay_path, note=p.note, cfg=p.cfg, live_cfg=p.live_cfg,
-            recorder=p.recorder_status(), last_recording=self._last_recording, stream=stream,
+            recorder=p.recorder_status(), last_recording=self.session_requests.last_recording, stream=stream,
             remote=p.remote_status(), remote_seq=p.remote_seq(), device_info=p.device_info(), timing=timing,
             priority=", ".join(x for x in (self.priority, self.threads_priority and f"other threads: {self.threads_priority}",
                                            self._loop_priority and f"loop thread: {self._loop_priority}") if x),
@@ -472,28 +464,8 @@ class CoreServer:
     def _housekeeping(self) -> None:
         """In the session thread (it changes the session: a recording closed), while the loop sleeps
         between ticks (as `_publish_status`)."""
-        p = self.pipeline
-        p.loop_idle.wait_for_sleep()
-        p.poll()
-        self.episodes.poll()  # before the check below: an episode cut by the loop's end is discarded
-        if p.recording and p.finished:  # a replay ended, or the loop died: the recording is complete
-            self._last_recording = p.stop_recording()
-
-    def _command(self, request: wire.SendCommand) -> None:
-        self.pipeline.send(request.command)
-
-    def _start(self, request: wire.Start) -> str:
-        self.episodes.check_session_change(replay=request.kind is SourceKind.REPLAY)
-        note = self.pipeline.start(request.kind, request.replay_path, request.cfg,
-                                   options=StartOptions(demo_script=request.demo_script), record_path=request.record_path)
-        self._after_start()
-        return note
-
-    def _restart(self, request: wire.Restart) -> str:
-        self.episodes.check_session_change()
-        note = self.pipeline.restart(request.cfg)
-        self._after_start()
-        return note
+        self.pipeline.loop_idle.wait_for_sleep()
+        self.session_requests.housekeeping()
 
     def _after_start(self) -> None:
         loop = self.pipeline.loop
@@ -502,57 +474,6 @@ class CoreServer:
             self._loop_priority = make_thread_realtime(tid, self.pipeline.cfg.core.sched_fifo_priority)
             log.info("core priority: %s; other threads: %s; loop thread: %s", self.priority,
                      self.threads_priority or "as the process's", self._loop_priority)
-
-    def _stop_session(self, _: wire.Stop) -> None:
-        self._end_batch()
-        if self.pipeline.recording:
-            self._last_recording = self.pipeline.stop_recording()
-        self.pipeline.stop()
-
-    def _start_recording(self, request: wire.StartRecording) -> Path:
-        self.episodes.check_manual_recording()
-        return self.pipeline.start_recording(request.path)
-
-    def _stop_recording(self, _: wire.StopRecording) -> RecorderStatus:
-        self.episodes.check_manual_recording()  # the batch's recording is stopped by the batch
-        self._last_recording = self.pipeline.stop_recording()
-        return self._last_recording
-
-    def _end_batch(self) -> None:
-        """Session thread (or the main thread at exit, after it): the session stops, so does its batch."""
-        try:
-            self.episodes.end()
-        except Exception:
-            log.exception("ending the episode batch failed")
-
-    def _open_stream(self, request: wire.OpenStream) -> None:
-        self.pipeline.open_stream(request.stream_cfg)
-
-    def _close_stream(self, _: wire.CloseStream) -> None:
-        self.pipeline.close_stream()
-
-    def _stream_when_calibrated(self, request: wire.StreamWhenCalibrated) -> None:
-        self.pipeline.stream_when_calibrated(request.stream_cfg)
-
-    def _open_foxglove(self, request: wire.OpenFoxglove) -> str:
-        """The live Foxglove server's `host:port`."""
-        return self.pipeline.open_foxglove(request.endpoint, request.allow_remote).endpoint
-
-    def _close_foxglove(self, _: wire.CloseFoxglove) -> None:
-        self.pipeline.close_foxglove()
-
-    def _forward_to_stream(self, request: StreamRequest) -> Any:
-        """A stream operation, as it arrived, to the stream process (its answer, or its refusal)."""
-        return self._publisher().request(request)
-
-    def _publisher(self) -> StreamPublisher:
-        pub = self.pipeline.publisher
-        if pub is None:
-            raise wire.CoreCallError("the humanoid stream is not open")
-        return pub
-
-    def _set_live_cfg(self, request: wire.SetLiveConfig) -> None:
-        self.pipeline.live_cfg = request.cfg
 
 
 @dataclass(frozen=True)

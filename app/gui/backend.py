@@ -6,6 +6,12 @@ process, for `--in-process` and the tests of that mode. The window, its panels a
 `SessionBackend` only; `tests/test_gui_core.py` and `tests/test_gui_window.py` check that both
 implementations provide every member.
 
+One contract for every request that changes the session: `submit(request, on_done)`, a typed
+request of `app.core.wire` whose answer (value or error) reaches `on_done`. The core client sends it
+and answers from its requests thread; the in-process runner carries it out at once with the core's
+own dispatch (`app.core.session_requests`) and answers before `submit` returns. The window posts
+every answer to its Qt thread (`MainWindow.request`), so it handles both the same way.
+
 The window's display reads a `SessionView`, never a status field another thread writes: the core
 client hands its receiver thread's statuses to the Qt thread by signal (`subscribe_status`, a
 `CoreView` each); the in-process runner is its own view (its pipeline is read on the Qt thread).
@@ -13,12 +19,11 @@ client hands its receiver thread's statuses to the Qt thread by signal (`subscri
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
-
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 from app.config import Config
 from app.control.snapshot import Snapshot
+from app.core import wire
 from app.events import Command
 from app.gui.plot_buffers import PlotBuffers
 from app.control.mirror import SceneMirror
@@ -26,11 +31,15 @@ from app.sim.scene import Scene
 from app.streaming.stream_control import StreamControl
 from app.tracking.source import SourceKind
 
+Done = Callable[[object, "BaseException | None"], None]
+"""Receives a request's answer: (value, None), or (None, the error)."""
+
 if TYPE_CHECKING:
     from app.remote.client import RemoteStatus
     from app.remote.config import ClientConfig
     from app.sessions.episodes import EpisodeStatus
     from app.sessions.recorder import RecorderStatus
+    from app.streaming.config import StreamConfig
     from app.streaming.feedback import FeedbackSnapshot
 
 
@@ -92,7 +101,7 @@ class SessionView(Protocol):
 
     def remote_seq(self) -> int | None: ...
 
-    def device_info(self) -> dict[str, dict[str, Any]] | None: ...
+    def device_info(self) -> dict[str, dict[str, object]] | None: ...
 
 
 @runtime_checkable
@@ -107,18 +116,10 @@ class SessionBackend(SessionView, Protocol):
     """The remote simulation's configuration when the window drives a server, else None."""
 
     # ----- the session -----
-    asynchronous: bool
-    """True: every request (`start`, `stop`, `start_recording`, ... the ones with an `on_done`)
-    returns at once and its answer (value, error) reaches `on_done`, from another thread
-    (`CoreClient`); False: requests return their answer or raise (`TeleopRunner`). The window
-    goes through `MainWindow.request`, which handles both."""
-
-    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None, demo_script: str = "table") -> str:
-        """`demo_script`: what a demo operator plays (`app.tracking.source.DEMO_SCRIPTS`), kept by
-        later restarts with new settings."""
-
-    def stop(self) -> None: ...
+    def submit(self, request: wire.Request, on_done: Done | None = None) -> None:
+        """Carry out `request` (a source start, a recording, a batch, Foxglove, ...): its answer
+        reaches `on_done(value, error)`, from whichever thread has it (the window posts it to the
+        Qt thread). Never raises for the request's own failure: that is the error `on_done` gets."""
 
     def close(self) -> None: ...
 
@@ -139,30 +140,11 @@ class SessionBackend(SessionView, Protocol):
 
     def disconnect(self) -> None: ...
 
-    # ----- recording, humanoid stream, Foxglove -----
-    def start_recording(self, path: str | Path) -> Path:
-        """Answers the path written to."""
-
-    def stop_recording(self) -> "RecorderStatus":
-        """Answers the recording's final status."""
-
-    def begin_batch(self, folder: str | Path, task: str) -> "EpisodeStatus":
-        """Open a batch of demonstration episodes (`EpisodeHost.begin`); answers its first status.
-        Its episodes are started, stopped and judged by `send(Command.episode(action))`."""
-
-    def end_batch(self) -> "EpisodeStatus | None":
-        """Close the open batch (an open episode is discarded); answers its last status."""
-
-    def open_stream(self, stream_cfg) -> StreamControl: ...
+    # ----- the humanoid stream (the stream panel calls these from its worker thread) -----
+    def open_stream(self, stream_cfg: "StreamConfig") -> StreamControl:
+        """Open the humanoid stream (waits for it); the publisher as the panel drives it."""
 
     def close_stream(self) -> None: ...
-
-    def stream_when_calibrated(self, stream_cfg) -> Any: ...
-
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:
-        """Answers the live server's `host:port`."""
-
-    def close_foxglove(self) -> None: ...
 
 
 def missing_members(backend: object, protocol: type = SessionBackend) -> list[str]:
@@ -173,4 +155,4 @@ def missing_members(backend: object, protocol: type = SessionBackend) -> list[st
     return sorted({n for n in names if not hasattr(backend, n)})
 
 
-__all__ = ["SessionBackend", "SessionView", "missing_members"]
+__all__ = ["Done", "SessionBackend", "SessionView", "missing_members"]

@@ -1,7 +1,8 @@
 """The GUI's side of the core process: the same session interface as the in-process `TeleopRunner`.
 
-The window calls `start`, `send`, `start_recording`, ... exactly as it would on a `Pipeline`;
-here each becomes a request to the core (one of the typed requests of `app.core.wire`). A
+The window makes each request as one of the typed requests of `app.core.wire`, with
+`submit(request, on_done)` (and `send` for a command): here it goes to the core, and the answer
+comes back to `on_done` from the requests thread. A
 receiver thread takes the core's updates: every tick's snapshot goes into the plot history, the
 newest physics pose into the scene mirror, and the status replaces the previous one. Nothing here can stall the core: it
 publishes without waiting for us.
@@ -35,6 +36,7 @@ from app.core import wire
 from app.core.launcher import CoreEndpoints, launch_core
 from app.core.pids import pid_alive
 from app.core.window_watch import lifeline_hello, new_window_id
+from app.gui.backend import Done
 from app.gui.core_view import CoreView, StatusReads
 from app.gui.plot_buffers import PlotBuffers
 from app.pipeline import PipelineError
@@ -69,8 +71,14 @@ been silent (`wire.Heartbeat.qt_silent_s`). The core judges the window by that s
 
 LIFELINE_CONNECT_TIMEOUT_S = 2.0
 
-Done = Callable[[Any, "BaseException | None"], None]
-"""Receives a request's answer: (value, None), or (None, the error)."""
+SESSION_REQUESTS: tuple[type[wire.Request], ...] = (
+    wire.Start, wire.Restart, wire.Stop, wire.StartRecording, wire.StopRecording, wire.BeginBatch, wire.EndBatch,
+    wire.OpenFoxglove, wire.CloseFoxglove, wire.StreamWhenCalibrated)
+"""The window's requests that change the session: once one is answered, `submit` asks for the status
+(the periodic one may be 0.1 s old) before it answers, so what the window shows next includes the change."""
+
+GONE_IS_DONE: tuple[type[wire.Request], ...] = (wire.Stop, wire.CloseFoxglove)
+"""Requests that a dead core has carried out already (nothing runs there any more): answered at once."""
 
 
 def _answer(on_done: Done | None, value: Any, error: BaseException | None) -> None:
@@ -182,7 +190,7 @@ class CoreClient(StatusReads):
         """Talk to the core at `endpoints` (`process`: when this GUI started it; `window_id`: the
         id this window launched it with, else a new one: to a running core, this is an attach).
 
-        Threads: the window's Qt thread calls the request methods (each a queue put) and reads;
+        Threads: the window's Qt thread calls `submit` (a queue put) and reads;
         the **receiver** thread owns what the updates bring (`buffers`, `_latest`, the mirror's
         pose, `_last_update_s`) and the status (`core_status`): it applies the periodic ones and
         the ones asked for after a request (the requests thread hands those over and waits until
@@ -281,7 +289,27 @@ class CoreClient(StatusReads):
 
     # ----- requests (the requests thread owns the socket) -----
 
-    def submit(self, request: wire.Request, on_reply: Done | None = None, timeout_s: float = 15.0) -> None:
+    def submit(self, request: wire.Request, on_done: Done | None = None, timeout_s: float | None = None) -> None:
+        """The window's one way to make a request (`SessionBackend.submit`): sent at once, never
+        blocking, whatever the core is doing; its answer reaches `on_done(value, error)` in the
+        requests thread. A request that changes the session (`SESSION_REQUESTS`) is answered once
+        the status after it has been applied (a source start that loaded another scene has it
+        loaded here too). A core that does not answer within `timeout_s` (default: 15 s,
+        `START_TIMEOUT_S` for a start) gives `CoreUnavailable`. Requests reach the core in the
+        order submitted."""
+        if timeout_s is None:
+            timeout_s = START_TIMEOUT_S if isinstance(request, (wire.Start, wire.Restart)) else 15.0
+        if isinstance(request, GONE_IS_DONE) and self.core_problem():
+            _answer(on_done, None, None)
+        elif isinstance(request, wire.Start):
+            scene_before = self.cfg.scene
+            self._request(request, on_done, then=lambda _: self._load_started_scene(scene_before), timeout_s=timeout_s)
+        elif isinstance(request, SESSION_REQUESTS):
+            self._request(request, on_done, timeout_s=timeout_s)
+        else:
+            self._submit(request, on_done, timeout_s)
+
+    def _submit(self, request: wire.Request, on_reply: Done | None = None, timeout_s: float = 15.0) -> None:
         """Send a request and return at once (never blocks, whatever the core is doing): the
         answer reaches `on_reply(value, error)` in the requests thread; a core that does not answer
         within `timeout_s` gives `CoreUnavailable`. Requests reach the core in the order submitted."""
@@ -293,7 +321,7 @@ class CoreClient(StatusReads):
 
     def call(self, request: wire.Request, timeout_s: float = 15.0) -> Any:
         """A request whose answer this waits for; its error is raised here. Not for the Qt thread
-        (the window uses `submit` and the `on_done` of the request methods): for start-up, shutdown
+        (the window uses `submit`): for start-up, shutdown
         and tools."""
         if not isinstance(request, wire.Request):
             raise TypeError(f"expected a wire.Request, got {request!r}")
@@ -304,7 +332,7 @@ class CoreClient(StatusReads):
             answer[0], answer[1] = value, error
             done.set()
 
-        self.submit(request, on_reply=on_reply, timeout_s=timeout_s)
+        self._submit(request, on_reply=on_reply, timeout_s=timeout_s)
         if not done.wait(timeout_s + 1.0):
             raise CoreUnavailable(f"the core did not answer within {timeout_s:g} s ({type(request).__name__})")
         if answer[1] is not None:
@@ -427,9 +455,9 @@ class CoreClient(StatusReads):
                     return
                 _answer(on_done, value, None)
 
-            self.submit(wire.GetStatus(), on_reply=on_status)
+            self._submit(wire.GetStatus(), on_reply=on_status)
 
-        self.submit(request, on_reply=on_reply, timeout_s=timeout_s)
+        self._submit(request, on_reply=on_reply, timeout_s=timeout_s)
 
     # ----- updates (receiver thread) -----
 
@@ -553,7 +581,7 @@ class CoreClient(StatusReads):
             return f"the core process has not sent anything for {silent:.1f} s"
         return ""
 
-    # ----- the session interface (as `Pipeline`) -----
+    # ----- the session interface (`SessionBackend`) -----
 
     @property
     def live_cfg(self) -> Config:
@@ -562,36 +590,22 @@ class CoreClient(StatusReads):
     @live_cfg.setter
     def live_cfg(self, cfg: Config) -> None:
         self._live_cfg = cfg
-        self.submit(wire.SetLiveConfig(cfg))
+        self._submit(wire.SetLiveConfig(cfg))
 
-    asynchronous = True
-    """Every request method returns at once; its answer reaches the `on_done` given to it (in the
-    requests thread), after the status has been refreshed."""
+    def start(self, kind: SourceKind | str = SourceKind.AUTO, replay_path: str | None = None,
+              record_path: str | Path | None = None, on_done: Done | None = None) -> None:
+        """`submit(wire.Start(...))` for tools and tests that start a source by name (the window
+        submits its own `wire.Start`); `on_done` gets the note for the operator."""
+        self.submit(wire.Start(SourceKind.parse(kind), replay_path,
+                               record_path=None if record_path is None else str(record_path)), on_done)
 
-    def start(self, kind: SourceKind = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None, demo_script: str = "table", on_done: Done | None = None) -> None:
-        """Start a source in the core; `on_done` gets the note for the operator. Returns at once
-        (a remote connect or the SteamVR probe may take seconds in the core)."""
-        scene_before = self.cfg.scene
-
-        def then(note: str) -> None:
-            st = self.core_status
-            if st is not None and (st.cfg.scene != scene_before or self.scene.path is None):
-                self.scene = load_scene(st.cfg)
-                self.mirror = SceneMirror(self.scene.model.nq)
-
-        self._request(wire.Start(SourceKind.parse(kind), replay_path, cfg, None if record_path is None else str(record_path),
-                                 demo_script),
-                      on_done=on_done, then=then, timeout_s=START_TIMEOUT_S)
-
-    def restart(self, cfg: Config, on_done: Done | None = None) -> None:
-        self._request(wire.Restart(cfg), on_done=on_done, timeout_s=START_TIMEOUT_S)
-
-    def stop(self, on_done: Done | None = None) -> None:
-        if self.core_problem():
-            _answer(on_done, None, None)
-            return
-        self._request(wire.Stop(), on_done=on_done)
+    def _load_started_scene(self, scene_before: object) -> None:
+        """After a start (requests thread, its status applied): the scene the core now runs, when
+        it differs from `scene_before` (the settings' scene when the start was asked for)."""
+        st = self.core_status
+        if st is not None and (st.cfg.scene != scene_before or self.scene.path is None):
+            self.scene = load_scene(st.cfg)
+            self.mirror = SceneMirror(self.scene.model.nq)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Ask the core to close the session (recording completed) and exit; then disconnect."""
@@ -650,38 +664,5 @@ class CoreClient(StatusReads):
             self.call(wire.CloseStream())
             self.refresh_status()
 
-    def stream_when_calibrated(self, stream_cfg, on_done: Done | None = None) -> None:
-        self._request(wire.StreamWhenCalibrated(stream_cfg), on_done=on_done)
 
-    # ----- recording, Foxglove -----
-
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False, on_done: Done | None = None) -> None:
-        """Serve the core's session live to Foxglove; `on_done` gets the `host:port` bound."""
-        self._request(wire.OpenFoxglove(endpoint, allow_remote), on_done=on_done)
-
-    def close_foxglove(self, on_done: Done | None = None) -> None:
-        if self.core_problem():
-            _answer(on_done, None, None)
-            return
-        self._request(wire.CloseFoxglove(), on_done=on_done)
-
-    def start_recording(self, path: str | Path, on_done: Done | None = None) -> None:
-        """`on_done` gets the path written to."""
-        self._request(wire.StartRecording(str(path)), on_done=on_done)
-
-    def stop_recording(self, on_done: Done | None = None) -> None:
-        """`on_done` gets the recording's final `RecorderStatus`."""
-        self._request(wire.StopRecording(), on_done=on_done)
-
-    # ----- demonstration episodes -----
-
-    def begin_batch(self, folder: str | Path, task: str, on_done: Done | None = None) -> None:
-        """Open a batch of episodes in the core; `on_done` gets its first `EpisodeStatus`."""
-        self._request(wire.BeginBatch(str(folder), task), on_done=on_done)
-
-    def end_batch(self, on_done: Done | None = None) -> None:
-        """Close the core's batch; `on_done` gets its last `EpisodeStatus` (None: none was open)."""
-        self._request(wire.EndBatch(), on_done=on_done)
-
-
-__all__ = ["CoreClient", "CoreUnavailable", "Done", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy"]
+__all__ = ["CoreClient", "CoreUnavailable", "GONE_IS_DONE", "SESSION_REQUESTS", "HEARTBEAT_PERIOD_S", "SILENT_AFTER_S", "START_TIMEOUT_S", "StreamProxy"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +28,10 @@ from app.core.holds import HOLD_TEXT, HoldReason
 from app.pipeline import SOURCE_LABELS
 from app.tracking.source import SourceKind
 from app.sessions.metrics import TimingFigures, timing_figures
+
+if TYPE_CHECKING:
+    from app.gui.backend import SessionView
+    from app.gui.timeline import SessionReview
 
 LIVE_WINDOW_S = 10.0
 """The timing figures (HUD, plots' header, status bar) cover the ticks of the last this many seconds."""
@@ -243,7 +247,7 @@ class WindowPresenter:
     def core_replaced(self) -> None:
         self.source_changed()
 
-    def present(self, runner: Any, now_s: float, review: Any = None, banner_level: str = "",
+    def present(self, runner: SessionView, now_s: float, review: SessionReview | None = None, banner_level: str = "",
                 banner_text: str = "") -> Presentation:
         """`review`: the `SessionReview` on screen (None when live); `banner_level`, `banner_text`:
         the current banner's."""
@@ -274,7 +278,7 @@ class WindowPresenter:
         return p
 
     @staticmethod
-    def _recorded_holds(review: Any) -> list[str]:
+    def _recorded_holds(review: SessionReview) -> list[str]:
         """The recorded held flags at the review's cursor."""
         out = []
         for arm in ARMS:
@@ -284,13 +288,13 @@ class WindowPresenter:
         return out
 
     @staticmethod
-    def _review_timing(review: Any, loop_cfg) -> tuple[TimingFigures, str]:
+    def _review_timing(review: SessionReview, loop_cfg) -> tuple[TimingFigures, str]:
         end = max(review.index, 0) + 1
         rows = review.rows[max(0, end - int(LIVE_WINDOW_S * loop_cfg.rate_hz)): end]
         return window_timing(rows, loop_cfg.period_s * 1e3), REVIEW_WINDOW_LABEL
 
     @staticmethod
-    def _remote(runner: Any, p: Presentation) -> None:
+    def _remote(runner: SessionView, p: Presentation) -> None:
         remote = runner.remote_status()
         if remote is not None:
             seq = runner.remote_seq()
@@ -302,7 +306,7 @@ class WindowPresenter:
             p.hud.alert = CORE_LOST_ALERT
             p.repaint = True  # no new frames arrive from a dead core; the alert must still show
 
-    def _banners(self, runner: Any, snap: Snapshot | None, p: Presentation, level: str, text: str = "") -> None:
+    def _banners(self, runner: SessionView, snap: Snapshot | None, p: Presentation, level: str, text: str = "") -> None:
         """Banners are state: each refresh computes the one the session's condition calls for (the
         first that applies: the core lost, a fault, the core holding the arms for a reason of its
         own, the loop ended) and shows it in every mode, review too; when its condition ends it is
@@ -319,7 +323,7 @@ class WindowPresenter:
             self._loop_end_reported = p.loop_ended = True
 
     @staticmethod
-    def _state_banner(runner: Any, snap: Snapshot | None, problem: str) -> Banner | None:
+    def _state_banner(runner: SessionView, snap: Snapshot | None, problem: str) -> Banner | None:
         if problem:
             return core_lost_banner(problem)
         if snap is not None and snap.error:

@@ -2,7 +2,7 @@
 
 The stream (a `StreamControl`: the core's `StreamPublisher`, seen through `StreamProxy`) is opened
 the first time the operator asks for streaming (Calibrate or Start), never when the window opens:
-binding a socket that a robot deploy connects to is the operator's decision. `TeleopRunner` subscribes it to every loop it starts. A start refused
+binding a socket that a robot deploy connects to is the operator's decision. A start refused
 because the operator's pose is far from the robot's asks for confirmation (showing the distance);
 other refusals are shown as they are.
 
@@ -10,6 +10,10 @@ While streaming, the Mode box switches between the planner and the mode the stre
 with (`switch_mode`: the PICO manager's command sequence, same session); any other mode needs a
 stop first, since the deploy locks one pose protocol version per streaming session. The
 Locomotion box sets the planner's gait at once (`set_locomotion`).
+
+Every action runs in the panel's worker thread, in order, whichever backend the window has (its
+requests wait for the core, or for the stream process in-process); its answer, a refusal or the
+far-pose question comes back to the Qt thread.
 """
 
 from __future__ import annotations
@@ -147,13 +151,11 @@ class StreamPanel(QWidget):
         self._worker.start()
         self.pending = 0
         """Stream actions handed to the worker thread and not yet answered."""
-        self.calibrate_button.clicked.connect(lambda: self._action(self.calibrate, self._calibrate_async))
-        self.start_button.clicked.connect(lambda: self._action(self.start, self._start_async))
-        self.stop_button.clicked.connect(lambda: self._action(self.stop, self._stop_async))
-        self.mode_box.currentTextChanged.connect(
-            lambda mode: self._action(lambda: self.change_mode(mode), lambda: self._change_mode_async(mode)))
-        self.locomotion_box.currentTextChanged.connect(
-            lambda name: self._action(lambda: self.change_locomotion(name), lambda: self._locomotion_async(name)))
+        self.calibrate_button.clicked.connect(lambda: self._guarded(self.calibrate))
+        self.start_button.clicked.connect(lambda: self._guarded(self.start))
+        self.stop_button.clicked.connect(lambda: self._guarded(self.stop))
+        self.mode_box.currentTextChanged.connect(lambda mode: self._guarded(lambda: self.change_mode(mode)))
+        self.locomotion_box.currentTextChanged.connect(lambda name: self._guarded(lambda: self.change_locomotion(name)))
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
         layout.addWidget(self.status_label)
@@ -186,19 +188,13 @@ class StreamPanel(QWidget):
                                    endpoint=self.endpoint_edit.text().strip(),
                                    feedback_endpoint=self.feedback_edit.text().strip())
 
-    def ensure_open(self) -> StreamControl:
-        """The open publisher for the panel's settings: the same one switched to the panel's mode
-        when it can (`_switchable`), else (re)opened."""
-        pub = self._open_for(self.stream_config())
-        self._ensure_preview()
-        return pub
-
     def _ensure_preview(self) -> None:
         if self._preview is None and self._preview_enabled and self.publisher is not None:
             self._preview = PreviewThread(self._preview_pose)
 
     def _open_for(self, cfg: StreamConfig) -> StreamControl:
-        """`ensure_open`'s requests to the backend, without touching a widget (any thread)."""
+        """The open publisher for `cfg`: the same one switched to its mode when it can
+        (`_switchable`), else (re)opened. Requests to the backend that wait for it: the worker thread's."""
         pub = self.publisher
         if pub is not None and (pub.cfg.endpoint != cfg.endpoint or pub.cfg.feedback_endpoint != cfg.feedback_endpoint
                                 or not _switchable(pub.cfg.mode, cfg.mode)):
@@ -212,65 +208,8 @@ class StreamPanel(QWidget):
             pub = self.runner.open_stream(cfg)
         return pub
 
-    def change_mode(self, mode: str) -> None:
-        """The Mode box changed: while streaming, switch in place when the open stream allows it
-        (else say why and put the box back); otherwise the next Calibrate/Start applies it."""
-        pub = self.publisher
-        st = pub.status() if pub is not None else None
-        if st is None or st.state is not StreamState.STREAMING or st.mode == mode:
-            return
-        if not _switchable(pub.cfg.mode, mode):
-            self.mode_box.blockSignals(True)
-            self.mode_box.setCurrentText(st.mode)
-            self.mode_box.blockSignals(False)
-            raise IllegalTransition("stream", f"switch to {mode} while streaming {pub.cfg.mode} (only "
-                                    f"{MODE_PLANNER_VR3PT} and {pub.cfg.mode} switch in one session)", st.state,
-                                    StreamState.STOPPED)
-        pub.switch_mode(mode)
-        self._say(f"Humanoid stream switched to {mode}")
-
-    def change_locomotion(self, name: str) -> None:
-        """The Locomotion box changed: the open stream's planner gait changes at once."""
-        pub = self.publisher
-        if pub is not None:
-            pub.set_locomotion(name)
-
-    def calibrate(self) -> None:
-        self.ensure_open().calibrate()
-        self._say("Humanoid 3-point calibrated")
-
-    def start(self) -> None:
-        pub = self.ensure_open()
-        try:
-            pub.start_streaming()
-        except StartRefused:
-            dist = _far_distance(pub)
-            if dist is None:
-                raise
-            if not self.confirm(f"Your pose is far from the robot's: {dist.describe()}.\n\nStart streaming anyway?"):
-                self._say("Start cancelled")
-                return
-            pub.start_streaming(confirm_large=True)
-        self.refresh()
-
-    def stop(self) -> None:
-        pub = self.publisher
-        if pub is None:
-            raise stream_lifecycle().illegal("stop streaming")  # a stream that is not open is idle
-        pub.stop_streaming()
-        self.refresh()
-
-    # ----- the same actions off the Qt thread (a backend in another process: `runner.asynchronous`) -----
-
-    def _action(self, sync: Callable[[], None], asynchronous: Callable[[], None]) -> None:
-        """A button or box: done here when the backend answers at once, else handed to the worker."""
-        if self.runner.asynchronous:
-            self._guarded(asynchronous)
-        else:
-            self._guarded(sync)
-
     def _submit(self, work: Callable[[], Any], then: Callable[[Any], None] | None = None) -> None:
-        """Run `work` (requests to the core, which may wait for it) in the panel's worker thread, in
+        """Run `work` (requests to the session backend, which may wait for it) in the panel's worker thread, in
         order; `then(result)` and any error come back to the Qt thread."""
         self.pending += 1
         self._jobs.put((work, then))
@@ -290,7 +229,7 @@ class StreamPanel(QWidget):
         self.pending -= 1
         self._guarded(fn)
 
-    def _calibrate_async(self) -> None:
+    def calibrate(self) -> None:
         cfg = self.stream_config()
 
         def done(_: Any) -> None:
@@ -299,7 +238,9 @@ class StreamPanel(QWidget):
 
         self._submit(lambda: self._open_for(cfg).calibrate(), done)
 
-    def _start_async(self) -> None:
+    def start(self) -> None:
+        """Start streaming; a start refused because the operator's pose is far from the robot's
+        asks the operator (showing the distance), and starts anyway if confirmed."""
         cfg = self.stream_config()
 
         def work():
@@ -323,22 +264,30 @@ class StreamPanel(QWidget):
 
         self._submit(work, done)
 
-    def _stop_async(self) -> None:
+    def stop(self) -> None:
         pub = self.publisher
         if pub is None:
             raise stream_lifecycle().illegal("stop streaming")  # a stream that is not open is idle
         self._submit(pub.stop_streaming)
 
-    def _change_mode_async(self, mode: str) -> None:
+    def change_mode(self, mode: str) -> None:
+        """The Mode box changed: while streaming, switch in place when the open stream allows it
+        (else say why and put the box back); otherwise the next Calibrate/Start applies it."""
         pub = self.publisher
         st = pub.status() if pub is not None else None
         if st is None or st.state is not StreamState.STREAMING or st.mode == mode:
             return
         if not _switchable(pub.cfg.mode, mode):
-            self.change_mode(mode)  # raises, and puts the box back
+            self.mode_box.blockSignals(True)
+            self.mode_box.setCurrentText(st.mode)
+            self.mode_box.blockSignals(False)
+            raise IllegalTransition("stream", f"switch to {mode} while streaming {pub.cfg.mode} (only "
+                                    f"{MODE_PLANNER_VR3PT} and {pub.cfg.mode} switch in one session)", st.state,
+                                    StreamState.STOPPED)
         self._submit(lambda: pub.switch_mode(mode), lambda _: self._say(f"Humanoid stream switched to {mode}"))
 
-    def _locomotion_async(self, name: str) -> None:
+    def change_locomotion(self, name: str) -> None:
+        """The Locomotion box changed: the open stream's planner gait changes at once."""
         pub = self.publisher
         if pub is not None:
             self._submit(lambda: pub.set_locomotion(name))

@@ -1,36 +1,40 @@
-"""The in-process session behind the window: a `Pipeline` that also fills the plot history.
+"""The in-process session behind the window: an in-thread core, a `Pipeline` that also fills the plot history.
 
 Used by `pico-teleop --in-process` and the tests of that mode; the desktop application (and the
 window's tests, `tests/gui_helpers.py`) runs its pipeline in the core process instead
-(`app.gui.core_client.CoreClient`; both provide `app.gui.backend.SessionBackend`).
+(`app.gui.core_client.CoreClient`). Both provide `app.gui.backend.SessionBackend`: the window
+makes every request with `submit(request, on_done)`, and this one carries it out with the core's
+own dispatch (`app.core.session_requests.SessionRequests`), on the calling thread.
 
-`--in-process` is a debugging mode, and it blocks: `start` runs on the Qt thread here, so choosing
-OpenVR or 'auto' waits for the SteamVR probe (`steamvr_available`, quick without SteamVR, up to
-seconds while SteamVR starts), and `--connect` waits for the simulation server (`RemoteArms.connect`,
-up to its connect timeout, 5 s). The window freezes for that long; the loop and the recording are
-not affected (nothing runs yet). In the application these run in the core process. Not made
-asynchronous on purpose: the tests of this mode rely on `start` having finished when it returns, and
-the loop sharing the GUI's interpreter lock already makes this mode unfit for real sessions.
+`--in-process` is a debugging mode, and it blocks: a request runs on the Qt thread here, so
+choosing OpenVR or 'auto' waits for the SteamVR probe (`steamvr_available`, quick without SteamVR,
+up to seconds while SteamVR starts), and `--connect` waits for the simulation server
+(`RemoteArms.connect`, up to its connect timeout, 5 s). The window freezes for that long; the loop
+and the recording are not affected (nothing runs yet). In the application these run in the core
+process. The loop sharing the GUI's interpreter lock already makes this mode unfit for real sessions.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import logging
 from typing import TYPE_CHECKING, Callable
 
 from app.config import Config
 from app.control.engine import Command, CommandKind
 from app.control.loop import ControlLoop
+from app.core import wire
+from app.core.session_requests import SessionRequests
+from app.gui.backend import Done
 from app.gui.plot_buffers import PlotBuffers
-from app.pipeline import Pipeline, StartOptions
-from app.sessions.episode_host import EpisodeHost
+from app.pipeline import Pipeline
 from app.sim.scene import Scene
-from app.tracking.source import SourceKind, TrackingSource
+from app.tracking.source import TrackingSource
 
 if TYPE_CHECKING:
     from app.remote.config import ClientConfig
     from app.sessions.episodes import EpisodeStatus
-    from app.sessions.reader import Session
+
+log = logging.getLogger(__name__)
 
 
 class TeleopRunner(Pipeline):
@@ -42,23 +46,27 @@ class TeleopRunner(Pipeline):
             self.send(Command(CommandKind.ESTOP, label=held))  # no loop yet: the first one starts held
         self.buffers = buffers if buffers is not None else PlotBuffers()
         self.subscribe(self.buffers.on_snapshot)
-        self.episodes = EpisodeHost(self)
+        self.requests = SessionRequests(self)
+        """The core's dispatch of the requests that change the session, run on the Qt thread."""
+        self.episodes = self.requests.episodes
         """The batch of demonstration episodes, polled on the Qt thread (`poll`) as the core's
         session thread polls its own."""
 
-    asynchronous = False
-    """Requests are answered before they return (the in-process debugging mode blocks; see above)."""
-
-    def start(self, kind: SourceKind | str = SourceKind.AUTO, replay_path: str | None = None, cfg: Config | None = None,
-              record_path: str | Path | None = None, demo_script: str = "table", *,
-              options: StartOptions | None = None, session: "Session | None" = None) -> str:
-        """`Pipeline.start` with `SessionBackend.start`'s positional order: the window passes
-        `record_path` fourth, where the pipeline has `options` (`--in-process --record` gave the
-        path as the options), and `demo_script` fifth (used when `options` is not given)."""
-        self.episodes.check_session_change(replay=SourceKind.parse(kind) is SourceKind.REPLAY)
-        if options is None:
-            options = StartOptions(demo_script=demo_script)
-        return super().start(kind, replay_path, cfg, options=options, session=session, record_path=record_path)
+    def submit(self, request: wire.Request, on_done: Done | None = None) -> None:
+        """Carry out `request` now, on this thread, with the core's dispatch; its answer (or error)
+        reaches `on_done(value, error)` before this returns. A request the core's main thread answers
+        (the heartbeat, the status, the exit) has no meaning here: `on_done` gets `wire.BadRequest`."""
+        if not isinstance(request, wire.Request):
+            raise TypeError(f"expected a wire.Request, got {type(request).__name__}")
+        try:
+            value, error = self.requests.call(request), None
+        except Exception as exc:  # the answer is the error, as the core's
+            value, error = None, exc
+        if on_done is None:
+            if error is not None:
+                log.warning("a request failed: %s", error)
+            return
+        on_done(value, error)
 
     def stop(self) -> None:
         self.episodes.end()
@@ -71,14 +79,6 @@ class TeleopRunner(Pipeline):
     def poll(self) -> None:
         super().poll()
         self.episodes.poll()
-
-    # ----- demonstration episodes (`EpisodeHost`) -----
-
-    def begin_batch(self, folder: str | Path, task: str) -> "EpisodeStatus":
-        return self.episodes.begin(folder, task)
-
-    def end_batch(self) -> "EpisodeStatus | None":
-        return self.episodes.end()
 
     def episode_status(self) -> "EpisodeStatus | None":
         return self.episodes.status()
@@ -100,10 +100,6 @@ class TeleopRunner(Pipeline):
     def core_description(self) -> str:
         return "in the window's process (--in-process): the loop shares the GUI's interpreter lock"
 
-    def open_foxglove(self, endpoint: str | None = None, allow_remote: bool = False) -> str:  # type: ignore[override]
-        """The live server's `host:port`, the answer `SessionBackend` declares (and the core's)."""
-        return super().open_foxglove(endpoint, allow_remote).endpoint
-
     def view(self) -> "TeleopRunner":
         """Its own view: the pipeline is read on the Qt thread, live."""
         return self
@@ -118,3 +114,6 @@ class TeleopRunner(Pipeline):
     def _on_loop_created(self, loop: ControlLoop, source: TrackingSource) -> None:
         # The demo operator computes its poses inside the tick, on loop time rather than the host clock.
         self.buffers.clear(host_clock_poses=source.name != "demo")
+
+
+__all__ = ["TeleopRunner"]
