@@ -32,7 +32,7 @@ from typing import Any
 
 import xr
 
-from app.tracking.openxr_buttons import controller_buttons
+from app.tracking.openxr_buttons import controller_buttons, hold_inputs
 from app.tracking.openxr_bindings import ACTIONS, HANDS, PROFILE_EXTENSIONS, profiles_for, suggested_bindings
 from app.tracking.openxr_clock import ClockOffset, split_timespec_ns
 from app.tracking.openxr_errors import OpenXRUnavailable
@@ -185,6 +185,7 @@ class OpenXRConnection:
         xr.attach_session_action_sets(self.session, xr.SessionActionSetsAttachInfo(action_sets=[self.action_set]))
         self.grip_spaces = {h: xr.create_action_space(self.session, xr.ActionSpaceCreateInfo(
             action=self.actions["grip_pose"], subaction_path=self.hand_paths[h])) for h in HANDS}
+        self._last_inputs: dict[tuple[str, str], Any] = {}
         self._active_sets = [xr.ActiveActionSet(self.action_set, xr.NULL_PATH)]
         self._state_infos = {(a, h): xr.ActionStateGetInfo(action=self.actions[a], subaction_path=self.hand_paths[h])
                              for a in self.actions for h in HANDS}
@@ -297,16 +298,20 @@ class OpenXRConnection:
                            connected=connected, device_time_s=locate_s, read_time_s=read_s)
 
     def _value(self, action: str, hand: str) -> Any:
-        info = self._state_infos[(action, hand)]
-        kind = action
-        if kind in ("trigger", "squeeze"):
+        """The action's value; while the action is inactive (the controller dropped out, e.g. while
+        untracked), its last active value: see `hold_inputs`."""
+        key = (action, hand)
+        info = self._state_infos[key]
+        if action in ("trigger", "squeeze"):
             s = xr.get_action_state_float(self.session, info)
-            return float(s.current_state) if s.is_active else 0.0
-        if kind == "thumbstick":
+            value: Any = float(s.current_state)
+        elif action == "thumbstick":
             s = xr.get_action_state_vector2f(self.session, info)
-            return (float(s.current_state.x), float(s.current_state.y)) if s.is_active else (0.0, 0.0)
-        s = xr.get_action_state_boolean(self.session, info)
-        return bool(s.current_state) if s.is_active else False
+            value = (float(s.current_state.x), float(s.current_state.y))
+        else:
+            s = xr.get_action_state_boolean(self.session, info)
+            value = bool(s.current_state)
+        return hold_inputs(self._last_inputs, key, bool(s.is_active), value)
 
     def _buttons(self, hand: str) -> ControllerButtons:
         return controller_buttons(
