@@ -188,9 +188,6 @@ class ScriptedConnection:
         self._mark()
         return self.end_reason
 
-    def frame(self) -> None:
-        self._mark()
-
     def read(self, locate_s: float, read_s: float) -> Reading:
         self._mark()
         if self.fail is not None:
