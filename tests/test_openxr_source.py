@@ -200,3 +200,23 @@ def test_the_runtime_going_away_is_tracking_loss_and_its_return_reconnects(monad
     out = json.loads(out_text.strip().splitlines()[-1])
     assert out["lost"] and out["invalid_while_lost"] and not out["grip_while_lost"], out
     assert out["back"] and out["reconnects"] >= 1 and out["tracked_again"], out
+
+
+AUTO_CLIENT = """
+from app.config import Config
+from app.runtime import make_source
+from app.sim.scene import load_scene
+from app.tracking.source import SourceKind
+cfg = Config()
+source, note = make_source(SourceKind.AUTO, cfg, load_scene(cfg))
+print(source.name)
+print(note)
+"""
+
+
+def test_auto_takes_openxr_when_steamvr_is_absent_and_a_runtime_answers(monado):
+    done = monado.client([sys.executable, "-c", AUTO_CLIENT], env=_child_env(), cwd=REPO, timeout_s=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    name, note = done.stdout.strip().splitlines()[-2:]
+    assert name == "openxr"
+    assert note.startswith("SteamVR not found (SteamVR (the OpenVR runtime) is not installed): using OpenXR (Monado")
