@@ -157,7 +157,7 @@ def _check_session(out: dict) -> None:
     np.testing.assert_allclose(out["left"], [-0.3, 0.95, -0.25], atol=1e-6)
     assert out["trigger"] == pytest.approx(0.4, abs=1e-6) and out["grip"] and out["b"]  # squeeze 0.7 >= 0.5
     assert out["haptic_sent"] == 1
-    assert out["poll_rate_hz"] > 150  # 250 Hz asked; a loaded machine takes some
+    assert out["poll_rate_hz"] > 100  # 250 Hz asked (a loaded machine takes some); a display-paced poll gave 19
     # close(): xrRequestExitSession, the runtime's STOPPING (xrEndSession) and EXITING, then destroyed
     states = out["states"]
     assert states[:5] == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED"], states
