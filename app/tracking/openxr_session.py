@@ -124,6 +124,8 @@ class OpenXRConnection:
         self._gl: Any = None
         self.instance: Any = None
         self.session: Any = None
+        self.running = False
+        self._frames: FrameLoop | None = None
         try:
             self._create(app_name, enabled)
         except Exception:
@@ -158,8 +160,6 @@ class OpenXRConnection:
         self.state = xr.SessionState.IDLE
         self.states: list[str] = []
         """The session states the runtime announced, in order (for the window's log and the tests)."""
-        self.running = False
-        self._frames: FrameLoop | None = None
         self.profiles: dict[str, str] = {h: "" for h in HANDS}
 
     def _create_session(self) -> None:
