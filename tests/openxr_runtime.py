@@ -9,7 +9,8 @@ Where Monado comes from (`find_monado`):
   Python and venv, unchanged, and no privilege is needed.
 - else an installed `monado-service` and `/usr/share/openxr/1/openxr_monado.json` (Debian 13, Arch,
   Fedora ...), run as they are.
-Without either, `find_monado` says why and the OpenXR tests skip with that reason.
+Without either, `find_monado` says why and the OpenXR tests skip with that reason. The remote
+driver's port is fixed (4242), so a service takes a machine-wide turn (`LOCK_PATH`) before it starts.
 
 A client runs in a child process (`MonadoService.client`): only a process started under the root's
 loader can load the runtime's client library.
@@ -22,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,10 @@ SERVICE = Path("usr/bin/monado-service")
 LOADER = Path("lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
 LVP_ICD = Path("usr/share/vulkan/icd.d/lvp_icd.json")
 REMOTE_PORT = 4242
+LOCK_PATH = Path(tempfile.gettempdir()) / "pico-teleop-monado.lock"
+"""Held by a running `MonadoService`: the remote driver's port is fixed, so services (of this run
+or of another checkout's tests and benchmarks on this machine) take turns."""
+LOCK_WAIT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,14 @@ class MonadoService:
     moving headset and two tracked controllers with no input control."""
 
     def __init__(self, install: MonadoInstall, folder: Path, driver: str = "remote") -> None:
+        self._lock_file = _take_turn()
+        try:
+            self._start(install, folder, driver)
+        except BaseException:
+            self._lock_file.close()
+            raise
+
+    def _start(self, install: MonadoInstall, folder: Path, driver: str) -> None:
         self.install = install
         self.folder = folder
         self.runtime_dir = folder / "xdg-runtime"
@@ -151,4 +165,21 @@ class MonadoService:
                     pass
                 self.process.wait(timeout=5)
         self._log.close()
+        self._lock_file.close()  # closing releases the lock
 
+
+def _take_turn():
+    """The machine-wide turn to run a Monado service (`LOCK_PATH`, an exclusive `flock`), waited for
+    up to `LOCK_WAIT_S`; the open lock file, whose closing releases it."""
+    import fcntl
+    f = open(LOCK_PATH, "a")
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return f
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                f.close()
+                raise RuntimeError(f"another Monado service held {LOCK_PATH} for {LOCK_WAIT_S} s") from None
+            time.sleep(0.2)
