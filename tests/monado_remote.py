@@ -30,7 +30,10 @@ IDENTITY_XYZW = (0.0, 0.0, 0.0, 1.0)
 @dataclass(frozen=True)
 class RemoteController:
     """One controller's state as the remote driver takes it. Quaternions x, y, z, w (the driver's
-    order, not ours); curls 0 (open) .. 1 (closed), thumb to little finger."""
+    order, not ours); curls 0 (open) .. 1 (closed), thumb to little finger.
+
+    Measured on Monado 25.0: the packet's five curls reach the synthesized hand in the reverse
+    order (the first curls the little finger, the last the thumb), so `pack` writes them reversed."""
 
     pos_m: tuple[float, float, float] = (0.0, 1.0, -0.3)
     quat_xyzw: tuple[float, float, float, float] = IDENTITY_XYZW
@@ -52,7 +55,7 @@ class RemoteController:
                  self.b_click, self.b_click, self.trigger_click, self.trigger > 0.0, self.thumbstick_click,
                  self.thumbstick != (0.0, 0.0), False)
         body = struct.pack("<4f3f3f3f5f8f13B3x", *self.quat_xyzw, *self.pos_m, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                           *self.curls, *analog, *(1 if f else 0 for f in flags))
+                           *reversed(self.curls), *analog, *(1 if f else 0 for f in flags))
         assert len(body) == CONTROLLER_BYTES
         return body
 

@@ -17,8 +17,10 @@ loader can load the runtime's client library.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import sys
@@ -33,6 +35,25 @@ SERVICE = Path("usr/bin/monado-service")
 LOADER = Path("lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
 LVP_ICD = Path("usr/share/vulkan/icd.d/lvp_icd.json")
 REMOTE_PORT = 4242
+LOCK_PATH = Path("/tmp/pico-teleop-monado.lock")
+"""Held by each running `MonadoService`: Monado 25's remote driver always listens on port 4242 (its
+config file's port is not read), so two services on one machine (two checkouts' tests) must take turns."""
+
+
+def _wait_for_port_free(port: int, deadline: float) -> None:
+    """Until nothing listens on `port` (a service not started by this harness may hold it)."""
+    while True:
+        probe = socket.socket()
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port))
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"port {port} stayed busy: another Monado runs on this machine") from None
+            time.sleep(0.2)
+        finally:
+            probe.close()
 
 
 @dataclass(frozen=True)
@@ -86,6 +107,18 @@ class MonadoService:
     def __init__(self, install: MonadoInstall, folder: Path, driver: str = "remote") -> None:
         self.install = install
         self.folder = folder
+        deadline = time.monotonic() + 600.0
+        self._lock = open(LOCK_PATH, "a")
+        while True:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    self._lock.close()
+                    raise RuntimeError(f"{LOCK_PATH} stayed locked: another Monado test runs on this machine") from None
+                time.sleep(0.2)
+        _wait_for_port_free(REMOTE_PORT, deadline)
         self.runtime_dir = folder / "xdg-runtime"
         self.home = folder / "home"
         self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -151,4 +184,5 @@ class MonadoService:
                     pass
                 self.process.wait(timeout=5)
         self._log.close()
+        self._lock.close()  # releases the flock
 
