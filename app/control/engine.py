@@ -45,7 +45,8 @@ from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.placement import PlacementError, ScenePlacer
 from app.sim.scene import ArmHandles, home_state
 from app.sim.scene_objects import SceneObjects
-from app.tracking.sample import ControllerButtons, TrackingSample
+from app.tracking.arm_input import ArmInputSelector
+from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from calibration import frames
 from calibration.mapping import ClutchMapping
 
@@ -83,6 +84,8 @@ class _Arm:
     handles: ArmHandles
     input: PoseInput
     clutch: Clutch
+    selector: ArmInputSelector
+    """Controller or tracked hand: which one drives the arm this tick (`app.tracking.arm_input`)."""
     mapping: ClutchMapping = field(default_factory=ClutchMapping)
     q_cmd: np.ndarray = field(default_factory=lambda: np.zeros(7))
     gripper_cmd: float = 0.0
@@ -185,6 +188,7 @@ class TeleopEngine:
                 name=name, index=index, cfg=cfg.arms.arm(name), handles=h,
                 input=PoseInput(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol, cfg.filter),
                 clutch=Clutch(self.teleop.arms[name]),
+                selector=ArmInputSelector(name, cfg.hands.input_mode(name), cfg.hands),
             )
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
@@ -244,6 +248,7 @@ class TeleopEngine:
         for arm in self.arms.values():
             arms[arm.name] = {
                 "clutch": arm.clutch.state_dict(), "mapping": arm.mapping.state_dict(), "input": arm.input.state(),
+                "arm_input": arm.selector.state(),
                 "q_cmd_rad": array_state(arm.q_cmd), "gripper_cmd": float(arm.gripper_cmd),
                 "target_pos_m": array_state(arm.target_pos), "target_quat_wxyz": array_state(arm.target_quat),
                 "ctrl_pos_m": array_state(arm.ctrl_pos), "ctrl_quat_wxyz": array_state(arm.ctrl_quat),
@@ -292,6 +297,8 @@ class TeleopEngine:
                 arm.clutch.restore(a["clutch"])
                 arm.mapping.restore(a["mapping"])
                 arm.input.restore(a["input"])
+                if "arm_input" in a:  # recorded before hands could drive an arm: the controller did
+                    arm.selector.restore(a["arm_input"])
                 arm.q_cmd = array_from(a["q_cmd_rad"], 7, f"{arm.name}.q_cmd_rad")
                 arm.gripper_cmd = float(a["gripper_cmd"])
                 arm.target_pos = array_from(a["target_pos_m"], 3, f"{arm.name}.target_pos_m")
@@ -549,10 +556,15 @@ class TeleopEngine:
     # ----- the three stages of one arm -----
 
     def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
-        reacquired = self._input_stage(arm, sample, t_s, events)
+        pose, buttons, by_hand, switched = arm.selector.select(sample)
+        if switched:
+            # Like a clutch release and re-engage: the next accepted pose of the new input counts as
+            # reacquired, so an engaged arm re-latches there instead of stepping to it.
+            arm.input.reset()
+            events.append(Event(EventKind.INPUT, arm.name, "hand" if by_hand else "controller"))
+        reacquired = self._input_stage(arm, pose, t_s, events)
         if arm.homing:  # a grip held through the homing must be let go and taken again afterwards
             arm.clutch.require_fresh_press()
-        buttons: ControllerButtons = sample.buttons(arm.name)
         step = arm.clutch.step(buttons.grip, bool(buttons.stick_click), arm.tracking_ok, reacquired,
                                self.teleop.estopped)
         if step.transition is not None:
@@ -561,9 +573,10 @@ class TeleopEngine:
         if step.runs_output:
             self._output_stage(arm, buttons)
 
-    def _input_stage(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> bool:
-        """Gate, filter and turn the arm's controller pose; returns whether it was reacquired this tick."""
-        res = arm.input.update(sample.pose(arm.name), t_s, self.heading_rad)
+    def _input_stage(self, arm: _Arm, pose: DevicePose, t_s: float, events: list[Event]) -> bool:
+        """Gate, filter and turn the arm's input pose (its controller's, or its hand's as a controller's);
+        returns whether it was reacquired this tick."""
+        res = arm.input.update(pose, t_s, self.heading_rad)
         if res.accepted:
             arm.ctrl_pos, arm.ctrl_quat = res.pos_m, res.quat_wxyz
         was_ok = arm.tracking_ok
