@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SOURCE_LABELS: dict[SourceKind, str] = {SourceKind.OPENVR: "OpenVR (SteamVR)", SourceKind.DEMO: "Demo operator",
+SOURCE_LABELS: dict[SourceKind, str] = {SourceKind.OPENVR: "OpenVR (SteamVR)", SourceKind.OPENXR: "OpenXR", SourceKind.DEMO: "Demo operator",
                                         SourceKind.REPLAY: "Session replay"}
 
 Subscriber = Callable[[Snapshot], None]
@@ -235,8 +235,10 @@ class Pipeline:
                 log.warning("%s", replay_note)
         cfg = cfg if cfg is not None else self.live_cfg
         scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
-        # OpenVR's connection is per process: the old one must be closed before a new one opens.
-        if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
+        # OpenVR's connection is per process, and a runtime may refuse a second OpenXR session of
+        # one process: the old one must be closed before a new one opens.
+        if (kind in (SourceKind.OPENVR, SourceKind.OPENXR, SourceKind.AUTO) and self.source is not None
+                and self.source.name in ("openvr", "openxr")):
             self.stop()
         source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
                                    demo_script=options.demo_script)

@@ -90,7 +90,8 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
                 demo_episodes: bool = False, demo_script: str = "table") -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
-    'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so. 'replay'
+    'auto' takes OpenVR when SteamVR answers, else OpenXR when an OpenXR runtime answers with a
+    headset (`openxr_available`), else the demo operator, and says why. 'replay'
     replays `session` (already read, so that its recorded configuration could be chosen first)
     with `cfg`'s button map. `demo_episodes`: a demo operator runs its scripted batch of episodes;
     `demo_script`: which script a demo operator plays (`DEMO_SCRIPTS`).
@@ -106,10 +107,17 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
     from app.tracking.openvr_source import OpenVRSource, steamvr_available
     if kind is SourceKind.OPENVR:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
+    from app.tracking.openxr_source import OpenXRSource, openxr_available
+    if kind is SourceKind.OPENXR:
+        return OpenXRSource(cfg.buttons, cfg.openxr), ""
     ok, reason = steamvr_available()
     if ok:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
-    return make_demo(scene, cfg, demo_episodes, demo_script), f"SteamVR not found ({reason}): running the built-in demo operator instead."
+    xr_ok, xr_reason = openxr_available()
+    if xr_ok:
+        return OpenXRSource(cfg.buttons, cfg.openxr), f"SteamVR not found ({reason}): using OpenXR ({xr_reason})."
+    return make_demo(scene, cfg, demo_episodes, demo_script), (
+        f"SteamVR not found ({reason}) and no OpenXR runtime ({xr_reason}): running the built-in demo operator instead.")
 
 
 def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine) -> dict:

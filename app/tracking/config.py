@@ -1,6 +1,6 @@
 """Settings of the tracking devices: `[buttons]` (which OpenVR button bit and axis means what),
-`[openvr]` (polling and reconnecting) and `[hands]` (which input drives each arm, the hand gestures'
-thresholds), frozen dataclasses checked at construction
+`[openvr]` and `[openxr]` (polling, reconnecting, haptics) and `[hands]` (which input drives each
+arm, the hand gestures' thresholds), frozen dataclasses checked at construction
 (`app.config_checks`); `app.config` gathers them into `Config` and loads them from TOML.
 """
 
@@ -52,6 +52,29 @@ class OpenVRConfig:
     def __post_init__(self) -> None:
         require(is_finite_number(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openvr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
         require(is_finite_number(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
+
+
+@dataclass(frozen=True)
+class OpenXRConfig:
+    poll_rate_hz: float = 250.0
+    """Rate of the OpenXR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose).
+    A runtime without headless sessions paces the thread at its display rate instead (`xrWaitFrame`)."""
+    locate_ahead_s: float = 0.002
+    """Poses are located this far after the poll: when the loop, which reads the newest poll, uses
+    them on average (half a poll period at 250 Hz). 0 locates at the poll's own time."""
+    reconnect_interval_s: float = 2.0
+    """How often to retry connecting while the runtime or its session is away."""
+    haptic_amplitude: float = 0.8
+    """Amplitude (0..1) of the haptic cues; their duration is `safety.haptic_pulse_us`."""
+    allow_headless: bool = True
+    """Use `XR_MND_headless` where the runtime offers it; false forces the frame-loop session."""
+
+    def __post_init__(self) -> None:
+        require(is_finite_number(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openxr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
+        require(is_finite_number(self.locate_ahead_s) and 0 <= self.locate_ahead_s <= 0.1, "openxr.locate_ahead_s", "a number in 0..0.1", self.locate_ahead_s)
+        require(is_finite_number(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openxr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
+        require(is_finite_number(self.haptic_amplitude) and 0 <= self.haptic_amplitude <= 1, "openxr.haptic_amplitude", "a number in 0..1", self.haptic_amplitude)
+        require(isinstance(self.allow_headless, bool), "openxr.allow_headless", "true or false", self.allow_headless)
 
 
 class InputMode(StrEnum):

@@ -33,9 +33,11 @@ class SourceKind(StrEnum):
     session's summary (`source`) write it."""
 
     AUTO = "auto"
-    """OpenVR when SteamVR answers, else the demo operator (and the note says so)."""
+    """OpenVR when SteamVR answers, else OpenXR when an OpenXR runtime answers with a headset, else
+    the demo operator (and the note says why)."""
     DEMO = "demo"
     OPENVR = "openvr"
+    OPENXR = "openxr"
     REPLAY = "replay"
     """A recorded session's input, replayed."""
 
