@@ -661,6 +661,8 @@ class TeleopEngine:
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
                 **_collision_fields(r), finger_pos_m=objects.fingers_m(qpos, arm.index),
+                by_hand=arm.selector.by_hand, hand_pinched=arm.selector.gestures.pinched,
+                hand_gripping=arm.selector.gestures.gripping,
             )
         rejected = tuple(sorted(((_count_key(a.name, k), v) for a in self.arms.values() for k, v in a.input.rejections.items()),
                                 key=_by_text))

@@ -65,6 +65,13 @@ class ArmSnapshot:
     finger_pos_m: tuple[float, float] = (math.nan, math.nan)
     """finger_joint1, finger_joint2 positions (m, 0 closed) from the physics state after this tick's
     steps; nan when not known."""
+    by_hand: bool = False
+    """The arm's input this tick is its tracked hand, not its controller (`app.tracking.arm_input`)."""
+    hand_pinched: bool = False
+    """The arm's hand's pinch gesture after this tick (the gripper while the hand drives), with its
+    hysteresis (`app.tracking.hand_gestures`); False while no hand was ever tracked."""
+    hand_gripping: bool = False
+    """The arm's hand's clutch gesture (middle, ring and little fingers curled) after this tick."""
 
 
 @dataclass(frozen=True)

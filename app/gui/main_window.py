@@ -196,6 +196,7 @@ class MainWindow(WindowActions, WindowCommands, WindowRecording, WindowReview, W
         self.plots.set_joint_ranges({a: h.joint_range_rad for a, h in self.runner.scene.arms.items()})
         self.raw_panel = RawInputPanel()
         self.raw_panel.set_button_map(cfg.buttons)
+        self.raw_panel.set_hands(cfg.hands)
         self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
         # The right-hand docks take the window's full height, the plots the width under the 3D view:
         # under the plots the status panel had ~400 px at 1600x1000 and cut its Devices table off.
