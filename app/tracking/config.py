@@ -30,7 +30,8 @@ class ButtonMapConfig:
     stick_axis: int = 0
     """Index into `rAxis` that is the thumbstick (x, y)."""
     grip_engage_threshold: float = 0.5
-    """Trigger-style analog grip values (replay files) at or above this count as pressed."""
+    """Trigger-style analog grip values (replay files, OpenXR's squeeze: the clutch) at or above this
+    count as pressed."""
 
     def __post_init__(self) -> None:
         for name in ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit"):
