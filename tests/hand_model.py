@@ -2,9 +2,11 @@
 
 The hand is built in its wrist's frame (OpenXR's joint convention: -Z along the fingers, +Y out of
 the back of the hand) and then placed at a wrist pose in the raw frame. Each long finger starts at
-its knuckle (the proximal joint) and has three bones of `BONE_M` each; a curl angle bends each of its
-three joints by that angle towards the palm (about the wrist's X axis), so the finger's curl
-(`hand_gestures.finger_curl`) is closed-form: 1 - |sin(3a/2) / sin(a/2)| / 3.
+its metacarpal joint with a straight metacarpal bone of `METACARPAL_M` along the wrist's -Z, then
+three bones of `BONE_M` each; a curl angle bends each of its three joints (knuckle, middle and last
+joint) by that angle towards the palm (about the wrist's X axis), so the finger's curl
+(`hand_gestures.finger_curl`) has a closed form (`curl_of_angle`): 0 straight, 0.8 at 90 degrees,
+0.6 at 60 and at 120 degrees.
 The thumb tip's position is given in the wrist's frame, so a pinch distance is exact.
 """
 
@@ -18,6 +20,7 @@ from app.tracking.hand_joints import HAND_FIELDS, JOINT_COUNT, HandDataSource, H
 from calibration import quat
 
 BONE_M = 0.03
+METACARPAL_M = 0.06
 KNUCKLE_X_M = {"index": 0.02, "middle": 0.0, "ring": -0.02, "little": -0.04}
 """Knuckles along the wrist's X (right hand: towards the thumb), 9 cm along -Z from the wrist."""
 INDEX_TIP_OPEN_WRIST_M = np.array([0.02, 0.0, -0.09 - 3 * BONE_M])
@@ -25,16 +28,18 @@ THUMB_OPEN_WRIST_M = np.array([0.07, 0.0, -0.08])
 
 
 def curl_of_angle(angle_rad: float) -> float:
-    """The closed-form curl of a finger whose three joints are each bent by `angle_rad`."""
-    if angle_rad == 0.0:
-        return 0.0
-    return 1.0 - abs(math.sin(1.5 * angle_rad) / math.sin(0.5 * angle_rad)) / 3.0
+    """The closed-form curl of a finger whose three joints are each bent by `angle_rad`: the tip's
+    offset from the metacarpal joint is the metacarpal bone plus three bones at a, 2a and 3a."""
+    a = angle_rad
+    along = METACARPAL_M + BONE_M * (math.cos(a) + math.cos(2 * a) + math.cos(3 * a))
+    across = BONE_M * (math.sin(a) + math.sin(2 * a) + math.sin(3 * a))
+    return 1.0 - math.hypot(along, across) / (METACARPAL_M + 3 * BONE_M)
 
 
 def _finger_points(finger: str, angle_rad: float) -> list[np.ndarray]:
     """Metacarpal, proximal, intermediate, distal, tip, in the wrist's frame."""
     base = np.array([KNUCKLE_X_M[finger], 0.0, -0.09])
-    points = [np.array([KNUCKLE_X_M[finger] * 0.5, 0.0, -0.03]), base]
+    points = [np.array([KNUCKLE_X_M[finger], 0.0, -0.09 + METACARPAL_M]), base]
     p = base.copy()
     for k in range(1, 4):
         a = k * angle_rad  # the bone's direction after k bent joints, towards the palm (-Y)

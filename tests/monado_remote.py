@@ -1,5 +1,6 @@
 """Monado's "remote" driver, scripted from a test: the head, both controllers' poses, buttons and
-finger curls, sent over its TCP socket (127.0.0.1:4242) as Monado 25.0's 376-byte packet.
+finger curls, sent over its TCP socket (127.0.0.1, the running service's port: `tests.openxr_runtime.PORT_ENV`;
+Monado's default 4242) as Monado 25.0's 376-byte packet.
 
 The driver is a real part of a real OpenXR runtime: what the application reads back went through
 Monado's device, its input bindings and its OpenXR state tracker. Layout (little-endian,
@@ -12,6 +13,7 @@ origin: OpenXR's stage frame (metres, +Y up, -Z forward).
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -83,7 +85,9 @@ class RemoteDriver:
     """A connection to the remote driver. On connect the driver sends its current state twice; they
     are read (and discarded) before the first send, as the driver expects."""
 
-    def __init__(self, port: int = DEFAULT_PORT, timeout_s: float = 10.0) -> None:
+    def __init__(self, port: int | None = None, timeout_s: float = 10.0) -> None:
+        if port is None:  # the running `MonadoService`'s port (tests.openxr_runtime.PORT_ENV), else Monado's default
+            port = int(os.environ.get("PICO_TELEOP_MONADO_REMOTE_PORT", DEFAULT_PORT))
         deadline = time.monotonic() + timeout_s
         while True:
             try:

@@ -17,7 +17,7 @@ loader can load the runtime's client library.
 
 from __future__ import annotations
 
-import fcntl
+import json
 import os
 import shutil
 import socket
@@ -34,26 +34,24 @@ RUNTIME_JSON = Path("usr/share/openxr/1/openxr_monado.json")
 SERVICE = Path("usr/bin/monado-service")
 LOADER = Path("lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
 LVP_ICD = Path("usr/share/vulkan/icd.d/lvp_icd.json")
-REMOTE_PORT = 4242
-LOCK_PATH = Path("/tmp/pico-teleop-monado.lock")
-"""Held by each running `MonadoService`: Monado 25's remote driver always listens on port 4242 (its
-config file's port is not read), so two services on one machine (two checkouts' tests) must take turns."""
+PORT_ENV = "PICO_TELEOP_MONADO_REMOTE_PORT"
+"""The running service's remote-driver port, in the environment of the test process and of its
+clients while the service runs (`tests.monado_remote.RemoteDriver` connects there)."""
 
 
-def _wait_for_port_free(port: int, deadline: float) -> None:
-    """Until nothing listens on `port` (a service not started by this harness may hold it)."""
-    while True:
-        probe = socket.socket()
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("0.0.0.0", port))
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"port {port} stayed busy: another Monado runs on this machine") from None
-            time.sleep(0.2)
-        finally:
-            probe.close()
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _write_remote_config(home: Path, port: int) -> None:
+    """Monado's main configuration (`~/.config/monado/config_v0.json`, read by its remote builder):
+    the remote driver listens on `port`, so services of several checkouts' tests on one machine never
+    meet on Monado's default 4242."""
+    folder = home / ".config" / "monado"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config_v0.json").write_text(json.dumps({"remote": {"version": 0, "port": port, "view_count": 2}}))
 
 
 @dataclass(frozen=True)
@@ -101,29 +99,23 @@ def find_monado() -> MonadoInstall | str:
 
 class MonadoService:
     """A running `monado-service` in a folder of its own (its IPC socket lives in
-    `XDG_RUNTIME_DIR`). `driver="remote"` scripts the input through port 4242; "simulated" gives a
-    moving headset and two tracked controllers with no input control."""
+    `XDG_RUNTIME_DIR`). `driver="remote"` scripts the input through `remote_port`, a free port of its
+    own (in the environment as `PORT_ENV` while it runs); "simulated" gives a moving headset and two
+    tracked controllers with no input control."""
 
     def __init__(self, install: MonadoInstall, folder: Path, driver: str = "remote") -> None:
         self.install = install
         self.folder = folder
-        deadline = time.monotonic() + 600.0
-        self._lock = open(LOCK_PATH, "a")
-        while True:
-            try:
-                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    self._lock.close()
-                    raise RuntimeError(f"{LOCK_PATH} stayed locked: another Monado test runs on this machine") from None
-                time.sleep(0.2)
-        _wait_for_port_free(REMOTE_PORT, deadline)
         self.runtime_dir = folder / "xdg-runtime"
         self.home = folder / "home"
         self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
+        self.remote_port = _free_port()
+        _write_remote_config(self.home, self.remote_port)
+        self._previous_port = os.environ.get(PORT_ENV)
+        os.environ[PORT_ENV] = str(self.remote_port)
         env = dict(self.client_env(), XRT_COMPOSITOR_NULL="1", XRT_NO_STDIN="1")
+        env.pop("XDG_CONFIG_HOME", None)  # the configuration is the one under HOME
         if driver == "remote":
             env["P_OVERRIDE_ACTIVE_CONFIG"] = "remote"
         elif driver == "simulated":
@@ -184,5 +176,8 @@ class MonadoService:
                     pass
                 self.process.wait(timeout=5)
         self._log.close()
-        self._lock.close()  # releases the flock
+        if self._previous_port is None:
+            os.environ.pop(PORT_ENV, None)
+        else:
+            os.environ[PORT_ENV] = self._previous_port
 

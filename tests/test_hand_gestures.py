@@ -56,11 +56,11 @@ def test_finger_curl_matches_its_closed_form(angle_deg):
     h = make_hand(curls_rad={"middle": a}, wrist_quat_wxyz=tuple(_rot((0, 1, 0), 40)))
     assert finger_curl(h, "middle") == pytest.approx(curl_of_angle(a), abs=1e-12)
     assert finger_curl(h, "ring") == pytest.approx(0.0, abs=1e-12)  # straight
-    # 90 degrees at each joint: the tip is one bone from the knuckle, a third of the finger's length.
-    if angle_deg == 90.0:
-        assert finger_curl(h, "middle") == pytest.approx(2 / 3, abs=1e-12)
-    if angle_deg == 120.0:  # the tip is back at the knuckle
-        assert finger_curl(h, "middle") == pytest.approx(1.0, abs=1e-12)
+    # By hand: at 90 degrees the three bones fold back to 3 cm short of the metacarpal's 6 cm (curl
+    # 1 - 3/15); at 60 and at 120 degrees the tip is 6 cm from the metacarpal joint (1 - 6/15).
+    expected = {0.0: 0.0, 60.0: 0.6, 90.0: 0.8, 120.0: 0.6}
+    if angle_deg in expected:
+        assert finger_curl(h, "middle") == pytest.approx(expected[angle_deg], abs=1e-12)
 
 
 def test_the_grip_pose_of_a_fist_is_the_same_for_both_hands_and_follows_the_wrist():
@@ -100,12 +100,12 @@ def test_the_pinch_closes_below_and_opens_above_its_two_thresholds():
 def test_the_clutch_is_three_fingers_curled_and_a_pinch_never_moves_it():
     g = HandGestures(CFG)
     deg = math.radians
-    fist = {"middle": deg(90), "ring": deg(90), "little": deg(90)}  # curl 2/3 each
+    fist = {"middle": deg(90), "ring": deg(90), "little": deg(90)}  # curl 0.8 each
     assert g.update(make_hand(curls_rad=fist))[1] is True
-    a_half = 2 * math.asin(math.sqrt(0.375))  # sin(3a/2) / sin(a/2) = 3 - 4 sin(a/2)^2 = 1.5: curl 1/2
-    half = {"middle": deg(90), "ring": deg(90), "little": a_half}  # between the thresholds: still held
-    assert curl_of_angle(a_half) == pytest.approx(0.5) and g.update(make_hand(curls_rad=half))[1]
-    assert g.update(make_hand(curls_rad={**fist, "ring": deg(30)}))[1] is False  # one finger opens: released
+    half = {"middle": deg(90), "ring": deg(90), "little": deg(50)}  # between the thresholds: still held
+    assert 0.4 < curl_of_angle(deg(50)) < 0.6 and g.update(make_hand(curls_rad=half))[1]
+    assert curl_of_angle(deg(20)) < 0.4
+    assert g.update(make_hand(curls_rad={**fist, "ring": deg(20)}))[1] is False  # one finger opens: released
     assert g.update(make_hand(curls_rad=half))[1] is False  # not all three at curl_engage: stays released
     # Pinching with the index curled and the other fingers open engages nothing; the fingers' clutch
     # holds through a pinch and its release.

@@ -104,7 +104,8 @@ class HandsConfig:
     pinch_open_m: float = 0.035
     """Thumb-tip to index-tip distance (m) above which the pinch opens the gripper again."""
     curl_engage: float = 0.6
-    """Curl (0 straight .. 1 tip back at the knuckle) that middle, ring and little must all reach to engage."""
+    """Curl (0 straight .. 1 tip back at the base of the hand, `hand_gestures.finger_curl`) that middle,
+    ring and little must all reach to engage."""
     curl_release: float = 0.4
     """Curl below which any of middle, ring and little releases the clutch."""
 

@@ -8,8 +8,8 @@ wrist as the controller's grip pose. Pure math on `HandJoints`: numpy only, no I
 - **Clutch**: middle, ring and little fingers curled together (the grip held), as a hand closes
   around a controller's handle. A pinch moves the thumb and the index only, so pinching (closing
   the gripper) never engages or releases the clutch. A finger's curl is
-  `1 - |tip - proximal| / (length of its proximal, intermediate and distal bones)`: 0 for a straight
-  finger, towards 1 as the tip comes back to the knuckle. The clutch engages when all three curls
+  `1 - |tip - metacarpal| / (length of its four bones)`: 0 for a straight finger, towards 1 as the
+  tip comes back to the base of the hand (a fist: about 0.8; Monado's fully curled fingers 0.84). The clutch engages when all three curls
   reach `curl_engage` and releases when any falls below `curl_release`.
 - **Pose**: the wrist joint's pose turned by a fixed rotation into OpenXR's grip-pose convention
   (`WRIST_FROM_GRIP_WXYZ`): what a controller held in that hand would report, so anything that reads
@@ -41,11 +41,11 @@ from calibration import quat
 CLUTCH_FINGERS: tuple[str, ...] = ("middle", "ring", "little")
 """The fingers whose curl together is the clutch (the grip)."""
 
-_CHAINS: dict[str, tuple[J, J, J, J]] = {
-    "index": (J.INDEX_PROXIMAL, J.INDEX_INTERMEDIATE, J.INDEX_DISTAL, J.INDEX_TIP),
-    "middle": (J.MIDDLE_PROXIMAL, J.MIDDLE_INTERMEDIATE, J.MIDDLE_DISTAL, J.MIDDLE_TIP),
-    "ring": (J.RING_PROXIMAL, J.RING_INTERMEDIATE, J.RING_DISTAL, J.RING_TIP),
-    "little": (J.LITTLE_PROXIMAL, J.LITTLE_INTERMEDIATE, J.LITTLE_DISTAL, J.LITTLE_TIP),
+_CHAINS: dict[str, tuple[J, ...]] = {
+    "index": (J.INDEX_METACARPAL, J.INDEX_PROXIMAL, J.INDEX_INTERMEDIATE, J.INDEX_DISTAL, J.INDEX_TIP),
+    "middle": (J.MIDDLE_METACARPAL, J.MIDDLE_PROXIMAL, J.MIDDLE_INTERMEDIATE, J.MIDDLE_DISTAL, J.MIDDLE_TIP),
+    "ring": (J.RING_METACARPAL, J.RING_PROXIMAL, J.RING_INTERMEDIATE, J.RING_DISTAL, J.RING_TIP),
+    "little": (J.LITTLE_METACARPAL, J.LITTLE_PROXIMAL, J.LITTLE_INTERMEDIATE, J.LITTLE_DISTAL, J.LITTLE_TIP),
 }
 
 
@@ -71,8 +71,8 @@ def pinch_distance_m(hand: HandJoints) -> float:
 
 
 def finger_curl(hand: HandJoints, finger: str) -> float:
-    """`finger`'s curl, 0 straight .. 1 tip back at its knuckle; nan when a joint is not valid or the
-    finger has no length."""
+    """`finger`'s curl, 0 straight .. 1 tip back at its metacarpal joint; nan when a joint is not valid
+    or the finger has no length."""
     chain = _CHAINS[finger]
     if not hand.all_valid(chain):
         return math.nan
