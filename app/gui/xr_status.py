@@ -70,4 +70,5 @@ def pose_age_text(source_name: str, pose: DevicePose, wall_time_s: float) -> str
     age = pose_age_s(source_name, pose, wall_time_s)
     if age is None:
         return "-"
-    return f"{age * 1e3:.1f} ms" + (" (predicted ahead)" if age < 0 else "")
+    ms = round(age * 1e3, 1) + 0.0  # + 0.0: no "-0.0"
+    return f"{ms:.1f} ms" + (" (predicted ahead)" if ms < 0 else "")
