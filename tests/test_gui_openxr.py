@@ -251,7 +251,8 @@ def test_the_drawing_is_in_the_hands_own_frame_and_leaves_out_invalid_joints():
 
 
 def test_the_window_asked_for_openxr_without_a_runtime_says_so_and_runs_the_demo(qapp, qtbot, tmp_path):
-    # tests/conftest.py: no OpenXR runtime for any test; the CLI exits 1 with the reason
+    # `pico-teleop --source openxr` builds the window so (run_gui). tests/conftest.py: no OpenXR runtime
+    # for any test; `run --source openxr` exits 1 with the reason
     # (test_cli.test_openxr_without_a_runtime_exits_1_with_reason), the window keeps working on the demo
     window = open_window(qapp, tmp_path, source="openxr", wait=False)
     try:
@@ -319,3 +320,18 @@ def test_the_window_on_an_openxr_source_shows_its_actions_hands_and_runtime(qapp
         assert age is not None and float(age.group(1)) >= -2.0 and (age.group(2) is not None) == (float(age.group(1)) < 0)
     finally:
         window.close()
+
+
+def test_the_window_takes_its_first_source_from_the_command_line():
+    from app.cli import build_parser
+    from app.cli.gui import gui_options, headless_argv
+    parser = build_parser()
+    args = parser.parse_args(["--source", "openxr"])
+    assert args.command is None and gui_options(args)["source"] == "openxr"
+    assert headless_argv(args, None) == ["run", "--source", "openxr"]  # no display: the same source, headless
+    assert gui_options(parser.parse_args([]))["source"] == "auto"
+    run = parser.parse_args(["run", "--source", "openxr"])
+    assert run.command == "run" and run.source == "openxr" and run.gui_source is None
+    from app.cli.common import UsageError
+    with pytest.raises(UsageError, match="invalid choice: 'replay'"):
+        parser.parse_args(["--source", "replay"])  # a replay is opened from the window's File menu
