@@ -48,8 +48,9 @@ def _package_modules(package: str) -> list[str]:
     return [f"app.{package}.{p.stem}" for p in sorted((ROOT / "app" / package).glob("*.py")) if p.stem != "__init__"]
 
 
-BENCH_HELPERS = ("fake_openvr", "remote_tools")
-"""Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside):
+BENCH_HELPERS = ("fake_openvr", "remote_tools", "openxr_runtime", "monado_remote")
+"""Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside,
+a real OpenXR runtime (Monado) and its scripted remote driver):
 they ship with the tests, not in app/."""
 
 # (where, which imports are forbidden there, why)

@@ -30,7 +30,8 @@ class ButtonMapConfig:
     stick_axis: int = 0
     """Index into `rAxis` that is the thumbstick (x, y)."""
     grip_engage_threshold: float = 0.5
-    """Trigger-style analog grip values (replay files) at or above this count as pressed."""
+    """Trigger-style analog grip values (replay files, OpenXR's squeeze: the clutch) at or above this
+    count as pressed."""
 
     def __post_init__(self) -> None:
         for name in ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit"):
@@ -57,8 +58,8 @@ class OpenVRConfig:
 @dataclass(frozen=True)
 class OpenXRConfig:
     poll_rate_hz: float = 250.0
-    """Rate of the OpenXR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose).
-    A runtime without headless sessions paces the thread at its display rate instead (`xrWaitFrame`)."""
+    """Rate of the OpenXR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose). A
+    session without `XR_MND_headless` runs its frame loop on a thread of its own: not this rate."""
     locate_ahead_s: float = 0.002
     """Poses are located this far after the poll: when the loop, which reads the newest poll, uses
     them on average (half a poll period at 250 Hz). 0 locates at the poll's own time."""
