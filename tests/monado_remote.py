@@ -98,8 +98,10 @@ class RemoteDriver:
                     raise
                 time.sleep(0.05)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.settimeout(timeout_s)  # a loaded machine: the driver's first packets may take a while
         for _ in range(2):
             self._read_packet()
+        self._sock.settimeout(2.0)
         self.state = RemoteState()
 
     def _read_packet(self) -> bytes:

@@ -156,7 +156,7 @@ def test_the_raw_input_view_shows_openxr_actions_the_arm_input_and_the_hand(qtbo
     assert rows["trigger"] == ("Trigger → gripper", "0.25")
     assert rows["squeeze"] == ("Squeeze → clutch", "pressed")
     assert rows["primary"] == ("X → calibrate", "pressed")  # the left Touch's X, bound to the primary action
-    assert rows["secondary"] == ("Y", "-")
+    assert rows["secondary"] == ("Y → mark, episodes", "-")
     assert rows["thumbstick"][1] == "x +0.10  y -0.20"
     assert rows["menu"] == ("Menu", "-")
     assert right.row_labels["primary"].text() == "A → calibrate"
@@ -174,6 +174,12 @@ def test_the_raw_input_view_shows_openxr_actions_the_arm_input_and_the_hand(qtbo
     xy = right.drawing.xy_m  # the wrist's frame, seen from the back: the index tip 18 cm up, 2 cm right
     assert np.allclose(xy[J.INDEX_TIP], (0.02, 0.09 + 3 * BONE_M), atol=1e-9) and np.allclose(xy[J.WRIST], 0.0)
     right.drawing.grab()  # paints without error
+
+    # A left hand seen while the left arm's input is its controller: drawn, measured, its gestures not judged
+    with_left = dataclasses.replace(snap, sample=dataclasses.replace(snap.sample, left_hand=make_hand()))
+    panel.update_snapshot(with_left, info)
+    assert "pinch" in left.hand_label.text() and "not judged (input: controller)" in left.hand_label.text()
+    assert left.drawing.xy_m is not None
 
     openvr = dataclasses.replace(snap, source_name="openvr", sample=dataclasses.replace(snap.sample, right_hand=None))
     panel.update_snapshot(openvr, None)
@@ -303,7 +309,7 @@ def test_the_window_on_an_openxr_source_shows_its_actions_hands_and_runtime(qapp
         assert window.raw_panel.openvr_view.isHidden()
         assert "PINCHED" in right.hand_label.text() and "data source: optical" in right.hand_label.text()
         assert right.drawing.xy_m is not None
-        assert left.row_labels["secondary"].text() == "Y" and left.value_labels["secondary"].text() == "pressed"
+        assert left.row_labels["secondary"].text() == "Y → mark, episodes" and left.value_labels["secondary"].text() == "pressed"
         assert left.row_labels["menu"].text() == "Menu" and left.value_labels["menu"].text() == "pressed"
         assert left.value_labels["thumbstick"].text() == "x +0.00  y +0.50"
         status = window.status_panel

@@ -104,3 +104,41 @@ def test_a_session_driven_by_a_hand_replays_exactly(monado, tmp_path):  # noqa: 
     assert s.data["right_gripper_cmd"].max() == 1.0, "the pinch never closed the gripper"
     assert tuple(inexact_replay_reasons(s)) == ()
     assert_replayed_exactly(record, replay(record, tmp_path / "replay"))
+
+
+# A source on Monado's simulated devices (tracked controllers, no hand tracking): the headset and both
+# controllers tracked, no hands, and the device info saying why.
+_NO_HANDS_CLIENT = '''
+import json, time
+from app.tracking.openxr_source import OpenXRSource
+src = OpenXRSource()
+src.start()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline and not (src.read(0.0).left.valid and src.read(0.0).right.valid):
+    time.sleep(0.01)
+s = src.read(0.0)
+print(json.dumps({"info": src.device_info(), "valid": [s.left.valid, s.right.valid],
+                  "hands": [s.left_hand is None, s.right_hand is None]}))
+src.close()
+'''
+
+
+def test_a_runtime_without_hand_tracking_says_so_and_the_controllers_work(tmp_path):
+    from tests.openxr_runtime import MonadoService, find_monado
+
+    install = find_monado()
+    if isinstance(install, str):
+        pytest.skip(install)
+    service = MonadoService(install, tmp_path / "monado", driver="simulated")
+    try:
+        script = tmp_path / "client.py"
+        script.write_text(_NO_HANDS_CLIENT)
+        done = service.client([sys.executable, str(script)], env=_child_env(), cwd=REPO, timeout_s=120)
+    finally:
+        service.stop()
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["valid"] == [True, True] and out["hands"] == [True, True]
+    for side in ("left", "right"):
+        assert out["info"][side]["hand_tracking"] == ("the OpenXR system does not support hand tracking: hands are not "
+                                                      "read, controllers work")

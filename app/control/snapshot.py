@@ -69,7 +69,8 @@ class ArmSnapshot:
     """The arm's input this tick is its tracked hand, not its controller (`app.tracking.arm_input`)."""
     hand_pinched: bool = False
     """The arm's hand's pinch gesture after this tick (the gripper while the hand drives), with its
-    hysteresis (`app.tracking.hand_gestures`); False while no hand was ever tracked."""
+    hysteresis (`app.tracking.hand_gestures`); False while no hand was ever tracked, and in the
+    controller input mode, which judges no gesture."""
     hand_gripping: bool = False
     """The arm's hand's clutch gesture (middle, ring and little fingers curled) after this tick."""
 

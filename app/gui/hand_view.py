@@ -72,18 +72,19 @@ def hand_figures(hand: HandJoints) -> dict[str, float]:
     return figures
 
 
-def hand_text(hand: HandJoints, pinched: bool, gripping: bool) -> str:
+def hand_text(hand: HandJoints, pinched: bool | None, gripping: bool | None) -> str:
     """The hand's table as text lines: data source, valid joints, pinch, curls and clutch, and the
-    fingertips' positions (raw frame, m)."""
+    fingertips' positions (raw frame, m). `pinched` / `gripping`: the arm's gesture states, None
+    where the arm judges no gesture (its input is the controller)."""
     f = hand_figures(hand)
     n_valid = int(hand.valid.sum())
     pinch = f["pinch_m"]
     curls = "  ".join(f"{finger} {_num(f[f'{finger}_curl'], '.2f')}" for finger in ("index", *CLUTCH_FINGERS))
     lines = [
         f"data source: {SOURCE_TEXT[hand.source]}   joints valid {n_valid}/{len(J)}",
-        f"pinch {_num(pinch * 1e3, '.1f')} mm: {'PINCHED (gripper closes)' if pinched else 'open'}",
+        f"pinch {_num(pinch * 1e3, '.1f')} mm: {_state(pinched, 'PINCHED (gripper closes)', 'open')}",
         f"curl  {curls}",
-        f"clutch (middle+ring+little curled): {'GRIPPING' if gripping else 'released'}",
+        f"clutch (middle+ring+little curled): {_state(gripping, 'GRIPPING', 'released')}",
         "fingertips (raw frame, m):",
     ]
     p = hand.pos_m
@@ -93,6 +94,10 @@ def hand_text(hand: HandJoints, pinched: bool, gripping: bool) -> str:
         else:
             lines.append(f"  {name:<6} not valid")
     return "\n".join(lines)
+
+
+def _state(on: bool | None, yes: str, no: str) -> str:
+    return "not judged (input: controller)" if on is None else yes if on else no
 
 
 def _num(v: float, fmt: str) -> str:

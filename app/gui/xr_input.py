@@ -25,7 +25,7 @@ from app.tracking.openxr_bindings import PROFILE_BINDINGS, profile_label
 from app.tracking.sample import CONTROLLERS, ControllerButtons, DevicePose, TrackingResult
 
 ROWS: tuple[tuple[str, str], ...] = (
-    ("trigger", "gripper"), ("squeeze", "clutch"), ("primary", "calibrate"), ("secondary", ""),
+    ("trigger", "gripper"), ("squeeze", "clutch"), ("primary", "calibrate"), ("secondary", "mark, episodes"),
     ("thumbstick", "click: precision"), ("menu", ""),
 )
 """The actions shown, with what each does in the teleoperation ('' for nothing)."""
@@ -141,10 +141,11 @@ class XrHandBox(QGroupBox):
             self.row_labels[action].setText(label)
             self.value_labels[action].setText(value)
         self.pose_label.setText(pose_text(pose))
-        pinched = bool(arm is not None and arm.hand_pinched)
-        self.drawing.set_hand(hand, pinched)
+        judged = arm is not None and mode != "controller"  # the controller mode computes no gesture
+        pinched = arm.hand_pinched if judged else None
+        self.drawing.set_hand(hand, bool(pinched))
         if hand is not None:
-            self.hand_label.setText(hand_text(hand, pinched, bool(arm is not None and arm.hand_gripping)))
+            self.hand_label.setText(hand_text(hand, pinched, arm.hand_gripping if judged else None))
         else:
             why = info.get("hand_tracking")
             self.hand_label.setText("no hand joints" + (f" (hand tracking: {why})" if why else ""))

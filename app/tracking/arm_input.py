@@ -11,8 +11,8 @@ forgets the arm's pose input (the next accepted pose counts as reacquired), so a
 where it is and re-latches at the new input's pose. The target never steps.
 
 While the controller drives, the returned pose and buttons are the sample's own objects (nothing
-allocated); the hand's gestures are updated on every tick its joints are present, so a switch finds
-them current.
+allocated); outside the controller mode the hand's gestures are updated on every tick its joints
+are present, so a switch finds them current.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class ArmInputSelector:
     def select(self, sample: TrackingSample) -> tuple[DevicePose, ControllerButtons, bool, bool]:
         """(pose, buttons, by_hand, switched) for `sample`: see the module."""
         hand = sample.hand(self.side)
-        if hand is not None:
+        if hand is not None and self.mode is not InputMode.CONTROLLER:
             trigger, grip = self.gestures.update(hand)
             if trigger != self._hand_buttons.trigger or grip != self._hand_buttons.grip:
                 self._hand_buttons = ControllerButtons(trigger=trigger, grip=grip)

@@ -58,8 +58,8 @@ class OpenVRConfig:
 @dataclass(frozen=True)
 class OpenXRConfig:
     poll_rate_hz: float = 250.0
-    """Rate of the OpenXR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose).
-    A runtime without headless sessions paces the thread at its display rate instead (`xrWaitFrame`)."""
+    """Rate of the OpenXR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose). A
+    session without `XR_MND_headless` runs its frame loop on a thread of its own: not this rate."""
     locate_ahead_s: float = 0.002
     """Poses are located this far after the poll: when the loop, which reads the newest poll, uses
     them on average (half a poll period at 250 Hz). 0 locates at the poll's own time."""

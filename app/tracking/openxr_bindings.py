@@ -7,8 +7,9 @@ One action per input, each with both hands as subaction paths, so `/user/hand/le
 - `trigger` (float 0..1): the gripper.
 - `squeeze` (float 0..1): the clutch; pressed at or above `buttons.grip_engage_threshold` (0.5).
 - `primary` / `secondary` (boolean): A / B on the right hand, X / Y on the left hand; they become
-  `ControllerButtons.a` / `.b` of that hand (A is calibration, B precision mode).
-- `thumbstick` (vector2f, -1..1, +x right, +y up) and `thumbstick_click` (boolean).
+  `ControllerButtons.a` / `.b` of that hand (A calibrates, B marks the recording and drives the
+  episodes).
+- `thumbstick` (vector2f, -1..1, +x right, +y up) and `thumbstick_click` (boolean: precision mode).
 - `menu` (boolean): the menu button where the profile has one the application may use.
 - `haptic` (vibration output): the cues (limits, collision holds, tracking loss, engage).
 
@@ -38,9 +39,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("trigger", "float", "Trigger (gripper)"),
     ActionSpec("squeeze", "float", "Squeeze (clutch)"),
     ActionSpec("primary", "boolean", "A / X (calibrate)"),
-    ActionSpec("secondary", "boolean", "B / Y (precision)"),
+    ActionSpec("secondary", "boolean", "B / Y (mark, episodes)"),
     ActionSpec("thumbstick", "vector2f", "Thumbstick"),
-    ActionSpec("thumbstick_click", "boolean", "Thumbstick click"),
+    ActionSpec("thumbstick_click", "boolean", "Thumbstick click (precision)"),
     ActionSpec("menu", "boolean", "Menu"),
     ActionSpec("haptic", "vibration", "Haptic cue"),
 )

@@ -7,9 +7,11 @@ two threads at once.
 The session:
 - `XR_MND_headless` when the runtime offers it (Monado; SteamVR's runtime is reported to): no
   graphics, no frame loop.
-- else an OpenGL session on an offscreen EGL context (`XR_KHR_opengl_enable`), running the frame
+- else an OpenGL session (`XR_KHR_opengl_enable`) on an offscreen context (EGL where the runtime
+  offers `XR_MNDX_egl_enable`, else a hidden GLFW window's GLX / WGL context), running the frame
   loop (`xrWaitFrame` / `xrBeginFrame` / `xrEndFrame` with no layers) while the session runs, as
-  a runtime expects of a visible application. `xrWaitFrame` paces that loop at the display rate.
+  a runtime expects of a visible application, on a thread of its own (`app.tracking.openxr_frames`)
+  so that the display rate does not pace the input polls.
 - IDLE -> READY: `xrBeginSession`; STOPPING: `xrEndSession`; EXITING, LOSS_PENDING or the
   instance's loss: the connection ends (`poll_events` returns why) and the source reconnects.
   Input (poses and actions) is used only while FOCUSED: in any other state every device reads
@@ -37,6 +39,7 @@ from app.tracking.openxr_bindings import ACTIONS, HANDS, PROFILE_EXTENSIONS, pro
 from app.tracking.openxr_clock import ClockOffset, split_timespec_ns
 from app.tracking.hand_joints import HandJoints
 from app.tracking.openxr_errors import OpenXRUnavailable
+from app.tracking.openxr_frames import FrameLoop
 from app.tracking.openxr_hands import OpenXRHands
 from app.tracking.openxr_location import device_pose
 from app.tracking.sample import ControllerButtons, DevicePose
@@ -84,6 +87,23 @@ def _clock_extension() -> str:
     return "XR_KHR_convert_timespec_time"
 
 
+_EGL_EXTENSION = "XR_MNDX_egl_enable"
+
+
+def _gl_binding(egl: bool) -> tuple[Any, Any]:
+    """An offscreen OpenGL context and its session graphics binding, for a runtime without headless
+    sessions: EGL where the runtime takes it (`XR_MNDX_egl_enable`: no display needed), else a
+    hidden GLFW window's context (GLX on Linux, WGL on Windows)."""
+    if egl:
+        from xr.utils.gl.egl_util import EGLGraphicsBinding, EGLOffscreenContextProvider
+        ctx = EGLOffscreenContextProvider()
+        return ctx, EGLGraphicsBinding(ctx)
+    from xr.utils.gl import GLXGraphicsBinding, WGLGraphicsBinding
+    from xr.utils.gl.glfw_util import GLFWOffscreenContextProvider
+    ctx = GLFWOffscreenContextProvider()
+    return ctx, (WGLGraphicsBinding(ctx) if sys.platform == "win32" else GLXGraphicsBinding(ctx))
+
+
 class OpenXRConnection:
     """Instance, session, actions and spaces of one connection (see the module's text)."""
 
@@ -99,6 +119,8 @@ class OpenXRConnection:
             enabled.append(xr.MND_HEADLESS_EXTENSION_NAME)
         elif xr.KHR_OPENGL_ENABLE_EXTENSION_NAME in extensions:
             enabled.append(xr.KHR_OPENGL_ENABLE_EXTENSION_NAME)
+            if sys.platform != "win32" and _EGL_EXTENSION in extensions:
+                enabled.append(_EGL_EXTENSION)
         else:
             raise OpenXRUnavailable("the OpenXR runtime offers neither XR_MND_headless nor XR_KHR_opengl_enable")
         enabled += sorted({e for e in PROFILE_EXTENSIONS.values() if e in extensions})
@@ -109,6 +131,8 @@ class OpenXRConnection:
         self._gl: Any = None
         self.instance: Any = None
         self.session: Any = None
+        self.running = False
+        self._frames: FrameLoop | None = None
         try:
             self._create(app_name, enabled)
         except Exception:
@@ -142,21 +166,18 @@ class OpenXRConnection:
         self._create_actions()
         self.hands.start(self.instance, self.session, self.system, self.extensions)
         self.state = xr.SessionState.IDLE
-        self.running = False
+        self.states: list[str] = []
+        """The session states the runtime announced, in order (for the window's log and the tests)."""
         self.profiles: dict[str, str] = {h: "" for h in HANDS}
 
     def _create_session(self) -> None:
         if self.headless:
             info = xr.SessionCreateInfo(system_id=self.system)
         else:
-            from xr.utils.gl import create_graphics_binding
-            from xr.utils.gl.egl_util import EGLOffscreenContextProvider
             # The runtime must be asked for its OpenGL requirements before a session is created.
             xr.get_opengl_graphics_requirements_khr(self.instance, self.system)
-            self._gl = EGLOffscreenContextProvider()
-            binding = create_graphics_binding(self._gl)
-            info = xr.SessionCreateInfo(system_id=self.system, next=binding.pointer)
-            self._binding = binding
+            self._gl, self._binding = _gl_binding(_EGL_EXTENSION in self.extensions)
+            info = xr.SessionCreateInfo(system_id=self.system, next=self._binding.pointer)
         self.session = xr.create_session(self.instance, info)
         ref = lambda t: xr.create_reference_space(self.session, xr.ReferenceSpaceCreateInfo(reference_space_type=t))
         self.stage = ref(xr.ReferenceSpaceType.STAGE)
@@ -245,11 +266,15 @@ class OpenXRConnection:
     def _on_state(self, state: Any) -> str | None:
         logger.info("OpenXR session: %s -> %s", self.state.name, state.name)
         self.state = state
+        self.states.append(state.name)
         if state == xr.SessionState.READY:
             xr.begin_session(self.session, xr.SessionBeginInfo(xr.ViewConfigurationType.PRIMARY_STEREO))
             self.running = True
+            if not self.headless:
+                self._frames = FrameLoop(self.session)
         elif state == xr.SessionState.STOPPING:
             self.running = False
+            self._stop_frames()
             xr.end_session(self.session)
         elif state == xr.SessionState.LOSS_PENDING:
             self.running = False
@@ -270,16 +295,15 @@ class OpenXRConnection:
             except xr.exception.XrException:
                 self.profiles[h] = ""
 
-    def frame(self) -> None:
-        """One frame of the frame loop (not headless, while running): waits for the runtime's
-        frame timing and submits a frame without layers."""
-        if self.headless or not self.running:
-            return
-        frame_state = xr.wait_frame(self.session)
-        xr.begin_frame(self.session)
-        xr.end_frame(self.session, xr.FrameEndInfo(display_time=frame_state.predicted_display_time,
-                                                   environment_blend_mode=xr.EnvironmentBlendMode.OPAQUE,
-                                                   layers=[]))
+    @property
+    def frames(self) -> int:
+        """Frames the frame loop submitted in this session (0 when headless)."""
+        return self._frames.frames if self._frames is not None else 0
+
+    def _stop_frames(self) -> None:
+        frames, self._frames = self._frames, None
+        if frames is not None and not frames.stop():
+            logger.warning("the OpenXR frame loop did not stop: the session is ended under it")
 
     # ---- reading -----------------------------------------------------------------------------
 
@@ -348,29 +372,28 @@ class OpenXRConnection:
         """Request the exit (while running), end and destroy the session, destroy the instance.
         Never raises: a runtime that already went away leaves nothing to release."""
         self.hands.close()
-        session, self.session = self.session, None
+        session = self.session
         if session is not None:
             if self.running:
                 try:
                     xr.request_exit_session(session)
+                    # The runtime answers STOPPING (poll_events ends the session then) and EXITING.
                     deadline = time.monotonic() + _EXIT_WAIT_S
-                    self.session = session
                     while self.running and time.monotonic() < deadline:
                         if self.poll_events() is not None:
                             break
-                        if self.running:
-                            self.frame()
-                            time.sleep(0.002)
+                        time.sleep(0.002)
                 except Exception as exc:
                     logger.info("OpenXR exit request: %s", type(exc).__name__)
-                finally:
-                    self.session = None
+                self._stop_frames()
                 if self.running:
+                    self.running = False
                     try:
                         xr.end_session(session)
                     except Exception:
                         pass
-                    self.running = False
+            self._stop_frames()
+            self.session = None
             try:
                 xr.destroy_session(session)
             except Exception as exc:

@@ -258,7 +258,6 @@ class OpenXRSource(SourceBase):
         reason = conn.poll_events()
         if reason is not None:
             return reason
-        conn.frame()
         self._send_haptics(conn)
         t_read = self._clock()
         reading = conn.read(t_read + self._settings.locate_ahead_s, t_read)
