@@ -18,8 +18,8 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 from app.gui import theme
-from app.tracking.hand_gestures import CLUTCH_FINGERS, finger_curl, pinch_distance_m
 from app.gui.xr_status import SOURCE_TEXT
+from app.tracking.hand_gestures import CLUTCH_FINGERS, finger_curl, pinch_distance_m
 from app.tracking.hand_joints import HandJoint as J, HandJoints
 from calibration import quat
 

@@ -14,6 +14,7 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout,
                                QWidget)
 
+from app.control.snapshot import Snapshot
 from app.tracking.config import ButtonMapConfig, HandsConfig
 from app.gui import theme
 from app.gui.xr_input import XrInputView
@@ -22,7 +23,7 @@ from app.tracking.sample import CONTROLLERS, TrackingResult, TrackingSample
 KNOWN_BITS = {0: "System", 1: "Menu", 2: "Grip", 7: "A", 32: "Axis0", 33: "Axis1", 34: "Axis2", 35: "Axis3", 36: "Axis4"}
 """OpenVR's `EVRButtonId` names of the legacy bits."""
 
-def shows_openxr(snap) -> bool:
+def shows_openxr(snap: Snapshot) -> bool:
     """The OpenXR view is the one to show for snapshot `snap`: its source is OpenXR, or its sample
     carries hand joints (a replay of an OpenXR recording)."""
     sample = snap.sample
@@ -141,7 +142,7 @@ class RawInputPanel(QWidget):
         """Which input each arm is set to take (`[hands]`), shown beside the one that drives it."""
         self.xr_view.hands = hands
 
-    def update_snapshot(self, snap, device_info: dict | None) -> None:
+    def update_snapshot(self, snap: Snapshot, device_info: dict | None) -> None:
         """Show snapshot `snap`'s inputs: the OpenXR view (actions, arm input, hands) when
         `shows_openxr`, else OpenVR's bits. `device_info`: the source's (`TrackingSource.device_info`)."""
         xr = shows_openxr(snap)

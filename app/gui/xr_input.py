@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from app.control.snapshot import ArmSnapshot
+from app.control.snapshot import ArmSnapshot, Snapshot
 from app.gui import theme
 from app.gui.hand_view import HandDrawing, hand_text
 from app.tracking.config import HandsConfig
@@ -163,7 +163,7 @@ class XrInputView(QWidget):
             layout.addWidget(box)
         self.hands = HandsConfig()
 
-    def update_snapshot(self, snap, device_info: dict[str, dict[str, Any]]) -> None:
+    def update_snapshot(self, snap: Snapshot, device_info: dict[str, dict[str, Any]]) -> None:
         sample = snap.sample
         for side, box in self.boxes.items():
             box.update_hand(sample.pose(side), sample.buttons(side), sample.hand(side), snap.arm(side),
