@@ -8,7 +8,9 @@ status panel at half of it; each costs Qt-thread time, which holds the interpret
 process (not the core's: the loop runs in its own process). Measured in this thread's CPU time
 (`time.thread_time`): `update_snapshot` / `update_status` with a new snapshot every call (the hands
 moving, so the drawing is repainted), and the paint of the whole panel into an offscreen image
-(`QWidget.grab`), the median and the 95th percentile over `--refreshes` calls.
+(`QWidget.grab`), the median and the 95th percentile over `--refreshes` calls. The snapshots are
+the demo operator's (`bench.recorder_rows.demo_snapshots`) with two hands' 26 joints in each sample
+(`with_hands`), shown as from an OpenXR source, and without the hands as from OpenVR.
 """
 
 from __future__ import annotations
@@ -34,26 +36,14 @@ def main() -> None:
 
     from PySide6.QtWidgets import QApplication
 
-    from app.config import Config
     from app.gui import theme
     from app.gui.raw_input import RawInputPanel
     from app.gui.status import StatusPanel
-    from app.tracking.config import HandsConfig
-    from app.tracking.hand_joints import HandDataSource
-    from tests.engine_helpers import Driver, make_engine, sample
-    from tests.hand_model import make_hand
+    from bench.recorder_rows import demo_snapshots, with_hands
 
     app = QApplication.instance() or QApplication([])
     theme.apply(app)
-    cfg = dataclasses.replace(Config(), hands=HandsConfig(left_input="auto", right_input="auto"))
-    drv = Driver(make_engine(cfg))
-    snaps = []
-    for k in range(args.refreshes):
-        s = sample()
-        d = 0.001 * (k % 50)
-        s = dataclasses.replace(s, left_hand=make_hand(wrist_pos_m=(-0.2 + d, 1.0, -0.3), source=HandDataSource.OPTICAL),
-                                right_hand=make_hand(wrist_pos_m=(0.2, 1.0 + d, -0.3), curls_rad={"middle": 0.1 * (k % 10)}))
-        snaps.append(drv.tick(s))
+    snaps = with_hands(demo_snapshots(args.refreshes))  # the demo operator's snapshots, two hands moving with it
     info = {name: {"runtime": "Monado 25.0.0", "interaction_profile": "/interaction_profiles/valve/index_controller",
                    "model": "valve/index_controller", "hand_tracking": "offered", "battery_fraction": None}
             for name in ("head", "left", "right")}
