@@ -8,7 +8,6 @@ import dataclasses
 import math
 
 import numpy as np
-import pytest
 
 from app.config import Config
 from app.control.config import FilterConfig, MappingConfig
@@ -19,7 +18,7 @@ from app.tracking.config import HandsConfig
 from app.tracking.hand_joints import HandDataSource
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from app.tracking.source import SourceBase
-from calibration import frames, quat
+from calibration import quat
 from tests.engine_helpers import Driver, make_engine
 from tests.hand_model import INDEX_TIP_OPEN_WRIST_M, make_hand
 
