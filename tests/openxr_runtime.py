@@ -45,13 +45,20 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _write_remote_config(home: Path, port: int) -> None:
-    """Monado's main configuration (`~/.config/monado/config_v0.json`, read by its remote builder):
-    the remote driver listens on `port`, so services of several checkouts' tests on one machine never
-    meet on Monado's default 4242."""
-    folder = home / ".config" / "monado"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config_v0.json").write_text(json.dumps({"remote": {"version": 0, "port": port, "view_count": 2}}))
+def _remote_port(home: Path) -> int:
+    """The remote driver's port for a service whose HOME is `home`, written to Monado's main
+    configuration (`~/.config/monado/config_v0.json`, read by its remote builder): a free port, so
+    services of several checkouts' tests on one machine never meet on Monado's default 4242; the one
+    already there when a service is started again in the same folder (its clients keep theirs)."""
+    path = home / ".config" / "monado" / "config_v0.json"
+    try:
+        return int(json.loads(path.read_text())["remote"]["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    port = _free_port()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"remote": {"version": 0, "port": port, "view_count": 2}}))
+    return port
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,7 @@ class MonadoService:
         self.home = folder / "home"
         self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
-        self.remote_port = _free_port()
-        _write_remote_config(self.home, self.remote_port)
+        self.remote_port = _remote_port(self.home)
         self._previous_port = os.environ.get(PORT_ENV)
         os.environ[PORT_ENV] = str(self.remote_port)
         env = dict(self.client_env(), XRT_COMPOSITOR_NULL="1", XRT_NO_STDIN="1")

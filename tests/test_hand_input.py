@@ -8,7 +8,6 @@ import dataclasses
 import math
 
 import numpy as np
-import pytest
 
 from app.config import Config
 from app.control.config import FilterConfig, MappingConfig
@@ -19,7 +18,7 @@ from app.tracking.config import HandsConfig
 from app.tracking.hand_joints import HandDataSource
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from app.tracking.source import SourceBase
-from calibration import frames, quat
+from calibration import quat
 from tests.engine_helpers import Driver, make_engine
 from tests.hand_model import INDEX_TIP_OPEN_WRIST_M, make_hand
 
@@ -37,13 +36,14 @@ def _controller(pos_vr, valid=True) -> DevicePose:
     return DevicePose(tuple(map(float, pos_vr)), (1.0, 0.0, 0.0, 0.0), valid, valid, 200 if valid else 1, 0.0, 0.0)
 
 
-def _sample(ctrl_pos_vr, ctrl_valid, hand_pos_vr=None, grip=True, pinch=False, wrist_q=(1.0, 0.0, 0.0, 0.0)):
+def _sample(ctrl_pos_vr, ctrl_valid, hand_pos_vr=None, grip=True, pinch=False, wrist_q=(1.0, 0.0, 0.0, 0.0),
+            trigger=0.0):
     hand = None
     if hand_pos_vr is not None:
         hand = make_hand(wrist_pos_m=tuple(map(float, hand_pos_vr)), wrist_quat_wxyz=wrist_q,
                          curls_rad=FIST if grip else None, thumb_tip_wrist_m=INDEX_TIP_OPEN_WRIST_M if pinch else None)
-    return TrackingSample(right=_controller(ctrl_pos_vr, ctrl_valid), right_buttons=ControllerButtons(grip=grip),
-                          right_hand=hand)
+    return TrackingSample(right=_controller(ctrl_pos_vr, ctrl_valid),
+                          right_buttons=ControllerButtons(grip=grip, trigger=trigger), right_hand=hand)
 
 
 def test_switching_controller_hand_controller_relatches_and_never_steps_the_target():
@@ -56,8 +56,9 @@ def test_switching_controller_hand_controller_relatches_and_never_steps_the_targ
     for k in range(1, 26):
         d.tick(_sample(ctrl + [0.05 * k / 25, 0, 0], True))
     ctrl = ctrl + [0.05, 0, 0]
-    d.run(_sample(ctrl, True), 5)
+    d.run(_sample(ctrl, True, trigger=0.9), 5)  # the gripper closes on an object with the trigger
     np.testing.assert_allclose(np.array(d.snaps[-1].right.target_pos_m) - t0, [0, -0.05, 0], atol=1e-9)
+    assert d.snaps[-1].right.gripper_cmd == 0.9
     n0 = len(d.snaps)
     # The controller is put down (untracked) while the hand, 12 cm away and turned, is closed in the
     # clutch gesture: the hand takes over without a step, then drives.
@@ -68,6 +69,7 @@ def test_switching_controller_hand_controller_relatches_and_never_steps_the_targ
     assert Event(EventKind.INPUT, "right", "hand") in snaps[1].events
     assert Event(EventKind.RELATCH, "right") in snaps[1].events
     assert all(s.right.state == "engaged" for s in snaps)
+    assert all(s.right.gripper_cmd == 0.9 for s in snaps)  # not opened by the hand's open fingers
     targets = np.array([s.right.target_pos_m for s in snaps])
     quats = np.array([s.right.target_quat_wxyz for s in snaps])
     # A re-latch puts the target at the arm's commanded pose (the IK's micrometre residual), never
@@ -88,7 +90,11 @@ def test_switching_controller_hand_controller_relatches_and_never_steps_the_targ
     assert Event(EventKind.INPUT, "right", "controller") in snaps[1].events
     targets = np.array([s.right.target_pos_m for s in snaps])
     assert np.abs(np.diff(targets, axis=0)).max() < 1e-5 and snaps[-1].right.state == "engaged"
-    assert d.snaps[-1].right.gripper_cmd == 0.0  # the controller's trigger again
+    # The gripper keeps what the pinch closed (an object held stays held) until the controller's
+    # trigger moves; then it follows the trigger.
+    assert all(s.right.gripper_cmd == 1.0 for s in snaps)
+    s = d.run(TrackingSample(right=_controller(START_VR_M), right_buttons=ControllerButtons(grip=True, trigger=0.3)), 2)
+    assert s.right.gripper_cmd == 0.3
 
 
 def test_a_switch_while_released_moves_nothing_and_a_hand_not_gripping_releases():

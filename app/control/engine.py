@@ -99,6 +99,10 @@ class _Arm:
     ik_result: IKResult | None = None
     homing: bool = False
     """A scene reset in 'home' mode is bringing the arm home (rate-limited); it cannot engage meanwhile."""
+    switch_trigger: float | None = None
+    """After the arm's input switched (controller <-> hand): the new input's trigger at the switch. The
+    gripper keeps its command until that value changes, so putting the controller down while holding
+    an object never opens the gripper; None otherwise."""
 
 
 def _collision_fields(r: IKResult | None) -> dict:
@@ -254,6 +258,7 @@ class TeleopEngine:
                 "ctrl_pos_m": array_state(arm.ctrl_pos), "ctrl_quat_wxyz": array_state(arm.ctrl_quat),
                 "tracking_ok": bool(arm.tracking_ok), "workspace_clamped": bool(arm.workspace_clamped),
                 "ik_result": _ik_result_state(arm.ik_result), "homing": bool(arm.homing),
+                "switch_trigger": None if arm.switch_trigger is None else float(arm.switch_trigger),
             }
         collision = self.ik.collision
         controller = {
@@ -310,6 +315,8 @@ class TeleopEngine:
                 arm.workspace_clamped = bool(a["workspace_clamped"])
                 arm.ik_result = _ik_result_from(a["ik_result"])
                 arm.homing = bool(a["homing"])
+                st = a.get("switch_trigger")  # absent before hands could drive an arm
+                arm.switch_trigger = None if st is None else float(st)
         except EngineStateError:
             raise
         except KeyError as exc:
@@ -561,6 +568,7 @@ class TeleopEngine:
             # Like a clutch release and re-engage: the next accepted pose of the new input counts as
             # reacquired, so an engaged arm re-latches there instead of stepping to it.
             arm.input.reset()
+            arm.switch_trigger = buttons.trigger
             events.append(Event(EventKind.INPUT, arm.name, "hand" if by_hand else "controller"))
         reacquired = self._input_stage(arm, pose, t_s, events)
         if arm.homing:  # a grip held through the homing must be let go and taken again afterwards
@@ -618,6 +626,10 @@ class TeleopEngine:
         arm.target_pos = target
         arm.target_quat = quat
         trig = buttons.trigger
+        if arm.switch_trigger is not None:
+            if trig == arm.switch_trigger:
+                return
+            arm.switch_trigger = None
         if trig == trig:  # NaN never reaches the gripper
             arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
 
