@@ -99,28 +99,29 @@ def _located(pos_robot_m, device_time_s: float, read_time_s: float, flags: int =
                        device_time_s=device_time_s, read_time_s=read_time_s)
 
 
-def _pinching_curled_hand(source=HandDataSource.OPTICAL):
-    """A right hand at the right controller's rest, thumb tip on the index tip (pinch 0), middle,
-    ring and little curled by `CURL_RAD` per joint (the clutch held)."""
+def _pinching_curled_hand(source=HandDataSource.OPTICAL, pinch: bool = True):
+    """A right hand at the right controller's rest, thumb tip on the index tip (pinch 0; with `pinch`
+    False, the thumb away), middle, ring and little curled by `CURL_RAD` per joint (the clutch held)."""
     wrist = frames.pos_robot_to_vr(HAND_REST_ROBOT["right"])
     index_tip = np.array([0.02, 0.0, -0.09 - 3 * BONE_M])
     return make_hand(wrist_pos_m=tuple(wrist), wrist_quat_wxyz=tuple(quat.from_axis_angle((0, 1, 0), 0.7)),
                      curls_rad={"middle": CURL_RAD, "ring": CURL_RAD, "little": CURL_RAD},
-                     thumb_tip_wrist_m=index_tip, source=source)
+                     thumb_tip_wrist_m=index_tip if pinch else None, source=source)
 
 
 @pytest.fixture(scope="module")
 def session():
     """Snapshots of the real engine ticking on OpenXR samples: the left arm on its Touch controller
     (squeeze held, trigger 0.25, X pressed), the right controller not tracked and the right hand
-    tracked (optical), pinching with its grip curled; the right arm's input is `auto`."""
+    tracked (optical), its grip curled, open for 10 ticks and then pinching (an input switch keeps
+    the gripper's command until the new input's pinch changes); the right arm's input is `auto`."""
     cfg = dataclasses.replace(Config(), hands=HandsConfig(right_input="auto"))
     drv = Driver(make_engine(cfg))
-    hand = _pinching_curled_hand()
+    open_hand, hand = _pinching_curled_hand(pinch=False), _pinching_curled_hand()
     left_buttons = controller_buttons(trigger=0.25, squeeze=0.8, primary=True, secondary=False, stick=(0.1, -0.2),
                                       stick_click=False, menu=False, grip_threshold=cfg.buttons.grip_engage_threshold)
     snap = None
-    for _ in range(20):
+    for k in range(20):
         wall = time.perf_counter()
         sample = TrackingSample(
             left=_located(HAND_REST_ROBOT["left"], wall - 0.004, wall - 0.006),
@@ -129,7 +130,7 @@ def session():
             left_buttons=left_buttons, right_buttons=controller_buttons(
                 trigger=0.0, squeeze=0.0, primary=False, secondary=False, stick=(0.0, 0.0), stick_click=False,
                 menu=False, grip_threshold=0.5),
-            sample_time_s=wall - 0.006, right_hand=hand)
+            sample_time_s=wall - 0.006, right_hand=hand if k >= 10 else open_hand)
         snap = drv.tick(sample)
     snap = dataclasses.replace(snap, source_name="openxr", wall_time_s=snap.sample.left.read_time_s + 0.006)
     return cfg, snap, _device_info()
