@@ -663,7 +663,7 @@ class TeleopEngine:
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
                 state=arm.clutch.state, engaged=arm.clutch.state is ArmState.ENGAGED,
-                precision=arm.clutch.precision,
+                precision=arm.clutch.precision, by_hand=arm.selector.by_hand,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
                 tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),

@@ -47,6 +47,8 @@ class ArmSnapshot:
     workspace_clamped: bool
     joint_limit_clamped: bool
     velocity_clamped: bool
+    by_hand: bool = False
+    """The arm follows its tracked hand this tick, not its controller (`[hands]`, `app.tracking.arm_input`)."""
     collision_distance_m: float = math.inf
     """Least distance (m) from this arm to anything it is kept apart from (the other arm, the table,
     itself), measured by this tick's IK at its start command: exact below `collision.influence_m`,

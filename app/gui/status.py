@@ -260,7 +260,8 @@ class StatusPanel(QWidget):
                 continue
             a = snap.arm(device)
             colour = {"engaged": theme.OK, "holding": theme.WARN}.get(a.state, theme.MUTED)
-            state = a.state + (" · precision" if a.precision else "") + ("" if a.tracking_ok else " · lost")
+            state = (a.state + (" · precision" if a.precision else "") + (" · hand" if a.by_hand else "")
+                     + ("" if a.tracking_ok else " · lost"))
             self._set("arm", device, state, colour)
             self._set("gripper", device, f"{a.gripper_cmd:.2f}")
             flags = [n for n, on in (("workspace", a.workspace_clamped), ("joint limit", a.joint_limit_clamped),
