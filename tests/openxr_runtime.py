@@ -9,7 +9,10 @@ Where Monado comes from (`find_monado`):
   Python and venv, unchanged, and no privilege is needed.
 - else an installed `monado-service` and `/usr/share/openxr/1/openxr_monado.json` (Debian 13, Arch,
   Fedora ...), run as they are.
-Without either, `find_monado` says why and the OpenXR tests skip with that reason.
+Without either, `find_monado` says why and the OpenXR tests skip with that reason. Each service's
+remote driver listens on a free port of its own (written to the service's `config_v0.json`, given to
+its clients as `PORT_ENV`), so tests and benchmarks of several checkouts on one machine run side by
+side without feeding each other's runtime.
 
 A client runs in a child process (`MonadoService.client`): only a process started under the root's
 loader can load the runtime's client library.

@@ -210,7 +210,8 @@ def test_the_status_panel_shows_the_runtime_profiles_pose_age_and_hand_tracking(
     assert cell("age", "right") == "-"  # the right controller is not tracked
     assert cell("hands", "right") == "tracked (optical, 26/26 joints)"
     assert cell("hands", "left") == "offered, not tracked now"
-    assert "by hand" in cell("arm", "right") and "by hand" not in cell("arm", "left")
+    assert cell("arm", "right").startswith("engaged") and "hand" in cell("arm", "right")
+    assert "hand" not in cell("arm", "left")
 
     # An OpenVR source: no runtime row, no OpenXR rows, the age from the read
     openvr = dataclasses.replace(snap, source_name="openvr")

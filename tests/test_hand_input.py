@@ -68,6 +68,7 @@ def test_switching_controller_hand_controller_relatches_and_never_steps_the_targ
     snaps = d.snaps[n0 - 1:]
     assert Event(EventKind.INPUT, "right", "hand") in snaps[1].events
     assert Event(EventKind.RELATCH, "right") in snaps[1].events
+    assert not snaps[0].right.by_hand and snaps[1].right.by_hand  # what the HUD and the status panel show
     assert all(s.right.state == "engaged" for s in snaps)
     assert all(s.right.gripper_cmd == 0.9 for s in snaps)  # not opened by the hand's open fingers
     targets = np.array([s.right.target_pos_m for s in snaps])
@@ -87,7 +88,7 @@ def test_switching_controller_hand_controller_relatches_and_never_steps_the_targ
     n1 = len(d.snaps)
     d.run(_sample(START_VR_M, True, hand, wrist_q=turned), 10)
     snaps = d.snaps[n1 - 1:]
-    assert Event(EventKind.INPUT, "right", "controller") in snaps[1].events
+    assert Event(EventKind.INPUT, "right", "controller") in snaps[1].events and not snaps[1].right.by_hand
     targets = np.array([s.right.target_pos_m for s in snaps])
     assert np.abs(np.diff(targets, axis=0)).max() < 1e-5 and snaps[-1].right.state == "engaged"
     # The gripper keeps what the pinch closed (an object held stays held) until the controller's

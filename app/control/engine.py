@@ -663,7 +663,7 @@ class TeleopEngine:
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
                 state=arm.clutch.state, engaged=arm.clutch.state is ArmState.ENGAGED,
-                precision=arm.clutch.precision,
+                precision=arm.clutch.precision, by_hand=arm.selector.by_hand,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
                 tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),
@@ -673,7 +673,7 @@ class TeleopEngine:
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
                 **_collision_fields(r), finger_pos_m=objects.fingers_m(qpos, arm.index),
-                by_hand=arm.selector.by_hand, hand_pinched=arm.selector.gestures.pinched,
+                hand_pinched=arm.selector.gestures.pinched,
                 hand_gripping=arm.selector.gestures.gripping,
             )
         rejected = tuple(sorted(((_count_key(a.name, k), v) for a in self.arms.values() for k, v in a.input.rejections.items()),

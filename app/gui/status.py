@@ -288,7 +288,7 @@ class StatusPanel(QWidget):
                 self._set("hands", device, text, theme.OK if tracked else theme.MUTED)
             a = snap.arm(device)
             colour = {"engaged": theme.OK, "holding": theme.WARN}.get(a.state, theme.MUTED)
-            state = (a.state + (" · by hand" if a.by_hand else "") + (" · precision" if a.precision else "")
+            state = (a.state + (" · precision" if a.precision else "") + (" · hand" if a.by_hand else "")
                      + ("" if a.tracking_ok else " · lost"))
             self._set("arm", device, state, colour)
             self._set("gripper", device, f"{a.gripper_cmd:.2f}")

@@ -215,6 +215,16 @@ class OpenXRConnection:
         self.grip_spaces = {h: xr.create_action_space(self.session, xr.ActionSpaceCreateInfo(
             action=self.actions["grip_pose"], subaction_path=self.hand_paths[h])) for h in HANDS}
         self._last_inputs: dict[tuple[str, str], Any] = {}
+        self._action_states: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+        for spec in ACTIONS:
+            kind = {"float": (xr.raw_functions.xrGetActionStateFloat, xr.ActionStateFloat),
+                    "boolean": (xr.raw_functions.xrGetActionStateBoolean, xr.ActionStateBoolean),
+                    "vector2f": (xr.raw_functions.xrGetActionStateVector2f, xr.ActionStateVector2f)}.get(spec.kind)
+            if kind is None:
+                continue
+            for h in HANDS:
+                state = kind[1]()
+                self._action_states[(spec.name, h)] = (kind[0], state, ctypes.byref(state))
         self._active_sets = [xr.ActiveActionSet(self.action_set, xr.NULL_PATH)]
         self._state_infos = {(a, h): xr.ActionStateGetInfo(action=self.actions[a], subaction_path=self.hand_paths[h])
                              for a in self.actions for h in HANDS}
@@ -335,15 +345,18 @@ class OpenXRConnection:
         """The action's value; while the action is inactive (the controller dropped out, e.g. while
         untracked), its last active value: see `hold_inputs`."""
         key = (action, hand)
-        info = self._state_infos[key]
+        fn, s, ref = self._action_states[key]
+        # The raw call into a preallocated struct: half the interpreter time of pyopenxr's wrapper
+        # (4 us against 9 us a read here), 14 reads a poll, time the loop thread may be waiting.
+        code = fn(self.session, self._state_infos[key], ref)
+        code = int(getattr(code, "value", code))
+        if code < 0:
+            raise xr.check_result(xr.Result(code))
         if action in ("trigger", "squeeze"):
-            s = xr.get_action_state_float(self.session, info)
             value: Any = float(s.current_state)
         elif action == "thumbstick":
-            s = xr.get_action_state_vector2f(self.session, info)
             value = (float(s.current_state.x), float(s.current_state.y))
         else:
-            s = xr.get_action_state_boolean(self.session, info)
             value = bool(s.current_state)
         return hold_inputs(self._last_inputs, key, bool(s.is_active), value)
 
