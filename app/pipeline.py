@@ -587,7 +587,7 @@ class Pipeline:
             raise PipelineError("nothing to record: the control loop is not running")
         if self._recorder is not None:
             raise PipelineError(f"already recording to {self._recorder.path}")
-        sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine)
+        sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine, self.source.reads_hands)
         sidecar.update(sidecar_extra or {})
         recorder = RecorderProcess(path, sidecar, block_when_full=self.options.block_recorder_when_full)
         summary = RunSummary()

@@ -123,7 +123,9 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
         f"SteamVR not found ({reason}) and no OpenXR runtime ({xr_reason}): running the built-in demo operator instead.")
 
 
-def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine) -> dict:
+def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine, hand_joints: bool = False) -> dict:
+    """The description of a recording of this run; `hand_joints`: the source reads hands (the
+    source's `reads_hands`), so each row ends with the hands' joints (`schema.HAND_COLUMNS`)."""
     return {
         "app": "pico-teleop",
         "app_version": __version__,
@@ -141,4 +143,5 @@ def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopE
         "loop_rate_hz": cfg.loop.rate_hz,
         # The free bodies whose poses end each row (`schema.object_columns`), in model order.
         "scene_objects": list(engine.scene_objects.names),
+        "hand_joints": bool(hand_joints),
     }

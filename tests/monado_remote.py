@@ -1,5 +1,6 @@
 """Monado's "remote" driver, scripted from a test: the head, both controllers' poses, buttons and
-finger curls, sent over its TCP socket (127.0.0.1:4242) as Monado 25.0's 376-byte packet.
+finger curls, sent over its TCP socket (127.0.0.1, the running service's port: `tests.openxr_runtime.PORT_ENV`;
+Monado's default 4242) as Monado 25.0's 376-byte packet.
 
 The driver is a real part of a real OpenXR runtime: what the application reads back went through
 Monado's device, its input bindings and its OpenXR state tracker. Layout (little-endian,
@@ -12,6 +13,7 @@ origin: OpenXR's stage frame (metres, +Y up, -Z forward).
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -30,7 +32,10 @@ IDENTITY_XYZW = (0.0, 0.0, 0.0, 1.0)
 @dataclass(frozen=True)
 class RemoteController:
     """One controller's state as the remote driver takes it. Quaternions x, y, z, w (the driver's
-    order, not ours); curls 0 (open) .. 1 (closed), thumb to little finger."""
+    order, not ours); curls 0 (open) .. 1 (closed), thumb to little finger.
+
+    Measured on Monado 25.0: the packet's five curls reach the synthesized hand in the reverse
+    order (the first curls the little finger, the last the thumb), so `pack` writes them reversed."""
 
     pos_m: tuple[float, float, float] = (0.0, 1.0, -0.3)
     quat_xyzw: tuple[float, float, float, float] = IDENTITY_XYZW
@@ -52,7 +57,7 @@ class RemoteController:
                  self.b_click, self.b_click, self.trigger_click, self.trigger > 0.0, self.thumbstick_click,
                  self.thumbstick != (0.0, 0.0), False)
         body = struct.pack("<4f3f3f3f5f8f13B3x", *self.quat_xyzw, *self.pos_m, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                           *self.curls, *analog, *(1 if f else 0 for f in flags))
+                           *reversed(self.curls), *analog, *(1 if f else 0 for f in flags))
         assert len(body) == CONTROLLER_BYTES
         return body
 
@@ -80,7 +85,9 @@ class RemoteDriver:
     """A connection to the remote driver. On connect the driver sends its current state twice; they
     are read (and discarded) before the first send, as the driver expects."""
 
-    def __init__(self, port: int = DEFAULT_PORT, timeout_s: float = 10.0) -> None:
+    def __init__(self, port: int | None = None, timeout_s: float = 10.0) -> None:
+        if port is None:  # the running `MonadoService`'s port (tests.openxr_runtime.PORT_ENV), else Monado's default
+            port = int(os.environ.get("PICO_TELEOP_MONADO_REMOTE_PORT", DEFAULT_PORT))
         deadline = time.monotonic() + timeout_s
         while True:
             try:

@@ -9,8 +9,10 @@ Where Monado comes from (`find_monado`):
   Python and venv, unchanged, and no privilege is needed.
 - else an installed `monado-service` and `/usr/share/openxr/1/openxr_monado.json` (Debian 13, Arch,
   Fedora ...), run as they are.
-Without either, `find_monado` says why and the OpenXR tests skip with that reason. The remote
-driver's port is fixed (4242), so a service takes a machine-wide turn (`LOCK_PATH`) before it starts.
+Without either, `find_monado` says why and the OpenXR tests skip with that reason. Each service's
+remote driver listens on a free port of its own (written to the service's `config_v0.json`, given to
+its clients as `PORT_ENV`), so tests and benchmarks of several checkouts on one machine run side by
+side without feeding each other's runtime.
 
 A client runs in a child process (`MonadoService.client`): only a process started under the root's
 loader can load the runtime's client library.
@@ -18,12 +20,13 @@ loader can load the runtime's client library.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +37,31 @@ RUNTIME_JSON = Path("usr/share/openxr/1/openxr_monado.json")
 SERVICE = Path("usr/bin/monado-service")
 LOADER = Path("lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
 LVP_ICD = Path("usr/share/vulkan/icd.d/lvp_icd.json")
-REMOTE_PORT = 4242
-LOCK_PATH = Path(tempfile.gettempdir()) / "pico-teleop-monado.lock"
-"""Held by a running `MonadoService`: the remote driver's port is fixed, so services (of this run
-or of another checkout's tests and benchmarks on this machine) take turns."""
-LOCK_WAIT_S = 600.0
+PORT_ENV = "PICO_TELEOP_MONADO_REMOTE_PORT"
+"""The running service's remote-driver port, in the environment of the test process and of its
+clients while the service runs (`tests.monado_remote.RemoteDriver` connects there)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _remote_port(home: Path) -> int:
+    """The remote driver's port for a service whose HOME is `home`, written to Monado's main
+    configuration (`~/.config/monado/config_v0.json`, read by its remote builder): a free port, so
+    services of several checkouts' tests on one machine never meet on Monado's default 4242; the one
+    already there when a service is started again in the same folder (its clients keep theirs)."""
+    path = home / ".config" / "monado" / "config_v0.json"
+    try:
+        return int(json.loads(path.read_text())["remote"]["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    port = _free_port()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"remote": {"version": 0, "port": port, "view_count": 2}}))
+    return port
 
 
 @dataclass(frozen=True)
@@ -86,25 +109,22 @@ def find_monado() -> MonadoInstall | str:
 
 class MonadoService:
     """A running `monado-service` in a folder of its own (its IPC socket lives in
-    `XDG_RUNTIME_DIR`). `driver="remote"` scripts the input through port 4242; "simulated" gives a
-    moving headset and two tracked controllers with no input control."""
+    `XDG_RUNTIME_DIR`). `driver="remote"` scripts the input through `remote_port`, a free port of its
+    own (in the environment as `PORT_ENV` while it runs); "simulated" gives a moving headset and two
+    tracked controllers with no input control."""
 
     def __init__(self, install: MonadoInstall, folder: Path, driver: str = "remote") -> None:
-        self._lock_file = _take_turn()
-        try:
-            self._start(install, folder, driver)
-        except BaseException:
-            self._lock_file.close()
-            raise
-
-    def _start(self, install: MonadoInstall, folder: Path, driver: str) -> None:
         self.install = install
         self.folder = folder
         self.runtime_dir = folder / "xdg-runtime"
         self.home = folder / "home"
         self.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
+        self.remote_port = _remote_port(self.home)
+        self._previous_port = os.environ.get(PORT_ENV)
+        os.environ[PORT_ENV] = str(self.remote_port)
         env = dict(self.client_env(), XRT_COMPOSITOR_NULL="1", XRT_NO_STDIN="1")
+        env.pop("XDG_CONFIG_HOME", None)  # the configuration is the one under HOME
         if driver == "remote":
             env["P_OVERRIDE_ACTIVE_CONFIG"] = "remote"
         elif driver == "simulated":
@@ -165,21 +185,8 @@ class MonadoService:
                     pass
                 self.process.wait(timeout=5)
         self._log.close()
-        self._lock_file.close()  # closing releases the lock
+        if self._previous_port is None:
+            os.environ.pop(PORT_ENV, None)
+        else:
+            os.environ[PORT_ENV] = self._previous_port
 
-
-def _take_turn():
-    """The machine-wide turn to run a Monado service (`LOCK_PATH`, an exclusive `flock`), waited for
-    up to `LOCK_WAIT_S`; the open lock file, whose closing releases it."""
-    import fcntl
-    f = open(LOCK_PATH, "a")
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return f
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                f.close()
-                raise RuntimeError(f"another Monado service held {LOCK_PATH} for {LOCK_WAIT_S} s") from None
-            time.sleep(0.2)

@@ -16,6 +16,7 @@ from app.tracking.openxr_bindings import (ACTION_NAMES, INDEX_PROFILE, PICO4_PRO
                                           TOUCH_PROFILE, VIVE_PROFILE, profile_label, profiles_for, suggested_bindings)
 from app.tracking.openxr_buttons import controller_buttons, hold_inputs
 from app.tracking.openxr_clock import ClockOffset, split_timespec_ns
+from app.tracking.openxr_hands import OpenXRHands
 from app.tracking.openxr_location import device_pose, pose_is_valid, tracking_result
 from app.tracking.openxr_session import Reading, version_text
 from app.tracking.openxr_source import OpenXRSource
@@ -174,6 +175,7 @@ class ScriptedConnection:
     def __init__(self, thread_ids: set, profile: str = INDEX_PROFILE) -> None:
         self.thread_ids = thread_ids
         self.profiles = {"left": profile, "right": profile}
+        self.hands = OpenXRHands()  # never started: no hands read, the reason in the device info
         self.end_reason: str | None = None
         self.fail: Exception | None = None
         self.haptics: list[tuple[str, float, float]] = []

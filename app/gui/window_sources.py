@@ -122,6 +122,7 @@ class WindowSources:
         def applied() -> None:
             self.runner.live_cfg = cfg
             self.raw_panel.set_button_map(cfg.buttons)
+            self.raw_panel.set_hands(cfg.hands)
             self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
 
         # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.

@@ -37,8 +37,10 @@ import xr
 from app.tracking.openxr_buttons import controller_buttons, hold_inputs
 from app.tracking.openxr_bindings import ACTIONS, HANDS, PROFILE_EXTENSIONS, profiles_for, suggested_bindings
 from app.tracking.openxr_clock import ClockOffset, split_timespec_ns
+from app.tracking.hand_joints import HandJoints
 from app.tracking.openxr_errors import OpenXRUnavailable
 from app.tracking.openxr_frames import FrameLoop
+from app.tracking.openxr_hands import OpenXRHands
 from app.tracking.openxr_location import device_pose
 from app.tracking.sample import ControllerButtons, DevicePose
 
@@ -51,13 +53,15 @@ _EXIT_WAIT_S = 0.5
 
 @dataclass(frozen=True)
 class Reading:
-    """What one poll read: the three poses and both controllers' buttons."""
+    """What one poll read: the three poses, both controllers' buttons and, where tracked, both hands."""
 
     left: DevicePose
     right: DevicePose
     head: DevicePose
     left_buttons: ControllerButtons
     right_buttons: ControllerButtons
+    left_hand: HandJoints | None = None
+    right_hand: HandJoints | None = None
 
 
 def version_text(packed: int) -> str:
@@ -120,6 +124,9 @@ class OpenXRConnection:
         else:
             raise OpenXRUnavailable("the OpenXR runtime offers neither XR_MND_headless nor XR_KHR_opengl_enable")
         enabled += sorted({e for e in PROFILE_EXTENSIONS.values() if e in extensions})
+        enabled += OpenXRHands.wanted_extensions(extensions)
+        self.hands = OpenXRHands()
+        """Both hands' joint trackers (`app.tracking.openxr_hands`); `hands.unavailable` says why none."""
         self.extensions = frozenset(enabled)
         self._gl: Any = None
         self.instance: Any = None
@@ -157,6 +164,7 @@ class OpenXRConnection:
         self.clock = ClockOffset.measure(self._xr_now_ns)
         self._create_session()
         self._create_actions()
+        self.hands.start(self.instance, self.session, self.system, self.extensions)
         self.state = xr.SessionState.IDLE
         self.states: list[str] = []
         """The session states the runtime announced, in order (for the window's log and the tests)."""
@@ -323,7 +331,9 @@ class OpenXRConnection:
             poses[h] = self._locate(self.grip_spaces[h], t, bool(active), locate_s, read_s)
         poses["head"] = self._locate(self.view, t, True, locate_s, read_s)
         buttons = {h: self._buttons(h) for h in HANDS}
-        return Reading(poses["left"], poses["right"], poses["head"], buttons["left"], buttons["right"])
+        left_hand, right_hand = self.hands.locate(self.stage, t)
+        return Reading(poses["left"], poses["right"], poses["head"], buttons["left"], buttons["right"],
+                       left_hand, right_hand)
 
     def _locate(self, space: Any, t: int, connected: bool, locate_s: float, read_s: float) -> DevicePose:
         loc = xr.locate_space(space, self.stage, t)
@@ -374,6 +384,7 @@ class OpenXRConnection:
     def close(self) -> None:
         """Request the exit (while running), end and destroy the session, destroy the instance.
         Never raises: a runtime that already went away leaves nothing to release."""
+        self.hands.close()
         session = self.session
         if session is not None:
             if self.running:

@@ -88,8 +88,11 @@ def openxr_available() -> tuple[bool, str]:
 
 
 def _empty_info() -> dict[str, dict[str, Any]]:
-    return {name: {"index": None, "model": "", "battery_fraction": None, "runtime": "", "interaction_profile": ""}
+    info = {name: {"index": None, "model": "", "battery_fraction": None, "runtime": "", "interaction_profile": ""}
             for name in ("head", "left", "right")}
+    for side in CONTROLLERS:
+        info[side]["hand_tracking"] = ""
+    return info
 
 
 class OpenXRSource(SourceBase):
@@ -101,6 +104,8 @@ class OpenXRSource(SourceBase):
     """
 
     name = "openxr"
+    reads_hands = True
+    """Where the runtime offers `XR_EXT_hand_tracking` (`device_info()`'s `hand_tracking` says)."""
     JOIN_TIMEOUT_S = 2.0
 
     def __init__(
@@ -191,7 +196,8 @@ class OpenXRSource(SourceBase):
 
     def device_info(self) -> dict[str, dict[str, Any]]:
         """Per device ('head', 'left', 'right'): `runtime` (name and version), `interaction_profile`
-        (controllers: the profile path the runtime bound, '' when none), `model` (the headset's
+        (controllers: the profile path the runtime bound, '' when none), `hand_tracking` (controllers:
+        'offered' when the runtime gives that hand's joints, else why not), `model` (the headset's
         system name; a controller's profile, short), `index` None, `battery_fraction` None
         (OpenXR reports no batteries)."""
         with self._lock:
@@ -265,7 +271,7 @@ class OpenXRSource(SourceBase):
         self._publish(TrackingSample(
             left=reading.left, right=reading.right, head=reading.head,
             left_buttons=reading.left_buttons, right_buttons=reading.right_buttons,
-            sample_time_s=t_read,
+            sample_time_s=t_read, left_hand=reading.left_hand, right_hand=reading.right_hand,
         ))
         self._update_profiles(conn)
         return None
@@ -299,6 +305,8 @@ class OpenXRSource(SourceBase):
         info = _empty_info()
         for name in info:
             info[name]["runtime"] = conn.runtime
+        for side in CONTROLLERS:
+            info[side]["hand_tracking"] = conn.hands.unavailable or "offered"
         info["head"]["model"] = conn.system_name
         with self._lock:
             self._info = info

@@ -81,6 +81,10 @@ class TrackingSource(Protocol):
     pauses it (its time resumes where it stopped) instead of skipping recorded samples, so the
     replay stays exact."""
 
+    reads_hands: bool
+    """The samples may carry hand joints (`TrackingSample.left_hand`, `right_hand`): a recording of
+    this source holds the hands' columns. OpenXR, and a replay of a recording that has them."""
+
     def start(self) -> None: ...
 
     def close(self) -> None: ...
@@ -125,6 +129,7 @@ class SourceBase:
 
     name = "base"
     follows_recording = False
+    reads_hands = False
 
     def __init__(self) -> None:
         self._life = Lifecycle("source", ConnectionState.CLOSED, SOURCE_TRANSITIONS)
