@@ -16,9 +16,9 @@ from app.pipeline import Pipeline
 from app.streaming.config import LOCOMOTION_CHOICES, MODES, Gait, StreamConfig, StreamModeName
 from app.streaming.locomotion_mode import LocomotionMode
 from app.streaming.publisher import StreamProcessError, StreamPublisher
-from app.streaming.stream_requests import (STREAM_REQUEST_TYPES, StreamCalibrate, StreamEstop, StreamRequest,
-                                           StreamSetLocomotion, StreamSmplAccuracy, StreamStart, StreamStop,
-                                           StreamSwitchMode)
+from app.streaming.stream_requests import (STREAM_REQUEST_TYPES, StreamCalibrate, StreamEstop, StreamPoseDistance,
+                                           StreamRequest, StreamSetLocomotion, StreamSmplAccuracy, StreamStart,
+                                           StreamStop, StreamSwitchMode)
 from app.streaming.stream_status import StartRefused
 from app.streaming.stream_worker import HANDLERS, StreamWorker
 
@@ -58,6 +58,20 @@ class RecordingSession:
 
     def smpl_accuracy(self):
         return "accuracy"
+
+
+STREAM_EXAMPLES: dict[type[StreamRequest], StreamRequest] = {
+    StreamCalibrate: StreamCalibrate(), StreamStart: StreamStart(True), StreamStop: StreamStop(),
+    StreamEstop: StreamEstop(), StreamPoseDistance: StreamPoseDistance(), StreamSetLocomotion: StreamSetLocomotion("walk"),
+    StreamSwitchMode: StreamSwitchMode("pose-v1"), StreamSmplAccuracy: StreamSmplAccuracy(),
+}
+"""One of each stream operation (a new one gets its example here: `tests/test_core_wire.py` round-trips them
+on the core's wire)."""
+
+
+def test_every_stream_operation_has_an_example():
+    assert set(STREAM_EXAMPLES) == set(STREAM_REQUEST_TYPES)
+    assert all(type(r) is t for t, r in STREAM_EXAMPLES.items())
 
 
 def _worker() -> tuple[StreamWorker, RecordingSession]:
