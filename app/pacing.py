@@ -16,8 +16,10 @@ A poll thread uses it in three lines::
     grid = PacingGrid(1.0 / rate_hz, sleep=stop_event.wait)   # stop_event.set() ends a wait at once
     while not stop_event.is_set():
         grid.wait_next()                                      # the first call returns at once
-        poll()                                                # (check the stop again first to
-                                                              #  skip the poll a stop woke)
+        poll()
+
+(`app.tracking.openvr_source.OpenVRSource._run` checks the stop again before polling, so a stop
+that ends a wait is not followed by one more poll.)
 
 Owner: one thread paces on a grid (`start`, `wait_next`, `deadline_for`, `settle`); other threads
 only read the plain counters (`late`, `skipped`: each a single int, read whole).
