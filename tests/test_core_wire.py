@@ -15,6 +15,7 @@ from app.events import Command, CommandKind
 from app.streaming.config import Gait, StreamModeName
 from app.tracking.source import SourceKind
 from tests.engine_helpers import make_engine, sample
+from tests.test_stream_requests import STREAM_EXAMPLES
 
 
 def test_snapshots_round_trip_with_the_newest_qpos():
@@ -54,10 +55,7 @@ def _examples() -> dict[type, wire.Request]:
         wire.OpenStream: wire.OpenStream(cfg.stream), wire.CloseStream: wire.CloseStream(),
         wire.StreamWhenCalibrated: wire.StreamWhenCalibrated(cfg.stream),
         wire.OpenFoxglove: wire.OpenFoxglove("127.0.0.1:8765", True), wire.CloseFoxglove: wire.CloseFoxglove(),
-        wire.StreamCalibrate: wire.StreamCalibrate(), wire.StreamStart: wire.StreamStart(True),
-        wire.StreamStop: wire.StreamStop(), wire.StreamEstop: wire.StreamEstop(),
-        wire.StreamPoseDistance: wire.StreamPoseDistance(), wire.StreamSetLocomotion: wire.StreamSetLocomotion("walk"),
-        wire.StreamSwitchMode: wire.StreamSwitchMode("pose-v1"), wire.StreamSmplAccuracy: wire.StreamSmplAccuracy(),
+        **STREAM_EXAMPLES,  # the core forwards every stream operation: their one list of examples
     }
 
 

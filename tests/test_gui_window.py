@@ -4,7 +4,7 @@ runs, controls change state, settings persist.
 One window is shared by the module (building one costs a core process, a scene load and a GL
 context); tests that change its source or settings put the demo back. Shortcuts are pressed as an
 operator would. The core answers later than the key press: each test waits for the effect it
-expects (`tests/gui_helpers.py`). Two tests are about the in-process backend itself
+expects (`tests/gui_helpers.py`). Three tests are about the in-process backend itself
 (`pico-teleop --in-process`, a debugging mode) and use a window of their own on it.
 """
 
@@ -49,7 +49,7 @@ def window(qapp, folder):
 
 @pytest.fixture(scope="module")
 def in_process_window(qapp, tmp_path_factory):
-    """The window on the in-process backend (`pico-teleop --in-process`), for the two tests of that
+    """The window on the in-process backend (`pico-teleop --in-process`), for the three tests of that
     backend, the module's last (its loop shares this process: the core window's tests are over)."""
     theme.apply(qapp)
     folder = tmp_path_factory.mktemp("gui_in_process")
@@ -347,3 +347,28 @@ def test_the_foxglove_toggle_in_process_says_where_it_serves(in_process_window, 
     finally:
         window.act["foxglove"].trigger()
     assert not window.act["foxglove"].isChecked()
+
+
+def test_restart_core_in_process_keeps_the_estop(in_process_window, qtbot):
+    """`--in-process`: Space, then Session > Restart core: the new in-thread core comes up e-stopped
+    (`HoldReason.CORE_STARTED`) and the arms stay held until Reset, as the core process's restart
+    (tests/test_gui_core.py): safety state is sticky across a restart, whichever backend restarts."""
+    from app.gui.teleop_runner import TeleopRunner
+    window = in_process_window
+    old = window.runner
+    wait_running(window)
+    window.estop()
+    qtbot.waitUntil(lambda: old.latest().teleop_state == "estopped", timeout=ANSWER_MS)
+    window.act["restart_core"].trigger()  # the old pipeline is closed and the new one built off the Qt thread
+    qtbot.waitUntil(lambda: window.runner is not old, timeout=CORE_START_MS)
+    new = window.runner
+    assert isinstance(new, TeleopRunner) and not old.running
+    assert window.session is new and window.plots.buffers is new.buffers
+    qtbot.waitUntil(lambda: new.running and new.latest() is not None and new.latest().tick > 200,
+                    timeout=CORE_START_MS)
+    snap = new.latest()
+    assert snap.teleop_state == "estopped", "a restart never clears an e-stop"
+    assert not snap.left.engaged and not snap.right.engaged
+    assert new.estop_reason == "core_started"
+    window.reset()  # only the operator releases the arms
+    qtbot.waitUntil(lambda: new.latest().teleop_state == "running", timeout=ANSWER_MS)

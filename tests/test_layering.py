@@ -48,6 +48,13 @@ def _package_modules(package: str) -> list[str]:
     return [f"app.{package}.{p.stem}" for p in sorted((ROOT / "app" / package).glob("*.py")) if p.stem != "__init__"]
 
 
+def _top_modules_except(*allowed: str) -> list[str]:
+    """`app` itself, each package of app/ and each top-level module of app/ by name, but `allowed`."""
+    names = ["app"] + [f"app.{p.stem}" if p.is_file() else f"app.{p.name}" for p in sorted((ROOT / "app").iterdir())
+                       if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()]
+    return [n for n in names if n not in allowed]
+
+
 BENCH_HELPERS = ("fake_openvr", "remote_tools", "openxr_runtime", "monado_remote")
 """Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside,
 a real OpenXR runtime (Monado) and its scripted remote driver):
@@ -90,6 +97,9 @@ RULES = [
     ("app/__init__.py", ("app",), "the package's version, below everything"),
     ("app/paths.py", ("app",), "where files live, below everything that reads one"),
     ("app/stats.py", ("app",), "percentiles and rates, below everything that measures"),
+    ("app/pacing.py", tuple(f"={m}" if m == "app" else m for m in _top_modules_except("app.stats", "app.finite")),
+     "the one pacing grid (the loop's timer and the sources' poll threads): below the tracking sources, "
+     "above only the definition of late (app.stats) and the finite-number check"),
     ("app/events.py", ("app.gui", "app.cli", "app.core", "app.control", "app.pipeline", "app.runtime", "app.sessions",
                        "app.streaming", "app.remote", "app.render", "app.tracking", "app.replay_render", "app.selfcheck",
                        *(m for m in _package_modules("sim") if m != "app.sim.config")),

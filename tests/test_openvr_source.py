@@ -439,3 +439,36 @@ def test_steamvr_available_never_raises(monkeypatch):
     monkeypatch.setattr(openvr, "isRuntimeInstalled", boom)
     ok, reason = steamvr_available()
     assert not ok and "library broken" in reason
+
+
+# ---- pacing: the control loop's grid and definition of late (app/pacing.py) ----------------------
+
+def test_a_stalled_poll_is_late_once_skips_the_missed_deadlines_and_does_not_burst(make_source):
+    """A poll that stalls for 30 periods (a slow OpenVR call): the next poll starts late (more than
+    one period after its deadline, the loop's definition), the deadlines it overslept are skipped and
+    counted, and the polls after it keep the rate instead of catching up back to back."""
+    src = make_source()
+    period_s = 1.0 / src._settings.poll_rate_hz
+    stall_s = 30 * period_s
+    starts: list[float] = []
+    stalled = []
+    cycle = src._cycle
+
+    def traced_cycle():
+        starts.append(time.perf_counter())
+        if len(starts) == 20 and not stalled:
+            stalled.append(len(starts))
+            time.sleep(stall_s)
+        cycle()
+
+    src._cycle = traced_cycle  # the poll thread looks its cycle up on each poll
+    src.start()
+    assert wait_for(lambda: len(starts) >= 60)
+    late, skipped = src.late_polls, src.skipped_polls
+    assert late >= 1, "the poll after the stall started more than one period late"
+    # The 20th poll stalled: the next one overslept about 30 deadlines and serves one; the others are
+    # skipped (29, or 28 when the stall's sleep ended early in its period). A loaded
+    # machine may add late polls (and their skips), never take these away.
+    assert skipped >= 25, f"skipped {skipped}"
+    after = [t for t in starts[20:] if t - starts[20] <= 10 * period_s]
+    assert len(after) <= 10 + 2, f"{len(after)} polls in the 10 periods after the stall: a burst"

@@ -16,9 +16,9 @@ from app.pipeline import Pipeline
 from app.streaming.config import LOCOMOTION_CHOICES, MODES, Gait, StreamConfig, StreamModeName
 from app.streaming.locomotion_mode import LocomotionMode
 from app.streaming.publisher import StreamProcessError, StreamPublisher
-from app.streaming.stream_requests import (STREAM_REQUEST_TYPES, StreamCalibrate, StreamEstop, StreamRequest,
-                                           StreamSetLocomotion, StreamSmplAccuracy, StreamStart, StreamStop,
-                                           StreamSwitchMode)
+from app.streaming.stream_requests import (STREAM_REQUEST_TYPES, StreamCalibrate, StreamEstop, StreamPoseDistance,
+                                           StreamRequest, StreamSetLocomotion, StreamSetPlannerHeight,
+                                           StreamSmplAccuracy, StreamStart, StreamStop, StreamSwitchMode)
 from app.streaming.stream_status import StartRefused
 from app.streaming.stream_worker import HANDLERS, StreamWorker
 
@@ -58,6 +58,21 @@ class RecordingSession:
 
     def smpl_accuracy(self):
         return "accuracy"
+
+
+STREAM_EXAMPLES: dict[type[StreamRequest], StreamRequest] = {
+    StreamCalibrate: StreamCalibrate(), StreamStart: StreamStart(True), StreamStop: StreamStop(),
+    StreamEstop: StreamEstop(), StreamPoseDistance: StreamPoseDistance(), StreamSetLocomotion: StreamSetLocomotion("walk"),
+    StreamSwitchMode: StreamSwitchMode("pose-v1"), StreamSmplAccuracy: StreamSmplAccuracy(),
+    StreamSetPlannerHeight: StreamSetPlannerHeight(0.45),
+}
+"""One of each stream operation (a new one gets its example here: `tests/test_core_wire.py` round-trips them
+on the core's wire)."""
+
+
+def test_every_stream_operation_has_an_example():
+    assert set(STREAM_EXAMPLES) == set(STREAM_REQUEST_TYPES)
+    assert all(type(r) is t for t, r in STREAM_EXAMPLES.items())
 
 
 def _worker() -> tuple[StreamWorker, RecordingSession]:
@@ -165,3 +180,48 @@ def test_the_stream_settings_hold_the_mode_and_the_gait_as_members_whatever_gave
         config_from_dict({"stream": {"locomotion": "moonwalk"}})
     with pytest.raises(ConfigError, match="stream.mode': expected a string, found 3"):
         config_from_dict({"stream": {"mode": 3}})
+
+
+def test_the_planner_height_set_in_the_stream_process_is_the_height_its_planner_messages_carry():
+    """A new operation in two files (`StreamSetPlannerHeight`): the squat gait's height, changed while
+    streaming, is in the next planner message; -1 gives it back to the gait; the setting's rule refuses
+    a bad one where it is built and where it arrives."""
+    import numpy as np
+    from app.streaming.config import MODE_PLANNER_VR3PT
+    from app.streaming.g1_model import load_g1
+    from app.streaming.stream_session import StreamSession
+    from tests.test_stream_session import Clock
+
+    session = StreamSession(StreamConfig(mode=MODE_PLANNER_VR3PT, height_m=-1.0), load_g1())
+    worker = StreamWorker(StreamConfig(), "tcp://127.0.0.1:1", None, None, session=session)  # type: ignore[arg-type]
+    clock = Clock(session)
+    clock.step()
+    session.calibrate()
+    session.start(clock.now_s)
+
+    def planner_fields() -> tuple[int, float]:
+        msgs = [m for m in clock.step() if m.topic == "planner"]
+        assert len(msgs) == 1
+        return int(np.asarray(msgs[0].fields["mode"])[0]), float(np.asarray(msgs[0].fields["height"])[0])
+
+    assert planner_fields()[1] == -1.0
+    worker.carry_out(StreamSetLocomotion(Gait.IDEL_SQUAT))
+    assert worker.carry_out(StreamSetPlannerHeight(0.45)) == 0.45
+    mode, height = planner_fields()
+    assert mode == LocomotionMode.IDEL_SQUAT.value and height == pytest.approx(0.45)
+    assert planner_fields()[1] == pytest.approx(0.45)  # it stays, tick after tick
+    assert worker.carry_out(StreamSetPlannerHeight(-1.0)) == -1.0
+    assert planner_fields()[1] == -1.0
+    assert session.cfg.mode == MODE_PLANNER_VR3PT and session.cfg.locomotion is Gait.AUTO  # nothing else changed
+
+    for bad in (2.5, -0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="StreamSetPlannerHeight.height_m.*stream.height_m"):
+            StreamSetPlannerHeight(bad)
+    with pytest.raises(TypeError, match="height_m must be float, got str"):
+        StreamSetPlannerHeight("0.4")  # type: ignore[arg-type]
+    # An unpickled request was never built: the stream process applies the setting's rule again.
+    forged = pickle.loads(pickle.dumps(StreamSetPlannerHeight(0.4)))
+    object.__setattr__(forged, "height_m", 7.0)
+    with pytest.raises(ValueError, match="stream.height_m"):
+        worker.carry_out(forged)
+    assert planner_fields()[1] == -1.0  # the refused height never reached a message

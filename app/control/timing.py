@@ -1,12 +1,12 @@
 """Absolute-deadline pacing for the control loop, with observable lateness and skipped ticks.
 
-Deadlines lie on one grid, `start + k * period`, computed from the grid index rather than
-accumulated, so the rate does not drift. A tick that wakes more than one period after its
-deadline runs once, reports its true lateness (the stall is visible, once) and skips the
-deadlines that have already passed (counted in `skipped_ticks`): the next deadline is the next
-grid point in the future, never a burst of back-to-back late ticks. Waiting sleeps until
-`spin_s` before the deadline, then spins on the clock: plain sleeps on a busy 2-core machine
-wake up to tens of milliseconds late.
+Deadlines lie on one grid, `start + k * period` (`app.pacing.PacingGrid`, the grid the tracking
+sources' poll threads use too), computed from the grid index rather than accumulated, so the rate
+does not drift. A tick that wakes more than one period after its deadline runs once, reports its
+true lateness (the stall is visible, once) and skips the deadlines that have already passed
+(counted in `skipped_ticks`): the next deadline is the next grid point in the future, never a
+burst of back-to-back late ticks. Waiting sleeps until `spin_s` before the deadline, then spins
+on the clock: plain sleeps on a busy 2-core machine wake up to tens of milliseconds late.
 
 The figures (`stats()`) use the definitions in `app.stats`, the same as the session analysis:
 the compute time of a tick is the one its snapshot carries, percentiles come from
@@ -30,7 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from app.stats import Distribution, TimingFigures, achieved_rate_hz, is_late, is_overrun, percentile_or_zero
+from app.pacing import PacingGrid
+from app.stats import Distribution, TimingFigures, achieved_rate_hz, is_overrun, percentile_or_zero
 
 
 LOOP_SLEEP_WAIT_S = 0.005
@@ -61,20 +62,16 @@ class LoopTimer:
         """`history`: ticks buffered (cheap stores) before they are binned into the distributions.
         `pause_when_late`: after a stall, move the whole grid later instead of skipping deadlines
         (a replay then resumes where it stopped, exact; live time is not kept, nothing bursts)."""
-        self.pause_when_late = pause_when_late
         self.period_s = period_s
         self.spin_s = spin_s
         self.paced = paced
         self._clock = clock
         self._sleep = sleep
-        self._start: float | None = None
-        self._next_index = 0
+        self._grid = PacingGrid(period_s, clock=clock, sleep=sleep, pause_when_late=pause_when_late)
         self.index = -1
         """Grid index of the tick being run: its deadline is start + index * period."""
         self.ticks = 0
-        self.late_ticks = 0
         self.overruns = 0
-        self.skipped_ticks = 0
         self.last_sleep_s = 0.0
         """The sleep (s) the last `wait` asked for (it then spun on the clock until the deadline)."""
         self.on_spin: Callable[[], None] | None = None
@@ -95,14 +92,22 @@ class LoopTimer:
         """Loop time of the tick being run: index * period (s); it skips ahead with the deadlines."""
         return self.index * self.period_s
 
-    def start(self) -> float:
-        self._start = self._clock()
-        self._next_index = 0
-        return self._start
+    @property
+    def pause_when_late(self) -> bool:
+        return self._grid.pause_when_late
 
-    def _deadline(self, index: int) -> float:
-        assert self._start is not None
-        return self._start + index * self.period_s
+    @property
+    def late_ticks(self) -> int:
+        """Ticks that started more than one period after their deadline (the grid's `late`)."""
+        return self._grid.late
+
+    @property
+    def skipped_ticks(self) -> int:
+        """Deadlines passed over after late ticks (the grid's `skipped`)."""
+        return self._grid.skipped
+
+    def start(self) -> float:
+        return self._grid.start()
 
     def wait(self, index: int | None = None) -> tuple[float, float]:
         """Wait for the next deadline; returns (tick start time, lateness in seconds).
@@ -112,10 +117,7 @@ class LoopTimer:
         Afterwards `index` / `nominal_s` say which grid point this tick serves and
         `skipped_ticks` includes the deadlines this tick woke too late for.
         """
-        if self._start is None:
-            self.start()
-        index = self._next_index if index is None else max(index, self._next_index)
-        deadline = self._deadline(index)
+        index, deadline = self._grid.deadline_for(index)
         self.last_sleep_s = 0.0
         if self.paced:
             remaining = deadline - self._clock()
@@ -128,20 +130,8 @@ class LoopTimer:
                 pass
         now = self._clock()
         lateness = max(0.0, now - deadline) if self.paced else 0.0
-        missed = 0
-        if is_late(lateness * 1e3, self.period_s * 1e3):
-            self.late_ticks += 1
-            # Deadlines index+1 .. index+missed have passed too: running them now would be a
-            # burst of late ticks with stale inputs; they are skipped and counted instead.
-            missed = int(lateness // self.period_s)
-            if self.pause_when_late:
-                assert self._start is not None
-                self._start += missed * self.period_s
-                missed = 0
-            else:
-                self.skipped_ticks += missed
+        self._grid.settle(index, lateness)
         self.index = index
-        self._next_index = index + 1 + missed
         return now, lateness
 
     def record(self, lateness_s: float, compute_s: float, start_s: float | None = None) -> None:
@@ -193,7 +183,7 @@ class LoopTimer:
         if self._first_start_s is not None:
             rate = achieved_rate_hz(self.ticks, self._first_start_s, self._last_start_s)
         else:  # record() without start times: ticks over the time since start()
-            elapsed = (self._clock() - self._start) if self._start is not None else 0.0
+            elapsed = (self._clock() - self._grid.start_s) if self._grid.start_s is not None else 0.0
             rate = self.ticks / elapsed if elapsed > 0 else 0.0
         return TimingFigures(
             ticks=self.ticks, late_ticks=self.late_ticks, overruns=self.overruns,

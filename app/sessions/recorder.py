@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from app.lifecycle import Lifecycle
 from app.sessions.schema import FORMAT_VERSION, row_to_line, session_columns, sidecar_path, snapshot_to_row
@@ -89,22 +89,81 @@ class Admission(Enum):
     """Outside the recording (before `start`, from `stop` on): not recorded, not counted."""
 
 
+@dataclass(frozen=True)
+class Delivered:
+    """What a submit's delivery (a queue put, a socket send) did with its item: `sent`, or not (no
+    room: the row is counted as dropped); `error` when the recording can go on no more (it fails)."""
+
+    sent: bool
+    error: str | None = None
+
+
+SENT = Delivered(True)
+NO_ROOM = Delivered(False)
+
+
 class SubmitGate:
     """Which `submit` calls a recording takes while `stop` may come from another thread (the loop
-    submits, a session thread stops): shared by `Recorder` and `RecorderProcess`.
+    submits, a session thread stops), and the one submit block of `Recorder` and `RecorderProcess`.
 
     A submit is admitted under the recording's lock (`admit`), does its blocking part (a queue put,
     a socket send) without it, and leaves under the lock again (`leave`). `close`, under the lock,
     is `stop`'s first step: no submit is taken any more, and it waits for those in flight, so a
     row is either before the stop or not taken at all. The lock is never held across a blocking call.
+    `submit` is that sequence with the counting: every row submitted while recording (or FAILED) is
+    either `sent` or `dropped`, never lost uncounted; rows outside the recording are ignored.
+
+    `state()`: the recording's state (read under the lock); `fail(message)`: fail the recording
+    (called under the lock; keeps the first error); `path`: named in the warning about an ignored row.
     """
 
-    def __init__(self, lock: threading.Lock) -> None:
+    def __init__(self, lock: threading.Lock, state: Callable[[], RecorderState], fail: Callable[[str], None],
+                 path: Path) -> None:
+        self._lock = lock
         self._none_in_flight = threading.Condition(lock)
+        self._state = state
+        self._fail = fail
+        self._path = path
         self._in_flight = 0
         self.closed = False
         """`stop` has begun (or the recording was completed for another): nothing is taken any more."""
         self._warned = False
+        self.sent = 0
+        """Rows delivered (written under the lock)."""
+        self.dropped = 0
+        """Rows submitted while recording or FAILED and not delivered (written under the lock; the
+        owner adds the rows it learns were dropped elsewhere, under the lock too)."""
+
+    def submit(self, item: Any, deliver: Callable[[Any], Delivered], row: bool = True) -> bool:
+        """Admit `item`, hand it to `deliver` without the lock (which must not raise: it reports an
+        error in its `Delivered`), count it and leave; True if delivered. A `row` is counted in
+        `sent` or `dropped`, and warned about (once) when ignored; any other item (the recording's
+        initial state) is neither counted nor warned about."""
+        with self._lock:
+            state = self._state()
+            admission = self.admit(state)
+            if admission is Admission.DROP:
+                if row:
+                    self.dropped += 1
+                return False
+        if admission is Admission.IGNORE:
+            if row:
+                self.warn_ignored(state)
+            return False
+        delivered = NO_ROOM
+        try:
+            delivered = deliver(item)
+        finally:  # even a delivery that broke its contract leaves, or `stop` would wait for ever
+            with self._lock:
+                if row:
+                    if delivered.sent:
+                        self.sent += 1
+                    else:
+                        self.dropped += 1
+                if delivered.error is not None:
+                    self._fail(delivered.error)
+                self.leave()
+        return delivered.sent
 
     def admit(self, state: RecorderState) -> Admission:
         """With the lock held: what to do with a snapshot submitted in `state`."""
@@ -128,11 +187,11 @@ class SubmitGate:
         while self._in_flight:
             self._none_in_flight.wait()
 
-    def warn_ignored(self, path: Path, state: RecorderState) -> None:
+    def warn_ignored(self, state: RecorderState) -> None:
         """Once per recording: a snapshot came outside it (a caller's ordering mistake, worth a line)."""
         if not self._warned:
             self._warned = True
-            log.warning("recorder %s: snapshot submitted while %s, not recorded", path, state.value)
+            log.warning("recorder %s: snapshot submitted while %s, not recorded", self._path, state.value)
 
 
 @dataclass(frozen=True)
@@ -233,13 +292,13 @@ class Recorder:
         # Guards state changes against a concurrent submit(): a row is either queued before
         # the stop marker or not queued at all (`SubmitGate`).
         self._lock = threading.Lock()
-        self._gate = SubmitGate(self._lock)
         self._life = Lifecycle("recorder", RecorderState.IDLE, _TRANSITIONS)
+        self._gate = SubmitGate(self._lock, lambda: self._life.state, self._fail, self.path)
+        """Counts the rows submitted: queued (`sent`) or not (`dropped`, with `count_dropped`'s)."""
         self._starting = False
         self._stopped = False
         self._error: str | None = None
         self._rows_written = 0
-        self._dropped_submit = 0
         self._dropped_writer = 0
         self._file = None
         self._writer = None
@@ -256,7 +315,7 @@ class Recorder:
         return RecorderStatus(
             state=self._life.state,
             rows_written=self._rows_written,
-            dropped_rows=self._dropped_submit + self._dropped_writer,
+            dropped_rows=self._gate.dropped + self._dropped_writer,
             error=self._error,
             path=self.path,
         )
@@ -320,28 +379,18 @@ class Recorder:
         While FAILED, or when the queue is full, the snapshot is counted in `dropped_rows`.
         Before `start()` and from `stop()` on it is outside the recording: ignored (False).
         """
-        with self._lock:
-            state = self._life.state
-            admission = self._gate.admit(state)
-            if admission is Admission.DROP:
-                self._dropped_submit += 1
-                return False
-        if admission is Admission.IGNORE:
-            self._gate.warn_ignored(self.path, state)
-            return False
+        return self._gate.submit(snapshot, self._put)
+
+    def _put(self, item: Any) -> Delivered:
+        """The delivery of `submit`: into the writer's queue, waiting for room only if `block_when_full`."""
         try:
             if self.block_when_full:
-                self._queue.put(snapshot, timeout=1.0)
+                self._queue.put(item, timeout=1.0)
             else:
-                self._queue.put_nowait(snapshot)
-            queued = True
+                self._queue.put_nowait(item)
         except queue.Full:
-            queued = False
-        with self._lock:
-            if not queued:
-                self._dropped_submit += 1
-            self._gate.leave()
-        return queued
+            return NO_ROOM
+        return SENT
 
     def submit_initial_state(self, state: Any) -> bool:
         """The state the first recorded tick started from (an `app.control.engine_state.EngineState`,
@@ -401,7 +450,7 @@ class Recorder:
         process that feeds this recorder from another one): they are in `dropped_rows`, and so in
         the sidecar."""
         with self._lock:
-            self._dropped_submit += int(n)
+            self._gate.dropped += int(n)
 
     def fail(self, message: str) -> None:
         """End the recording as failed, for a reason outside the recorder (its feeder is gone):
@@ -422,7 +471,7 @@ class Recorder:
             self._life.check("start", " (only an unused recorder completes another one's recording)")
             self._gate.closed = self._stopped = True
             self._rows_written = int(rows_handed)
-            self._dropped_submit = int(dropped_rows)
+            self._gate.dropped = int(dropped_rows)
             self._fail(error, log_it=False)
         try:
             with open(self.sidecar_path, encoding="utf-8") as f:

@@ -57,7 +57,7 @@ from app.control import snapshot_pickle
 from app.lifecycle import Lifecycle
 from app.sessions import recorder_child
 from app.sessions.recorder_spare import WarmRecordingChild
-from app.sessions.recorder import (_TRANSITIONS, Admission, Recorder, RecorderState, RecorderStatus, SubmitGate,
+from app.sessions.recorder import (_TRANSITIONS, NO_ROOM, SENT, Delivered, Recorder, RecorderState, RecorderStatus, SubmitGate,
                                   _json_default)
 
 if TYPE_CHECKING:
@@ -101,12 +101,11 @@ class RecorderProcess:
         """The rows that may wait in the core's socket (its high-water mark)."""
         # As in `Recorder`: guards state changes against a concurrent submit() (`SubmitGate`).
         self._lock = threading.Lock()
-        self._gate = SubmitGate(self._lock)
         self._life = Lifecycle("recorder", RecorderState.IDLE, _TRANSITIONS)
+        self._gate = SubmitGate(self._lock, lambda: self._life.state, self._fail, self.path)
+        """Counts the rows submitted here: sent to the process (`sent`) or not (`dropped`)."""
         self._starting = self._stopped = False
         self._error: str | None = None
-        self._rows_sent = 0
-        self._dropped_here = 0
         self._final: RecorderStatus | None = None
         """The recording's last status once stopped (the process's, or the completed abandoned one)."""
         self._child: WarmRecordingChild | None = None
@@ -151,9 +150,9 @@ class RecorderProcess:
             rows, dropped = final.rows_written, final.dropped_rows
         elif self._counters is not None:
             rows = int(self._counters[recorder_child.ROWS_WRITTEN])
-            dropped = self._dropped_here + int(self._counters[recorder_child.DROPPED_ROWS])
+            dropped = self._gate.dropped + int(self._counters[recorder_child.DROPPED_ROWS])
         else:
-            rows, dropped = 0, self._dropped_here
+            rows, dropped = 0, self._gate.dropped
         error = self._error if self._error is not None else (final.error if final is not None else None)
         return RecorderStatus(state=self._life.state, rows_written=rows, dropped_rows=dropped, error=error,
                               path=self.path)
@@ -189,58 +188,38 @@ class RecorderProcess:
         While FAILED, or when the socket's queue is full, the snapshot is counted in `dropped_rows`.
         Before `start()` and from `stop()` on it is outside the recording: ignored (False).
         """
-        with self._lock:
-            state = self._life.state
-            admission = self._gate.admit(state)
-            if admission is Admission.DROP:
-                self._dropped_here += 1
-                return False
-        if admission is Admission.IGNORE:
-            self._gate.warn_ignored(self.path, state)
-            return False
-        sent = False
-        error = None
+        return self._gate.submit(snapshot, self._send_row)
+
+    def _send_row(self, snapshot: Snapshot) -> Delivered:
+        """The delivery of `submit`: one message on the rows' socket (waiting for room only if
+        `block_when_full`)."""
         try:
             self._rows.send(snapshot_pickle.pickled(snapshot), self._send_flags)
-            sent = True
         except zmq.Again:
-            pass
+            # Only when a row found no room: a queue that stays full may be a process that is gone.
+            return NO_ROOM if self._child_alive() else Delivered(False, self._lost_message())
         except Exception as e:  # a snapshot that does not pickle: say so rather than lose rows silently
-            error = f"cannot record tick {getattr(snapshot, 'tick', '?')}: {type(e).__name__}: {e}"
-        # Only when a row found no room: a queue that stays full may be a process that is gone.
-        lost = not sent and error is None and not self._child_alive()
-        with self._lock:
-            if sent:
-                self._rows_sent += 1
-            else:
-                self._dropped_here += 1
-            if error is not None:
-                self._fail(error)
-            elif lost and self._life.state is RecorderState.RECORDING:
-                self._fail(self._lost_message())
-            self._gate.leave()
-        return sent
+            return Delivered(False, f"cannot record tick {getattr(snapshot, 'tick', '?')}: {type(e).__name__}: {e}")
+        return SENT
 
     def submit_initial_state(self, state: Any) -> bool:
         """`Recorder.submit_initial_state` in the recording process: the state (pickled here, in the
         loop's thread: a one-off few kB) goes down the rows' stream before the first row. Never
-        blocks unless `block_when_full`; True if sent."""
-        with self._lock:
-            admission = self._gate.admit(self._life.state)
-        if admission is not Admission.TAKE:
-            return False
-        sent = False
+        blocks unless `block_when_full`; True if sent. Not a row: neither counted nor failing the
+        recording (its replay then says it may not be exact)."""
+        return self._gate.submit(state, self._send_initial_state, row=False)
+
+    def _send_initial_state(self, state: Any) -> Delivered:
         try:
             payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
             self._rows.send_multipart([recorder_child.INITIAL_STATE_FRAME, payload], self._send_flags)
-            sent = True
         except zmq.Again:
             log.warning("recorder: the initial state of %s found no room; its replay will say it may not be exact", self.path)
+            return NO_ROOM
         except Exception as e:
             log.error("recorder: cannot send the initial state of %s: %s: %s", self.path, type(e).__name__, e)
-        with self._lock:
-            self._gate.leave()
-        return sent
+            return NO_ROOM
+        return SENT
 
     def stop(self, summary: dict | None = None) -> RecorderStatus:
         """Let the process write the rows sent so far, close the file and complete the sidecar;
@@ -264,8 +243,8 @@ class RecorderProcess:
         if self._started and self._final is None:
             child = self._child_counts()
             self._final = self._spare.complete_abandoned(
-                self._error or self._lost_message(), rows_handed=self._rows_sent - child[1],
-                dropped_rows=self._dropped_here + child[1], summary=summary)
+                self._error or self._lost_message(), rows_handed=self._gate.sent - child[1],
+                dropped_rows=self._gate.dropped + child[1], summary=summary)
         with self._lock:
             self._stopped = True
             if self._error is None:
@@ -330,7 +309,7 @@ class RecorderProcess:
         """Send the stop message after the last row and wait for the final status (with timeouts)."""
         proc = self._proc
         if self._child_alive():
-            message = [recorder_child.STOP_FRAME, _pickled_stop(summary or {}, self._dropped_here, self._error)]
+            message = [recorder_child.STOP_FRAME, _pickled_stop(summary or {}, self._gate.dropped, self._error)]
             end = time.monotonic() + STOP_SEND_TIMEOUT_S
             sent = False
             while not sent and time.monotonic() < end and self._child_alive():

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from app.request import Request, enum_members_from_values
-from app.streaming.config import Gait, StreamModeName
+from app.config_checks import ConfigError
+from app.streaming.config import Gait, StreamConfig, StreamModeName
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,31 @@ class StreamSmplAccuracy(StreamRequest):
     label: ClassVar[str] = "measuring the SMPL body's accuracy"
 
 
+@dataclass(frozen=True)
+class StreamSetPlannerHeight(StreamRequest):
+    """The planner's `height` (m) from now on, in place of `stream.height_m`: how low the squat and
+    kneel gaits go (the deploy clamps those to >= 0.2 m; the other gaits ignore it), -1 to leave it
+    to the gait. Carried by the planner messages (planner modes, and a pose mode's entry). Checked
+    by the setting's rule (-1 or 0..2 m): ValueError naming it. Answers the height now in effect."""
+
+    height_m: float
+    label: ClassVar[str] = "setting the planner's height"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        try:
+            StreamConfig(height_m=self.height_m)
+        except ConfigError as exc:
+            raise ValueError(f"StreamSetPlannerHeight.height_m: {self.height_m!r} is not a planner height "
+                             f"(as the setting: {exc})") from None
+
+
 STREAM_REQUEST_TYPES: tuple[type[StreamRequest], ...] = (
     StreamCalibrate, StreamStart, StreamStop, StreamEstop, StreamPoseDistance, StreamSetLocomotion, StreamSwitchMode,
-    StreamSmplAccuracy)
+    StreamSmplAccuracy, StreamSetPlannerHeight)
 """Every stream operation: what the core accepts from the window and forwards, and what the stream process serves."""
 
 
 __all__ = ["STREAM_REQUEST_TYPES", "StreamCalibrate", "StreamEstop", "StreamPoseDistance", "StreamRequest",
-           "StreamSetLocomotion", "StreamSmplAccuracy", "StreamStart", "StreamStop", "StreamSwitchMode"]
+           "StreamSetLocomotion", "StreamSetPlannerHeight", "StreamSmplAccuracy", "StreamStart", "StreamStop",
+           "StreamSwitchMode"]

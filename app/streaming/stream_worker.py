@@ -33,7 +33,7 @@ import logging
 import multiprocessing.connection as mpc
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -49,8 +49,8 @@ from app.streaming.manager_commands import STOP
 from app.streaming.manager_state_pacer import ManagerStatePacer
 from app.streaming.stream_socket import StreamSocket, covers
 from app.streaming.stream_requests import (StreamCalibrate, StreamEstop, StreamPoseDistance, StreamRequest,
-                                           StreamSetLocomotion, StreamSmplAccuracy, StreamStart, StreamStop,
-                                           StreamSwitchMode)
+                                           StreamSetLocomotion, StreamSetPlannerHeight, StreamSmplAccuracy,
+                                           StreamStart, StreamStop, StreamSwitchMode)
 from app.streaming.stream_session import StreamSession
 from app.streaming.stream_status import StreamReport, StreamState
 
@@ -368,6 +368,13 @@ def _crossable(exc: Exception) -> Exception:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
+def _set_planner_height(worker: StreamWorker, request: StreamSetPlannerHeight) -> float:
+    """The session's settings with the new planner height (checked again by the setting's rule: the
+    request arrived pickled); the next planner message carries it. Answers it."""
+    worker.session.cfg = replace(worker.session.cfg, height_m=request.height_m)
+    return worker.session.cfg.height_m
+
+
 HANDLERS: dict[type[StreamRequest], Callable[[StreamWorker, Any], Any]] = {
     StreamCalibrate: lambda w, r: w.session.calibrate(),
     StreamStart: lambda w, r: w._send_all(w.session.start(w._clock(), r.confirm_large)),
@@ -377,6 +384,7 @@ HANDLERS: dict[type[StreamRequest], Callable[[StreamWorker, Any], Any]] = {
     StreamSetLocomotion: lambda w, r: w.session.set_locomotion(r.gait.value),
     StreamSwitchMode: lambda w, r: w._send_all(w.session.switch_mode(r.mode.value)),
     StreamSmplAccuracy: lambda w, r: w.session.smpl_accuracy(),
+    StreamSetPlannerHeight: _set_planner_height,
 }
 """How the stream process carries out each stream operation (`stream_requests.STREAM_REQUEST_TYPES`, all
 of them): ``handler(worker, request)`` returns the answer; messages go out on the PUB socket at once."""

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from app.pacing import PacingGrid
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
 from app.tracking.sample import CONTROLLERS, ControllerButtons, DevicePose, TrackingSample
 from app.tracking.source import SourceBase, TrackingSourceError
@@ -237,12 +238,14 @@ class OpenVRSource(SourceBase):
 
     `connect` returns an IVRSystem-like object (default: `openvr.init` as a Background app);
     `shutdown` releases it (default: `openvr.shutdown`); `clock` stamps samples and times the
-    slow jobs (role re-lookup, battery, reconnect). The poll pacing always uses
-    `time.perf_counter`, so a frozen test clock cannot make the thread spin.
+    slow jobs (role re-lookup, battery, reconnect). The poll pacing is an `app.pacing.PacingGrid`
+    on `time.perf_counter` (the control loop's grid), so a frozen test clock cannot make the
+    thread spin.
 
     Observable from any thread: `state`, `reconnect_count`, `last_error`, `poll_count`,
-    `late_polls` (polls that ended after their next deadline), `skipped_polls` (whole periods
-    skipped after a long stall, e.g. a slow connect), `device_info()`.
+    `late_polls` (polls that started more than one period after their deadline: the loop's
+    definition of a late tick), `skipped_polls` (deadlines skipped after a late poll, e.g. a
+    slow connect), `device_info()`.
     """
 
     name = "openvr"
@@ -290,11 +293,23 @@ class OpenVRSource(SourceBase):
         self._poses: Any = None
         self._event: Any = None
 
+        self._grid = PacingGrid(1.0 / settings.poll_rate_hz, sleep=self._stop.wait)
+        """The polls' deadlines (the control loop's grid and definition of late); the poll thread's."""
+
         self.reconnect_count = 0
         self.last_error = ""
         self.poll_count = 0
-        self.late_polls = 0
-        self.skipped_polls = 0
+
+    @property
+    def late_polls(self) -> int:
+        """Polls that started more than one period after their deadline (`app.stats.is_late`, as
+        the loop's ticks), since the source was made."""
+        return self._grid.late
+
+    @property
+    def skipped_polls(self) -> int:
+        """Poll deadlines passed over after a late poll (a stall, e.g. a slow connect): never made up."""
+        return self._grid.skipped
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -366,25 +381,14 @@ class OpenVRSource(SourceBase):
     # ---- poll thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
-        period_s = 1.0 / self._settings.poll_rate_hz
-        deadline = time.perf_counter()
+        self._grid.start()
         try:
             while not self._stop.is_set():
+                self._grid.wait_next()  # the first poll at once; a stop ends the wait
+                if self._stop.is_set():
+                    break
                 self._cycle()
                 self.poll_count += 1
-                deadline += period_s
-                now = time.perf_counter()
-                if now > deadline:
-                    self.late_polls += 1
-                    if now > deadline + period_s:
-                        # After a stall (a slow connect), skip the missed polls instead of
-                        # bursting through them; the deadlines stay on the same grid.
-                        missed = int((now - deadline) // period_s)
-                        self.skipped_polls += missed
-                        deadline += missed * period_s
-                delay = deadline - now
-                if delay > 0.0:
-                    self._stop.wait(delay)
         finally:
             if self._vr is not None:
                 self._release(acknowledge_quit=False)
