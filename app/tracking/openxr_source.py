@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from app.pacing import PacingGrid
 from app.tracking.config import ButtonMapConfig, OpenXRConfig
 from app.tracking.openvr_source import _native_output_silenced
 from app.tracking.openxr_bindings import profile_label
@@ -140,11 +141,22 @@ class OpenXRSource(SourceBase):
         self.reconnect_count = 0
         self.last_error = ""
         self.poll_count = 0
-        self.late_polls = 0
-        self.skipped_polls = 0
+        self._grid = PacingGrid(1.0 / settings.poll_rate_hz, sleep=self._stop.wait)
+        """The polls' deadlines (the control loop's grid and definition of late); the poll thread's."""
         self.haptic_pulses_sent = 0
         self.haptic_pulses_dropped = 0
         self.last_poll_s = 0.0
+
+    @property
+    def late_polls(self) -> int:
+        """Polls that started more than one period after their deadline (`app.stats.is_late`, as
+        the loop's ticks), since the source was made."""
+        return self._grid.late
+
+    @property
+    def skipped_polls(self) -> int:
+        """Poll deadlines passed over after a late poll (a stall, e.g. a slow connect): never made up."""
+        return self._grid.skipped
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -219,25 +231,16 @@ class OpenXRSource(SourceBase):
     # ---- poll thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
-        period_s = 1.0 / self._settings.poll_rate_hz
-        deadline = time.perf_counter()
+        self._grid.start()
         try:
             while not self._stop.is_set():
+                self._grid.wait_next()  # the first poll at once; a stop ends the wait
                 if self._wait_for_loop_sleep is not None:
                     self._wait_for_loop_sleep()
+                if self._stop.is_set():
+                    break
                 self._cycle()
                 self.poll_count += 1
-                deadline += period_s
-                now = time.perf_counter()
-                if now > deadline:
-                    self.late_polls += 1
-                    if now > deadline + period_s:
-                        missed = int((now - deadline) // period_s)
-                        self.skipped_polls += missed
-                        deadline += missed * period_s
-                delay = deadline - now
-                if delay > 0.0:
-                    self._stop.wait(delay)
         finally:
             if self._xr is not None:
                 self._release()
