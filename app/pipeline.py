@@ -168,8 +168,8 @@ class Pipeline:
         """The live Foxglove server, once opened; subscribed to every loop."""
         self.loop_idle = LoopIdle()
         """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
-        core's other threads, the stream's link and a replay's file reads (`_yield_to_loop`) start
-        their work while the loop sleeps."""
+        core's other threads, the stream's link, a replay's file reads (`_yield_to_loop`) and the
+        OpenXR source's polls start their work while the loop sleeps."""
         self._handover = threading.Lock()
         """Held by `send` and by the hand-over from one loop to the next (never by a loop thread,
         never while anything waits), so that a command lands in exactly one loop or in `_held_by`."""
@@ -241,7 +241,7 @@ class Pipeline:
                 and self.source.name in ("openvr", "openxr")):
             self.stop()
         source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
-                                   demo_script=options.demo_script)
+                                   demo_script=options.demo_script, wait_for_loop_sleep=self.loop_idle.wait_for_sleep)
         note = " ".join(n for n in (note, replay_note) if n)
         source.start()
         self.stop()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import mujoco
 
@@ -87,14 +87,17 @@ def make_demo(scene: Scene, cfg: Config, episodes: bool = False,
 
 
 def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | None = None,
-                demo_episodes: bool = False, demo_script: str = "table") -> tuple[TrackingSource, str]:
+                demo_episodes: bool = False, demo_script: str = "table",
+                wait_for_loop_sleep: Callable[[], None] | None = None) -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
     'auto' takes OpenVR when SteamVR answers, else OpenXR when an OpenXR runtime answers with a
     headset (`openxr_available`), else the demo operator, and says why. 'replay'
     replays `session` (already read, so that its recorded configuration could be chosen first)
     with `cfg`'s button map. `demo_episodes`: a demo operator runs its scripted batch of episodes;
-    `demo_script`: which script a demo operator plays (`DEMO_SCRIPTS`).
+    `demo_script`: which script a demo operator plays (`DEMO_SCRIPTS`). `wait_for_loop_sleep`
+    (`LoopIdle.wait_for_sleep` of the pipeline's loops): the OpenXR source's poll thread starts each
+    poll while the loop sleeps, so its interpreter time does not delay a tick.
     """
     kind = SourceKind.parse(kind)
     if kind is SourceKind.REPLAY:
@@ -109,13 +112,13 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
     from app.tracking.openxr_source import OpenXRSource, openxr_available
     if kind is SourceKind.OPENXR:
-        return OpenXRSource(cfg.buttons, cfg.openxr), ""
+        return OpenXRSource(cfg.buttons, cfg.openxr, wait_for_loop_sleep=wait_for_loop_sleep), ""
     ok, reason = steamvr_available()
     if ok:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
     xr_ok, xr_reason = openxr_available()
     if xr_ok:
-        return OpenXRSource(cfg.buttons, cfg.openxr), f"SteamVR not found ({reason}): using OpenXR ({xr_reason})."
+        return OpenXRSource(cfg.buttons, cfg.openxr, wait_for_loop_sleep=wait_for_loop_sleep), f"SteamVR not found ({reason}): using OpenXR ({xr_reason})."
     return make_demo(scene, cfg, demo_episodes, demo_script), (
         f"SteamVR not found ({reason}) and no OpenXR runtime ({xr_reason}): running the built-in demo operator instead.")
 

@@ -322,3 +322,26 @@ def test_start_without_a_runtime_says_so():
     with pytest.raises(TrackingSourceError, match="No OpenXR runtime answered.*demo source"):
         src.start()
     assert src.state is ConnectionState.CLOSED
+
+
+def test_each_poll_waits_for_the_loop_to_sleep_first():
+    thread_ids: set = set()
+    gate = threading.Event()
+    waits: list[float] = []
+
+    def wait_for_loop_sleep():
+        waits.append(time.perf_counter())
+        gate.wait(0.5)  # the loop is computing a tick until the gate opens
+
+    src = OpenXRSource(settings=OpenXRConfig(poll_rate_hz=500.0), connect=lambda: ScriptedConnection(thread_ids),
+                       wait_for_loop_sleep=wait_for_loop_sleep)
+    src.start()
+    try:
+        _wait(lambda: len(waits) == 1)
+        time.sleep(0.05)
+        assert src.poll_count == 0 and not src.read(0.0).left.valid  # no poll while the loop works
+        gate.set()
+        _wait(lambda: src.poll_count >= 5)
+        assert len(waits) >= src.poll_count  # every poll came after a wait
+    finally:
+        src.close()

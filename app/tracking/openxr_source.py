@@ -115,8 +115,12 @@ class OpenXRSource(SourceBase):
         *,
         connect: Callable[[], Any] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        wait_for_loop_sleep: Callable[[], None] | None = None,
     ) -> None:
+        """`wait_for_loop_sleep` (the pipeline's `LoopIdle.wait_for_sleep`): called before each poll,
+        so that the poll's interpreter time falls while the control loop sleeps, not into a tick."""
         super().__init__()
+        self._wait_for_loop_sleep = wait_for_loop_sleep
         self._settings = settings
         self._connect = connect if connect is not None else (lambda: _connect_openxr(settings, buttons.grip_engage_threshold))
         self._clock = clock
@@ -219,6 +223,8 @@ class OpenXRSource(SourceBase):
         deadline = time.perf_counter()
         try:
             while not self._stop.is_set():
+                if self._wait_for_loop_sleep is not None:
+                    self._wait_for_loop_sleep()
                 self._cycle()
                 self.poll_count += 1
                 deadline += period_s
