@@ -8,7 +8,8 @@ driver), OpenVR against the scripted function table (`tests.fake_openvr`), and t
   sample seen, p50/p99/max (checked every 50 us). It includes the poll thread's period (OpenXR 250 Hz, OpenVR 300 Hz by
   default): on average half of it.
 - poll cost: one poll of the source's thread, timed on this thread: OpenXR `OpenXRConnection.read`
-  (xrSyncActions, three xrLocateSpace, 14 action reads); OpenVR `OpenVRSource._poll` on the fake
+  (xrSyncActions, three xrLocateSpace, 14 action reads, and both hands' joints where the runtime
+  tracks hands, whose share is also timed alone); OpenVR `OpenVRSource._poll` on the fake
   table (events, poses, two controller states); the demo operator's `read(t)` (it computes the
   sample inside the loop's tick, so it has no latency of its own).
 
@@ -85,15 +86,20 @@ def openxr_child(steps: int, polls: int) -> dict:
         while not conn.focused and time.monotonic() < deadline:
             conn.poll_events()
             time.sleep(0.005)
-        costs = []
+        costs, hand_costs = [], []
         for _ in range(polls):
             t0 = time.perf_counter()
             conn.read(t0 + 0.002, t0)
             costs.append(time.perf_counter() - t0)
-        runtime, headless = conn.runtime, conn.headless
+        for _ in range(polls):  # the hands' share of a poll: two xrLocateHandJointsEXT, the joints' arrays
+            t0 = time.perf_counter()
+            conn.hands.locate(conn.stage, conn.clock.xr_time(t0 + 0.002))
+            hand_costs.append(time.perf_counter() - t0)
+        runtime, headless, hands = conn.runtime, conn.headless, conn.hands.unavailable or "offered"
     finally:
         conn.close()
     return {"latency": _figures_ms(latencies), "age_at_seen": _figures_ms(ages), "poll": _figures_ms(costs),
+            "hands_locate": _figures_ms(hand_costs), "hand_tracking": hands,
             "runtime": runtime, "headless": headless, "source_polls": polls_done, "late_polls": late}
 
 
@@ -217,6 +223,9 @@ def main() -> int:
         print(f"openxr: runtime {xr_r['runtime']}, headless {xr_r['headless']}; pose age when first seen "
               f"(seen - device_time_s, the pose is located 2 ms ahead) p50 {a['p50_ms']:.3f} p99 {a['p99_ms']:.3f} ms; "
               f"source polls {xr_r['source_polls']}, late {xr_r['late_polls']}")
+        h = xr_r["hands_locate"]
+        print(f"openxr: hand tracking {xr_r['hand_tracking']}; of each poll, both hands' joints "
+              f"p50 {h['p50_ms']:.3f} p99 {h['p99_ms']:.3f} ms")
     return 0
 
 

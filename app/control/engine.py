@@ -5,8 +5,10 @@ recorded session re-simulates exactly. Pacing and threads live in `loop.py`, not
 
 Per arm a tick runs three stages, then the batched IK:
 
-1. input (`pose_input.PoseInput`): PoseGate (reject bad / jumping samples)  ->  VR->robot basis
-   change  ->  One-Euro filters  ->  operator heading;
+1. input: the arm's controller, or its tracked hand read as a controller (`[hands]`,
+   `app.tracking.arm_input`; a switch between them is a release and re-latch, the gripper kept
+   until the new input's trigger moves), then (`pose_input.PoseInput`) PoseGate (reject bad /
+   jumping samples)  ->  VR->robot basis change  ->  One-Euro filters  ->  operator heading;
 2. clutch (`clutch.Clutch`): idle / engaged / holding from grip, tracking and e-stop; the engine
    latches, unlatches or rescales the arm's `ClutchMapping` on each transition;
 3. command and gripper output: clutch mapping  ->  workspace box  ->  target; trigger  ->  gripper.

@@ -39,7 +39,8 @@ class OpenXRHands:
         self._trackers: dict[str, object] = {}
         self._locate = None
         self._arrays = {}
-        self._infos = {}
+        self._keep_alive: list = []
+        """ctypes structures the runtime's create infos point into: alive as long as the trackers."""
         self._ds_states = {}
         self.failures = 0
         """Calls of `xrLocateHandJointsEXT` that failed (counted; the hand reads as absent)."""
@@ -76,7 +77,7 @@ class OpenXRHands:
         self.data_source_offered = xr.EXT_HAND_TRACKING_DATA_SOURCE_EXTENSION_NAME in enabled
         wanted = (ctypes.c_int * 2)(int(xr.HandTrackingDataSourceEXT.UNOBSTRUCTED),
                                     int(xr.HandTrackingDataSourceEXT.CONTROLLER))
-        self._wanted_sources = wanted  # kept alive while the create info points to it
+        self._keep_alive.append(wanted)
         try:
             for name, hand in zip(HANDS, (xr.HandEXT.LEFT, xr.HandEXT.RIGHT)):
                 info = xr.HandTrackerCreateInfoEXT(hand=hand, hand_joint_set=xr.HandJointSetEXT.DEFAULT)
@@ -84,7 +85,7 @@ class OpenXRHands:
                     ds_info = xr.HandTrackingDataSourceInfoEXT(requested_data_source_count=2,
                                                                requested_data_sources=wanted)
                     info.next = ctypes.cast(ctypes.pointer(ds_info), ctypes.c_void_p)
-                    self._infos[name + "_ds"] = ds_info
+                    self._keep_alive.append(ds_info)
                 self._trackers[name] = xr.create_hand_tracker_ext(session, info)
         except xr.FeatureUnsupportedError:
             self._destroy()
