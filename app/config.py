@@ -30,7 +30,7 @@ from app.core.config import CoreConfig
 from app.pickled_once import PickledOnce
 from app.sim.config import EpisodesConfig, SceneConfig, SimConfig
 from app.streaming.config import StreamConfig
-from app.tracking.config import ButtonMapConfig, OpenVRConfig
+from app.tracking.config import ButtonMapConfig, HandsConfig, OpenVRConfig, OpenXRConfig
 
 SAFETY_KEYS: tuple[str, ...] = (
     "scene.file", "scene.home_qpos_rad", "safety", "limits", "arms", "ik.joint_limit_margin_rad", "mapping.scale", "mapping.precision_factor",
@@ -54,6 +54,8 @@ class Config(PickledOnce):
     arms: ArmsConfig = field(default_factory=ArmsConfig)
     buttons: ButtonMapConfig = field(default_factory=ButtonMapConfig)
     openvr: OpenVRConfig = field(default_factory=OpenVRConfig)
+    openxr: OpenXRConfig = field(default_factory=OpenXRConfig)
+    hands: HandsConfig = field(default_factory=HandsConfig)
     sim: SimConfig = field(default_factory=SimConfig)
     stream: StreamConfig = field(default_factory=StreamConfig)
     core: CoreConfig = field(default_factory=CoreConfig)

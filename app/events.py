@@ -163,6 +163,9 @@ class EventKind(Enum):
     """The objects were placed (`label`: the seed, or 'keyframe') and the arms released."""
     SCENE_RESET_REFUSED = "scene_reset_refused"
     """A scene reset could not be done (`label`: why); nothing moved."""
+    INPUT = "input"
+    """The arm's input switched (`label`: 'hand' or 'controller', the new one): handled like a clutch
+    release and re-engage, the arm held where it was and the mapping latched afresh."""
     EPISODE_BUTTON = "episode_button"
     """The B button held `EPISODE_HOLD_S` and let go (`label`: 'left', 'right' or 'both' controllers):
     the episode batch reads it as start, stop or a verdict (`app.sessions.episodes.action_for_button`)."""
@@ -170,7 +173,7 @@ class EventKind(Enum):
 
 ARM_EVENTS = frozenset({EventKind.ENGAGE, EventKind.RELEASE, EventKind.HOLDING, EventKind.REACQUIRED,
                         EventKind.RELATCH, EventKind.PRECISION_ON, EventKind.PRECISION_OFF, EventKind.MARK,
-                        EventKind.LOST, EventKind.COLLISION_HOLD})
+                        EventKind.LOST, EventKind.COLLISION_HOLD, EventKind.INPUT})
 """Kinds that belong to one arm (their `arm` is required)."""
 
 

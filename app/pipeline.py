@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SOURCE_LABELS: dict[SourceKind, str] = {SourceKind.OPENVR: "OpenVR (SteamVR)", SourceKind.DEMO: "Demo operator",
+SOURCE_LABELS: dict[SourceKind, str] = {SourceKind.OPENVR: "OpenVR (SteamVR)", SourceKind.OPENXR: "OpenXR", SourceKind.DEMO: "Demo operator",
                                         SourceKind.REPLAY: "Session replay"}
 
 Subscriber = Callable[[Snapshot], None]
@@ -168,8 +168,8 @@ class Pipeline:
         """The live Foxglove server, once opened; subscribed to every loop."""
         self.loop_idle = LoopIdle()
         """Set while the loop sleeps between ticks (`ControlLoop.idle`, shared by every loop): the
-        core's other threads, the stream's link and a replay's file reads (`_yield_to_loop`) start
-        their work while the loop sleeps."""
+        core's other threads, the stream's link, a replay's file reads (`_yield_to_loop`) and the
+        OpenXR source's polls start their work while the loop sleeps."""
         self._handover = threading.Lock()
         """Held by `send` and by the hand-over from one loop to the next (never by a loop thread,
         never while anything waits), so that a command lands in exactly one loop or in `_held_by`."""
@@ -235,11 +235,13 @@ class Pipeline:
                 log.warning("%s", replay_note)
         cfg = cfg if cfg is not None else self.live_cfg
         scene = self.scene if cfg.scene == self.cfg.scene else load_scene(cfg)
-        # OpenVR's connection is per process: the old one must be closed before a new one opens.
-        if kind in (SourceKind.OPENVR, SourceKind.AUTO) and self.source is not None and self.source.name == "openvr":
+        # OpenVR's connection is per process, and a runtime may refuse a second OpenXR session of
+        # one process: the old one must be closed before a new one opens.
+        if (kind in (SourceKind.OPENVR, SourceKind.OPENXR, SourceKind.AUTO) and self.source is not None
+                and self.source.name in ("openvr", "openxr")):
             self.stop()
         source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
-                                   demo_script=options.demo_script)
+                                   demo_script=options.demo_script, wait_for_loop_sleep=self.loop_idle.wait_for_sleep)
         note = " ".join(n for n in (note, replay_note) if n)
         source.start()
         self.stop()
@@ -585,7 +587,7 @@ class Pipeline:
             raise PipelineError("nothing to record: the control loop is not running")
         if self._recorder is not None:
             raise PipelineError(f"already recording to {self._recorder.path}")
-        sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine)
+        sidecar = session_sidecar(self.cfg, self.scene, self.source.name, self.engine, self.source.reads_hands)
         sidecar.update(sidecar_extra or {})
         recorder = RecorderProcess(path, sidecar, block_when_full=self.options.block_recorder_when_full)
         summary = RunSummary()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import mujoco
 
@@ -87,13 +87,17 @@ def make_demo(scene: Scene, cfg: Config, episodes: bool = False,
 
 
 def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | None = None,
-                demo_episodes: bool = False, demo_script: str = "table") -> tuple[TrackingSource, str]:
+                demo_episodes: bool = False, demo_script: str = "table",
+                wait_for_loop_sleep: Callable[[], None] | None = None) -> tuple[TrackingSource, str]:
     """Create (not start) a tracking source; returns it with a note for the operator ('' if none).
 
-    'auto' takes OpenVR when SteamVR answers, else the demo operator, and says so. 'replay'
+    'auto' takes OpenVR when SteamVR answers, else OpenXR when an OpenXR runtime answers with a
+    headset (`openxr_available`), else the demo operator, and says why. 'replay'
     replays `session` (already read, so that its recorded configuration could be chosen first)
     with `cfg`'s button map. `demo_episodes`: a demo operator runs its scripted batch of episodes;
-    `demo_script`: which script a demo operator plays (`DEMO_SCRIPTS`).
+    `demo_script`: which script a demo operator plays (`DEMO_SCRIPTS`). `wait_for_loop_sleep`
+    (`LoopIdle.wait_for_sleep` of the pipeline's loops): the OpenXR source's poll thread starts each
+    poll while the loop sleeps, so its interpreter time does not delay a tick.
     """
     kind = SourceKind.parse(kind)
     if kind is SourceKind.REPLAY:
@@ -106,13 +110,22 @@ def make_source(kind: SourceKind, cfg: Config, scene: Scene, session: Session | 
     from app.tracking.openvr_source import OpenVRSource, steamvr_available
     if kind is SourceKind.OPENVR:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
+    from app.tracking.openxr_source import OpenXRSource, openxr_available
+    if kind is SourceKind.OPENXR:
+        return OpenXRSource(cfg.buttons, cfg.openxr, wait_for_loop_sleep=wait_for_loop_sleep), ""
     ok, reason = steamvr_available()
     if ok:
         return OpenVRSource(cfg.buttons, cfg.openvr), ""
-    return make_demo(scene, cfg, demo_episodes, demo_script), f"SteamVR not found ({reason}): running the built-in demo operator instead."
+    xr_ok, xr_reason = openxr_available()
+    if xr_ok:
+        return OpenXRSource(cfg.buttons, cfg.openxr, wait_for_loop_sleep=wait_for_loop_sleep), f"SteamVR not found ({reason}): using OpenXR ({xr_reason})."
+    return make_demo(scene, cfg, demo_episodes, demo_script), (
+        f"SteamVR not found ({reason}) and no OpenXR runtime ({xr_reason}): running the built-in demo operator instead.")
 
 
-def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine) -> dict:
+def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopEngine, hand_joints: bool = False) -> dict:
+    """The description of a recording of this run; `hand_joints`: the source reads hands (the
+    source's `reads_hands`), so each row ends with the hands' joints (`schema.HAND_COLUMNS`)."""
     return {
         "app": "pico-teleop",
         "app_version": __version__,
@@ -130,4 +143,5 @@ def session_sidecar(cfg: Config, scene: Scene, source_name: str, engine: TeleopE
         "loop_rate_hz": cfg.loop.rate_hz,
         # The free bodies whose poses end each row (`schema.object_columns`), in model order.
         "scene_objects": list(engine.scene_objects.names),
+        "hand_joints": bool(hand_joints),
     }

@@ -1,7 +1,7 @@
 """What the recorder's writer thread costs per recorded row, in CPU time under the interpreter lock.
 Prints figures; asserts nothing.
 
-    python bench/recorder_rows.py [--ticks 2000] [--rounds 5] [--tree PATH]
+    python bench/recorder_rows.py [--ticks 2000] [--rounds 5] [--tree PATH] [--hands]
 
 The rows are the demo operator's real snapshots (the engine ticked unpaced for `--ticks` ticks).
 Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other processes):
@@ -16,6 +16,10 @@ Measured, in this thread's CPU time (`time.thread_time`, not disturbed by other 
   and the objects' poses into a snapshot, and the one-off capture of the state a recording starts
   from (`TeleopEngine.capture_state`) with its pickled size (what the loop thread sends).
 
+`--hands` gives every snapshot's sample two tracked hands (26 joints each, moving with the
+controllers) and records them (format 4's hand columns, as an OpenXR source with hand tracking does);
+it also prints what the hands cost the loop thread: pickling a snapshot for the recording process
+(once per tick) and an arm's input selection with its gestures (`ArmInputSelector.select`).
 `--tree PATH` imports the application from another checkout (a before/after). Where
 `schema.row_to_line` exists, its text is compared with `csv.writer`'s for every row.
 """
@@ -37,6 +41,7 @@ def _args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ticks", type=int, default=2000, help="snapshots to record (default 2000: 10 s at 200 Hz)")
     p.add_argument("--rounds", type=int, default=5, help="repetitions; the median is printed (default 5)")
+    p.add_argument("--hands", action="store_true", help="two tracked hands in every sample, recorded")
     p.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1],
                    help="source tree to import the application from (default: this one)")
     return p.parse_args()
@@ -73,9 +78,37 @@ def demo_snapshots(ticks: int, tick_cpu_s: list | None = None, engine_out: list 
     return snaps
 
 
-def _objects_sidecar(eng) -> dict:
+def _objects_sidecar(eng, hands: bool = False) -> dict:
     objects = getattr(eng, "scene_objects", None)
-    return {"app_version": "bench", **({"scene_objects": list(objects.names)} if objects is not None else {})}
+    return {"app_version": "bench", **({"scene_objects": list(objects.names)} if objects is not None else {}),
+            **({"hand_joints": True} if hands else {})}
+
+
+def with_hands(snaps: list) -> list:
+    """`snaps` with two tracked hands in each sample: an open hand's 26 joints at each controller,
+    every value distinct from tick to tick (as a live hand's are)."""
+    import dataclasses
+
+    import numpy as np
+
+    from app.tracking.hand_joints import HandDataSource, HandJoints
+
+    rng = np.random.default_rng(0)
+    base = np.zeros((26, 9))
+    base[:, 0] = 1.0
+    base[:, 1:4] = rng.normal(0.0, 0.05, (26, 3))
+    base[:, 4] = 1.0
+    base[:, 8] = 0.01
+    out = []
+    for s in snaps:
+        hands = []
+        for pose in (s.sample.left, s.sample.right):
+            data = base.copy()
+            data[:, 1:4] += pose.pos_vr_m
+            data[:, 1:4] += rng.normal(0.0, 1e-4, (26, 3))
+            hands.append(HandJoints(data, HandDataSource.OPTICAL))
+        out.append(dataclasses.replace(s, sample=dataclasses.replace(s.sample, left_hand=hands[0], right_hand=hands[1])))
+    return out
 
 
 def _thread_cpu_s(native_id: int) -> float:
@@ -135,6 +168,21 @@ def main() -> int:
     engines: list = []
     snaps = demo_snapshots(args.ticks, tick_cpu, engines)
     eng = engines[0]
+    import pickle
+    if args.hands:
+        plain = snaps
+        snaps = with_hands(snaps)
+        for label, group in (("without hands", plain), ("with two hands", snaps)):
+            med, best = _per_row_us(lambda x: pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL), group, args.rounds)
+            size = len(pickle.dumps(group[0], protocol=pickle.HIGHEST_PROTOCOL))
+            print(f"loop thread: pickling a snapshot {label}: {med:.1f} us ({best:.1f}), {size} bytes")
+        from app.config import Config
+        from app.tracking.arm_input import ArmInputSelector
+        from app.tracking.config import InputMode
+        for mode in (InputMode.CONTROLLER, InputMode.AUTO, InputMode.HAND):
+            selector = ArmInputSelector("right", mode, Config().hands)
+            med, best = _per_row_us(lambda x: selector.select(x.sample), snaps, args.rounds)
+            print(f"loop thread: one arm's input selection, {mode} mode, hand present: {med:.1f} us ({best:.1f})")
     print(f"engine tick, loop thread CPU: median {statistics.median(tick_cpu) * 1e6:.0f} us over {len(tick_cpu)} ticks")
     objects = getattr(eng, "scene_objects", None)
     if objects is not None:
@@ -147,7 +195,6 @@ def main() -> int:
 
         med, best = _per_row_us(scene_reads, snaps, args.rounds)
         print(f"  of which the fingers and {len(objects.names)} objects' poses for the snapshot: {med:.1f} us ({best:.1f})")
-        import pickle
         times = []
         for _ in range(20):
             c0 = time.thread_time()
@@ -158,11 +205,12 @@ def main() -> int:
               f"{len(payload)} bytes; its sidecar JSON {len(json.dumps(state.to_json(), allow_nan=True))} bytes")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    cases = {"snapshot_to_row (the fields' text)": schema.snapshot_to_row,
+    to_row = (lambda s: schema.snapshot_to_row(s, hand_joints=True)) if args.hands else schema.snapshot_to_row
+    cases = {"snapshot_to_row (the fields' text)": to_row,
              "csv.writer.writerow(snapshot_to_row(s)) (the writer's row before)":
-                 lambda s: writer.writerow(schema.snapshot_to_row(s))}
+                 lambda s: writer.writerow(to_row(s))}
     to_line = getattr(schema, "row_to_line", None)
-    line = None if to_line is None else (lambda s: to_line(schema.snapshot_to_row(s)))
+    line = None if to_line is None else (lambda s: to_line(to_row(s)))
     if line is not None:
         cases["row_to_line(snapshot_to_row(s)) (the writer's row now)"] = line
     print(f"CPU per row, this thread, {len(snaps)} demo snapshots, median (best) of {args.rounds} passes:")
@@ -171,11 +219,11 @@ def main() -> int:
         print(f"  {label:70s} {med:6.1f} us ({best:.1f})")
     if line is not None:
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows(schema.snapshot_to_row(s) for s in snaps)
+        csv.writer(buf, lineterminator="\n").writerows(to_row(s) for s in snaps)
         same = buf.getvalue() == "".join(line(s) for s in snaps)
         print(f"  row_to_line's text {'IS' if same else 'is NOT'} byte-identical to csv.writer's for all {len(snaps)} rows")
     with tempfile.TemporaryDirectory() as d:
-        runs = [recorder_run(snaps, Path(d), k, _objects_sidecar(eng)) for k in range(args.rounds)]
+        runs = [recorder_run(snaps, Path(d), k, _objects_sidecar(eng, args.hands)) for k in range(args.rounds)]
     cpu = statistics.median(r[0] for r in runs) / len(snaps)
     wakes = statistics.median(r[1] for r in runs)
     print(f"recorder writer thread: {cpu * 1e6:.1f} us CPU per row (median of {args.rounds} runs; /proc's "

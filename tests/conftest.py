@@ -1,4 +1,5 @@
-"""Every test runs as on a machine without SteamVR, whatever this machine has installed or running."""
+"""Every test runs as on a machine without SteamVR and without an OpenXR runtime, whatever this machine has
+installed or running."""
 
 from __future__ import annotations
 
@@ -14,8 +15,14 @@ def no_steamvr(tmp_path_factory):
     refuse to connect (InstallationNotFound), so `--source auto` takes the demo operator and
     `--source openvr` fails with its reason. Tests of the OpenVR source script the device
     (`tests.fake_openvr`) or patch pyopenvr's functions themselves.
+
+    No OpenXR runtime either: the OpenXR loader takes `XR_RUNTIME_JSON` before the active runtime's
+    file, and a file that does not exist makes it find none, so `--source auto` does not pick a
+    runtime this machine happens to have. The tests against Monado give their OpenXR clients
+    Monado's runtime file (`tests.openxr_runtime.MonadoService.client_env`).
     """
     missing = tmp_path_factory.mktemp("openvr") / "no-runtime-here"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VR_OVERRIDE", str(missing))
+        mp.setenv("XR_RUNTIME_JSON", str(missing / "openxr_runtime.json"))
         yield missing

@@ -148,10 +148,20 @@ def test_openvr_without_steamvr_exits_1_with_reason(capsys):
     assert "SteamVR is not running or not installed" in err
 
 
+def test_openxr_without_a_runtime_exits_1_with_reason(capsys):
+    # tests/conftest.py: no OpenXR runtime for any test, whatever this machine has
+    code, _, err = run(capsys, "run", "--source", "openxr", "--seconds", "1")
+    assert code == 1
+    assert "No OpenXR runtime answered (no OpenXR runtime is installed or active" in err
+    assert "or choose the demo source" in err
+
+
 def test_auto_without_steamvr_runs_the_demo_and_says_so(capsys):
     code, _, err = run(capsys, "run", "--seconds", "0.2", "--fast", "--quiet")
     assert code == 0, err
-    assert "SteamVR not found (SteamVR (the OpenVR runtime) is not installed): running the built-in demo operator" in err
+    assert ("SteamVR not found (SteamVR (the OpenVR runtime) is not installed) and no OpenXR runtime (no OpenXR runtime "
+            "is installed or active") in err
+    assert "running the built-in demo operator instead" in err
     assert "source demo" in err
 
 

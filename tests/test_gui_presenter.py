@@ -74,7 +74,7 @@ NOTHING_NEAR = dict(collision_distance_m=0.1, collision_pair="", collision_point
 
 
 def _snap(tick: int = 0, error: str = "", wall_time_s: float | None = None):
-    arm = SimpleNamespace(state="engaged", precision=False, **NOTHING_NEAR)
+    arm = SimpleNamespace(state="engaged", precision=False, by_hand=False, **NOTHING_NEAR)
     return SimpleNamespace(tick=tick, error=error, arm=lambda name: arm, clamp_counts=(),
                            wall_time_s=tick * 0.005 if wall_time_s is None else wall_time_s)
 
@@ -268,7 +268,7 @@ def test_a_real_in_process_runner_drives_the_presenter_without_a_window():
 
 
 def _held_snap(state: str):
-    arm = SimpleNamespace(state="idle" if state == "estopped" else "engaged", precision=False, **NOTHING_NEAR)
+    arm = SimpleNamespace(state="idle" if state == "estopped" else "engaged", precision=False, by_hand=False, **NOTHING_NEAR)
     return SimpleNamespace(tick=1, wall_time_s=0.005, error="", teleop_state=state, arm=lambda name: arm, clamp_counts=())
 
 

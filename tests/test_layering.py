@@ -55,8 +55,9 @@ def _top_modules_except(*allowed: str) -> list[str]:
     return [n for n in names if n not in allowed]
 
 
-BENCH_HELPERS = ("fake_openvr", "remote_tools")
-"""Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside):
+BENCH_HELPERS = ("fake_openvr", "remote_tools", "openxr_runtime", "monado_remote")
+"""Test-support modules the benchmarks share (a scripted SteamVR, a server process seen from outside,
+a real OpenXR runtime (Monado) and its scripted remote driver):
 they ship with the tests, not in app/."""
 
 # (where, which imports are forbidden there, why)

@@ -97,7 +97,7 @@ def test_the_recording_starts_at_the_tick_it_was_asked_for(midrun_run):
 
 def test_a_midrun_recording_holds_its_start_state_and_the_scene_per_tick(midrun):
     s = read_session(midrun)
-    assert s.sidecar["format_version"] == 3
+    assert s.sidecar["format_version"] == 4
     assert s.sidecar["scene_objects"] == list(OBJECTS)
     assert object_names(s.columns) == OBJECTS
     assert all(c in s.columns for c in FINGER_COLUMNS + tuple(object_columns(OBJECTS)))

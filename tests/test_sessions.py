@@ -401,7 +401,7 @@ def test_sidecar_is_written_at_start_and_completed_at_stop(tmp_path):
     side = json.loads(sidecar_path(path).read_text())
     assert side["complete"] is False
     assert side["app_version"] == "1.2.3" and side["config"]["loop"]["rate_hz"] == 200.0
-    assert side["format_version"] == FORMAT_VERSION == 3
+    assert side["format_version"] == FORMAT_VERSION == 4
     assert side["columns"] == list(COLUMNS)
     assert "started_at" in side and "ended_at" not in side
     # The header is on disk before any row.

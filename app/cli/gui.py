@@ -10,6 +10,10 @@ from app.cli.common import session_path, stream_option_error, stream_settings
 from app.streaming.config import MODES
 
 
+GUI_SOURCES: tuple[str, ...] = ("auto", "openvr", "openxr", "demo")
+"""The sources the window starts with from the command line (a replay is opened from its File menu)."""
+
+
 def add_gui_arguments(p: argparse.ArgumentParser) -> None:
     """The top-level options that go to the window (none of them applies to a command)."""
     p.add_argument("--connect", metavar="ENDPOINT", dest="gui_connect",
@@ -23,12 +27,15 @@ def add_gui_arguments(p: argparse.ArgumentParser) -> None:
                    help="GUI: where the stream's PUB socket binds (default tcp://127.0.0.1:5556)")
     p.add_argument("--stream-allow-remote", action="store_true", dest="gui_stream_allow_remote",
                    help="GUI: allow binding a non-loopback interface (the protocol has no authentication)")
+    p.add_argument("--source", choices=GUI_SOURCES, dest="gui_source",
+                   help="GUI: the tracking source to start with (default auto: SteamVR, else an OpenXR runtime, "
+                        "else the demo); one that is not there is said in the window, which runs the demo instead")
     p.add_argument("--in-process", action="store_true",
                    help="GUI: run the control loop inside the window's process (debugging; it then shares the GIL)")
 
 
 def gui_options(args: argparse.Namespace) -> dict:
-    """The GUI's --record / --stream options, checked as `run` checks them."""
+    """The GUI's --record / --stream / --source options, checked as `run` checks them."""
     stream = stream_settings(args.gui_stream, args.gui_stream_endpoint, args.gui_stream_allow_remote)
     if stream is not None:
         from app.config import ConfigError
@@ -38,7 +45,7 @@ def gui_options(args: argparse.Namespace) -> dict:
         except ConfigError as exc:
             raise stream_option_error(exc) from None
     record = session_path(args.gui_record) if args.gui_record else None
-    return {"record_path": record, "stream": stream, "in_process": args.in_process}
+    return {"record_path": record, "stream": stream, "in_process": args.in_process, "source": args.gui_source or "auto"}
 
 
 def no_display_reason() -> str:
@@ -54,6 +61,7 @@ def headless_argv(args: argparse.Namespace, config_path: str | None) -> list[str
     """The `run` command line that does what the GUI's options ask for, without a window."""
     return (["run"] + (["--config", config_path] if config_path else [])
             + (["--connect", args.gui_connect] if args.gui_connect else [])
+            + (["--source", args.gui_source] if args.gui_source else [])
             + (["--record", args.gui_record] if args.gui_record else [])
             + (["--stream", args.gui_stream] if args.gui_stream else [])
             + (["--stream-endpoint", args.gui_stream_endpoint] if args.gui_stream_endpoint else [])

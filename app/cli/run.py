@@ -28,7 +28,8 @@ from app.tracking.source import DEMO_SCRIPTS, SourceKind
 def add_run_parser(sub) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the teleop loop headless, with a live status line")
     run.add_argument("--source", choices=[str(k) for k in SourceKind], default=str(SourceKind.AUTO),
-                     help="tracking source (default auto: OpenVR if SteamVR runs, else the demo operator)")
+                     help="tracking source (default auto: OpenVR if SteamVR runs, else OpenXR if a runtime answers "
+                          "with a headset, else the demo operator)")
     run.add_argument("--demo-script", choices=list(DEMO_SCRIPTS), default="table",
                      help="what the demo operator does: 'table' (drives the arms over the table, default) or "
                           "'humanoid' (stands upright: reaches, raises, crosses, waves, hands over, walks with the sticks)")

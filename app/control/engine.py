@@ -5,8 +5,10 @@ recorded session re-simulates exactly. Pacing and threads live in `loop.py`, not
 
 Per arm a tick runs three stages, then the batched IK:
 
-1. input (`pose_input.PoseInput`): PoseGate (reject bad / jumping samples)  ->  VR->robot basis
-   change  ->  One-Euro filters  ->  operator heading;
+1. input: the arm's controller, or its tracked hand read as a controller (`[hands]`,
+   `app.tracking.arm_input`; a switch between them is a release and re-latch, the gripper kept
+   until the new input's trigger moves), then (`pose_input.PoseInput`) PoseGate (reject bad /
+   jumping samples)  ->  VR->robot basis change  ->  One-Euro filters  ->  operator heading;
 2. clutch (`clutch.Clutch`): idle / engaged / holding from grip, tracking and e-stop; the engine
    latches, unlatches or rescales the arm's `ClutchMapping` on each transition;
 3. command and gripper output: clutch mapping  ->  workspace box  ->  target; trigger  ->  gripper.
@@ -45,7 +47,8 @@ from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.placement import PlacementError, ScenePlacer
 from app.sim.scene import ArmHandles, home_state
 from app.sim.scene_objects import SceneObjects
-from app.tracking.sample import ControllerButtons, TrackingSample
+from app.tracking.arm_input import ArmInputSelector
+from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from calibration import frames
 from calibration.mapping import ClutchMapping
 
@@ -83,6 +86,8 @@ class _Arm:
     handles: ArmHandles
     input: PoseInput
     clutch: Clutch
+    selector: ArmInputSelector
+    """Controller or tracked hand: which one drives the arm this tick (`app.tracking.arm_input`)."""
     mapping: ClutchMapping = field(default_factory=ClutchMapping)
     q_cmd: np.ndarray = field(default_factory=lambda: np.zeros(7))
     gripper_cmd: float = 0.0
@@ -96,6 +101,10 @@ class _Arm:
     ik_result: IKResult | None = None
     homing: bool = False
     """A scene reset in 'home' mode is bringing the arm home (rate-limited); it cannot engage meanwhile."""
+    switch_trigger: float | None = None
+    """After the arm's input switched (controller <-> hand): the new input's trigger at the switch. The
+    gripper keeps its command until that value changes, so putting the controller down while holding
+    an object never opens the gripper; None otherwise."""
 
 
 def _collision_fields(r: IKResult | None) -> dict:
@@ -185,6 +194,7 @@ class TeleopEngine:
                 name=name, index=index, cfg=cfg.arms.arm(name), handles=h,
                 input=PoseInput(s.max_jump_m, s.reacquire_after_s, s.rotation_orthonormal_tol, cfg.filter),
                 clutch=Clutch(self.teleop.arms[name]),
+                selector=ArmInputSelector(name, cfg.hands.input_mode(name), cfg.hands),
             )
             arm.q_cmd = sim.read(name).q_rad.copy()
             arm.target_pos, arm.target_quat = self.ik.tcp_pose(arm.q_cmd, index)
@@ -244,11 +254,13 @@ class TeleopEngine:
         for arm in self.arms.values():
             arms[arm.name] = {
                 "clutch": arm.clutch.state_dict(), "mapping": arm.mapping.state_dict(), "input": arm.input.state(),
+                "arm_input": arm.selector.state(),
                 "q_cmd_rad": array_state(arm.q_cmd), "gripper_cmd": float(arm.gripper_cmd),
                 "target_pos_m": array_state(arm.target_pos), "target_quat_wxyz": array_state(arm.target_quat),
                 "ctrl_pos_m": array_state(arm.ctrl_pos), "ctrl_quat_wxyz": array_state(arm.ctrl_quat),
                 "tracking_ok": bool(arm.tracking_ok), "workspace_clamped": bool(arm.workspace_clamped),
                 "ik_result": _ik_result_state(arm.ik_result), "homing": bool(arm.homing),
+                "switch_trigger": None if arm.switch_trigger is None else float(arm.switch_trigger),
             }
         collision = self.ik.collision
         controller = {
@@ -292,6 +304,8 @@ class TeleopEngine:
                 arm.clutch.restore(a["clutch"])
                 arm.mapping.restore(a["mapping"])
                 arm.input.restore(a["input"])
+                if "arm_input" in a:  # recorded before hands could drive an arm: the controller did
+                    arm.selector.restore(a["arm_input"])
                 arm.q_cmd = array_from(a["q_cmd_rad"], 7, f"{arm.name}.q_cmd_rad")
                 arm.gripper_cmd = float(a["gripper_cmd"])
                 arm.target_pos = array_from(a["target_pos_m"], 3, f"{arm.name}.target_pos_m")
@@ -303,6 +317,8 @@ class TeleopEngine:
                 arm.workspace_clamped = bool(a["workspace_clamped"])
                 arm.ik_result = _ik_result_from(a["ik_result"])
                 arm.homing = bool(a["homing"])
+                st = a.get("switch_trigger")  # absent before hands could drive an arm
+                arm.switch_trigger = None if st is None else float(st)
         except EngineStateError:
             raise
         except KeyError as exc:
@@ -549,10 +565,16 @@ class TeleopEngine:
     # ----- the three stages of one arm -----
 
     def _update_arm(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
-        reacquired = self._input_stage(arm, sample, t_s, events)
+        pose, buttons, by_hand, switched = arm.selector.select(sample)
+        if switched:
+            # Like a clutch release and re-engage: the next accepted pose of the new input counts as
+            # reacquired, so an engaged arm re-latches there instead of stepping to it.
+            arm.input.reset()
+            arm.switch_trigger = buttons.trigger
+            events.append(Event(EventKind.INPUT, arm.name, "hand" if by_hand else "controller"))
+        reacquired = self._input_stage(arm, pose, t_s, events)
         if arm.homing:  # a grip held through the homing must be let go and taken again afterwards
             arm.clutch.require_fresh_press()
-        buttons: ControllerButtons = sample.buttons(arm.name)
         step = arm.clutch.step(buttons.grip, bool(buttons.stick_click), arm.tracking_ok, reacquired,
                                self.teleop.estopped)
         if step.transition is not None:
@@ -561,9 +583,10 @@ class TeleopEngine:
         if step.runs_output:
             self._output_stage(arm, buttons)
 
-    def _input_stage(self, arm: _Arm, sample: TrackingSample, t_s: float, events: list[Event]) -> bool:
-        """Gate, filter and turn the arm's controller pose; returns whether it was reacquired this tick."""
-        res = arm.input.update(sample.pose(arm.name), t_s, self.heading_rad)
+    def _input_stage(self, arm: _Arm, pose: DevicePose, t_s: float, events: list[Event]) -> bool:
+        """Gate, filter and turn the arm's input pose (its controller's, or its hand's as a controller's);
+        returns whether it was reacquired this tick."""
+        res = arm.input.update(pose, t_s, self.heading_rad)
         if res.accepted:
             arm.ctrl_pos, arm.ctrl_quat = res.pos_m, res.quat_wxyz
         was_ok = arm.tracking_ok
@@ -605,6 +628,10 @@ class TeleopEngine:
         arm.target_pos = target
         arm.target_quat = quat
         trig = buttons.trigger
+        if arm.switch_trigger is not None:
+            if trig == arm.switch_trigger:
+                return
+            arm.switch_trigger = None
         if trig == trig:  # NaN never reaches the gripper
             arm.gripper_cmd = min(max(float(trig), 0.0), 1.0)
 
@@ -638,7 +665,7 @@ class TeleopEngine:
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
                 state=arm.clutch.state, engaged=arm.clutch.state is ArmState.ENGAGED,
-                precision=arm.clutch.precision,
+                precision=arm.clutch.precision, by_hand=arm.selector.by_hand,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
                 tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),
@@ -648,6 +675,8 @@ class TeleopEngine:
                 workspace_clamped=arm.workspace_clamped,
                 joint_limit_clamped=bool(r and r.joint_limit_clamped), velocity_clamped=bool(r and r.velocity_clamped),
                 **_collision_fields(r), finger_pos_m=objects.fingers_m(qpos, arm.index),
+                hand_pinched=arm.selector.gestures.pinched,
+                hand_gripping=arm.selector.gestures.gripping,
             )
         rejected = tuple(sorted(((_count_key(a.name, k), v) for a in self.arms.values() for k, v in a.input.rejections.items()),
                                 key=_by_text))

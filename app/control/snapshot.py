@@ -47,6 +47,8 @@ class ArmSnapshot:
     workspace_clamped: bool
     joint_limit_clamped: bool
     velocity_clamped: bool
+    by_hand: bool = False
+    """The arm follows its tracked hand this tick, not its controller (`[hands]`, `app.tracking.arm_input`)."""
     collision_distance_m: float = math.inf
     """Least distance (m) from this arm to anything it is kept apart from (the other arm, the table,
     itself), measured by this tick's IK at its start command: exact below `collision.influence_m`,
@@ -65,6 +67,12 @@ class ArmSnapshot:
     finger_pos_m: tuple[float, float] = (math.nan, math.nan)
     """finger_joint1, finger_joint2 positions (m, 0 closed) from the physics state after this tick's
     steps; nan when not known."""
+    hand_pinched: bool = False
+    """The arm's hand's pinch gesture after this tick (the gripper while the hand drives), with its
+    hysteresis (`app.tracking.hand_gestures`); False while no hand was ever tracked, and in the
+    controller input mode, which judges no gesture."""
+    hand_gripping: bool = False
+    """The arm's hand's clutch gesture (middle, ring and little fingers curled) after this tick."""
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,8 @@ class LoopIdle(threading.Event):
     """Set while a control loop sleeps between ticks (`app.control.loop.ControlLoop.idle`): cleared
     when the wait for the next deadline starts to spin (`LoopTimer.on_spin`) and while the tick
     works. Another thread of the process that has Python work to do (the core's status, sender and
-    housekeeping, the stream link, a replay's file read) starts it with `wait_for_sleep`, so it
+    housekeeping, the stream link, a replay's file read, the OpenXR source's poll) starts it with
+    `wait_for_sleep`, so it
     holds the interpreter lock while the loop sleeps, not when the loop wakes."""
 
     def __init__(self) -> None:

@@ -196,6 +196,7 @@ class MainWindow(WindowActions, WindowCommands, WindowRecording, WindowReview, W
         self.plots.set_joint_ranges({a: h.joint_range_rad for a, h in self.runner.scene.arms.items()})
         self.raw_panel = RawInputPanel()
         self.raw_panel.set_button_map(cfg.buttons)
+        self.raw_panel.set_hands(cfg.hands)
         self.raw_panel.buttonMapLearned.connect(self._on_button_learned)
         # The right-hand docks take the window's full height, the plots the width under the 3D view:
         # under the plots the status panel had ~400 px at 1600x1000 and cut its Devices table off.
@@ -276,14 +277,15 @@ def _default_sessions_dir() -> Path:
 
 
 def run_gui(config_path: str | None, connect: str | None = None, record_path: Path | None = None,
-            stream: dict | None = None, in_process: bool = False) -> int:
+            stream: dict | None = None, in_process: bool = False, source: str = "auto") -> int:
     """Open the main window (the `pico-teleop` command with no arguments); returns the exit code.
 
     The control loop runs in a core process that this starts, or in one already running for this
     user (a window that went away left it holding the arms), unless `in_process`.
     `connect`: a simulation server's state endpoint (`pico-teleop --connect tcp://HOST:PORT`).
     `record_path`: record from the first tick. `stream`: `[stream]` settings to start the humanoid
-    stream with once the operator is calibrated (`--stream MODE`)."""
+    stream with once the operator is calibrated (`--stream MODE`). `source`: the source to start with
+    (`--source`; one that is not there: the window says why and runs the demo operator)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("pico-teleop")
     app.setApplicationDisplayName("pico-teleop")
@@ -311,7 +313,8 @@ def run_gui(config_path: str | None, connect: str | None = None, record_path: Pa
             return 2
     factory = None if in_process else _core_factory(config_path, store.folder, remote, connect)
     try:
-        window = MainWindow(base, store, remote=remote, runner_factory=factory, record_path=record_path)
+        window = MainWindow(base, store, source=SourceKind.parse(source), remote=remote, runner_factory=factory,
+                            record_path=record_path)
         if stream is not None:
             import dataclasses
             window.request(wire.StreamWhenCalibrated(dataclasses.replace(window.runner.cfg.stream, **stream)))

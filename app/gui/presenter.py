@@ -78,7 +78,7 @@ def hud_lines(hud: Hud, view_fps: float, snap: Snapshot | None) -> list[str]:
     lines.append(f"view {view_fps:4.1f} fps" + (f"   source: {hud.source}" if hud.source else ""))
     if snap is not None:
         lines.append("   ".join(f"{n}: {snap.arm(n).state}{' (precision)' if snap.arm(n).precision else ''}"
-                                for n in ARMS))
+                                f"{' (hand)' if snap.arm(n).by_hand else ''}" for n in ARMS))
     return lines + hud.lines + ([hud.episode] if hud.episode else [])
 
 

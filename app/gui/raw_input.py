@@ -1,8 +1,10 @@
-"""What each controller really reports: OpenVR's raw button bits, the mapped buttons and axes, the pose.
+"""What each controller really reports: OpenVR's raw button bits, the mapped buttons and axes, the pose;
+for OpenXR its actions and hands (`app.gui.xr_input`).
 
 Pico controllers reach SteamVR through Pico's streaming driver, and which legacy button bits
 they set is not documented: this view shows the raw `ulButtonPressed` mask so an operator can
-see it, and "Learn" assigns the next newly pressed bit to a role of the button map.
+see it, and "Learn" assigns the next newly pressed bit to a role of the button map. OpenXR has no
+bit mask: with it (or a replay that carries hand joints) the panel shows the OpenXR view instead.
 """
 
 from __future__ import annotations
@@ -12,12 +14,21 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout,
                                QWidget)
 
-from app.tracking.config import ButtonMapConfig
+from app.control.snapshot import Snapshot
+from app.tracking.config import ButtonMapConfig, HandsConfig
 from app.gui import theme
+from app.gui.xr_input import XrInputView
 from app.tracking.sample import CONTROLLERS, TrackingResult, TrackingSample
 
 KNOWN_BITS = {0: "System", 1: "Menu", 2: "Grip", 7: "A", 32: "Axis0", 33: "Axis1", 34: "Axis2", 35: "Axis3", 36: "Axis4"}
 """OpenVR's `EVRButtonId` names of the legacy bits."""
+
+def shows_openxr(snap: Snapshot) -> bool:
+    """The OpenXR view is the one to show for snapshot `snap`: its source is OpenXR, or its sample
+    carries hand joints (a replay of an OpenXR recording)."""
+    sample = snap.sample
+    return snap.source_name == "openxr" or sample.left_hand is not None or sample.right_hand is not None
+
 
 LEARNABLE = ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit")
 """Button-map roles that are a bit of the mask."""
@@ -87,8 +98,16 @@ class RawInputPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.buttons = ButtonMapConfig()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        self.xr_view = XrInputView()
+        self.xr_view.hide()
+        outer.addWidget(self.xr_view)
+        self.openvr_view = QWidget()
+        outer.addWidget(self.openvr_view)
+        outer.addStretch(1)
+        layout = QVBoxLayout(self.openvr_view)
+        layout.setContentsMargins(0, 0, 0, 0)
         self.boxes = {name: _ControllerBox(name) for name in CONTROLLERS}
         for box in self.boxes.values():
             layout.addWidget(box)
@@ -110,7 +129,6 @@ class RawInputPanel(QWidget):
         self.map_label.setWordWrap(True)
         self.map_label.setStyleSheet(f"color: {theme.MUTED};")
         layout.addWidget(self.map_label)
-        layout.addStretch(1)
         self._learn_baseline: int | None = None
         self.set_button_map(self.buttons)
 
@@ -119,6 +137,24 @@ class RawInputPanel(QWidget):
         self.map_label.setText(
             f"grip bit {buttons.grip_bit}, A {buttons.a_bit}, B {buttons.b_bit}, stick click {buttons.stick_click_bit}, "
             f"menu {buttons.menu_bit}; trigger rAxis[{buttons.trigger_axis}].x, stick rAxis[{buttons.stick_axis}]")
+
+    def set_hands(self, hands: HandsConfig) -> None:
+        """Which input each arm is set to take (`[hands]`), shown beside the one that drives it."""
+        self.xr_view.hands = hands
+
+    def update_snapshot(self, snap: Snapshot, device_info: dict | None) -> None:
+        """Show snapshot `snap`'s inputs: the OpenXR view (actions, arm input, hands) when
+        `shows_openxr`, else OpenVR's bits. `device_info`: the source's (`TrackingSource.device_info`)."""
+        xr = shows_openxr(snap)
+        if xr == self.xr_view.isHidden():  # isHidden: the widget's own flag, whether or not the dock shows
+            self.xr_view.setVisible(xr)
+            self.openvr_view.setVisible(not xr)
+            if xr:
+                self.learn_button.setChecked(False)
+        if xr:
+            self.xr_view.update_snapshot(snap, device_info or {})
+        else:
+            self.update_sample(snap.sample)
 
     def _mapped_bits(self) -> dict[int, str]:
         b = self.buttons

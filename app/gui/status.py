@@ -17,6 +17,7 @@ from app.events import CountKey
 from app.gui import theme
 from app.gui.collision_view import ArmCollision, near_text, review_collision
 from app.sessions.recorder import RecorderState, RecorderStatus
+from app.gui.xr_status import hand_tracking_text, is_openxr, pose_age_text, profile_text, runtime_text
 from app.tracking.sample import TrackingResult
 
 DEVICES: tuple[tuple[str, str], ...] = (("head", "Headset"), ("left", "Left"), ("right", "Right"))
@@ -26,12 +27,17 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("age", "Pose age"),
     ("battery", "Battery"),
     ("model", "Model"),
+    ("profile", "Profile"),
+    ("hands", "Hand tracking"),
     ("arm", "Arm"),
     ("gripper", "Gripper cmd"),
     ("limits", "Clamping now"),
     ("collision", "Collision"),
     ("holds", "Held since start"),
 )
+
+OPENXR_ROWS = ("profile", "hands")
+"""Rows only an OpenXR source fills (hidden for the others)."""
 
 _TRACKING_NAMES = {int(r): r.name.replace("_", " ").lower() for r in TrackingResult}
 
@@ -76,6 +82,11 @@ class StatusPanel(QWidget):
         self.faults_label = QLabel("none")
         self.faults_label.setWordWrap(True)
         form.addRow("Source", self.source_label)
+        self.runtime_label = QLabel("-")
+        self.runtime_label.setWordWrap(True)
+        self.runtime_label.setToolTip("The OpenXR runtime answering (its name and version as it reports them)")
+        form.addRow("Runtime", self.runtime_label)
+        form.setRowVisible(self.runtime_label, False)
         form.addRow("Recording", self.recording_label)
         form.addRow("Streaming", self.streaming_label)
         self.remote_label = QLabel("-")
@@ -105,8 +116,11 @@ class StatusPanel(QWidget):
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.setAlternatingRowColors(True)
-        self.table.setToolTip("Per device: connection, OpenVR tracking result, pose age, battery (when OpenVR "
-                              "reports it), and for each controller its arm's teleop state, gripper command, "
+        self.table.setToolTip("Per device: connection, tracking result (OpenVR's, or OpenXR's location flags), "
+                              "pose age (OpenXR: from the time the pose was located for), battery (when OpenVR "
+                              "reports it), the model; with OpenXR the interaction profile bound per hand and "
+                              "whether the hand is tracked and by what (optical or synthesized from the "
+                              "controller); and for each controller its arm's teleop state, gripper command, "
                               "what holds it back now, the nearest pair the collision constraint watches (within "
                               "its influence distance; 'clear' beyond) and the time a collision held it back")
         for r in range(len(ROWS)):
@@ -120,6 +134,14 @@ class StatusPanel(QWidget):
         layout.addStretch(1)
         self._cells: dict[tuple[str, str], str] = {}
         self._period_s = 0.005
+        self._show_openxr(False)
+
+    def _show_openxr(self, on: bool) -> None:
+        """The runtime row and the OpenXR rows of the table, shown for an OpenXR source only."""
+        self._openxr_shown = on
+        self._form.setRowVisible(self.runtime_label, on)
+        for row in OPENXR_ROWS:
+            self.table.setRowHidden([k for k, _ in ROWS].index(row), not on)
 
     def update_streaming(self, text: str, colour: str) -> None:
         self.streaming_label.setText(_chip(text, colour))
@@ -172,13 +194,21 @@ class StatusPanel(QWidget):
         clamps = sum(n for _, n in snap.clamp_counts)
         safety = f"since start: {rejected} rejected samples, {clamps} clamps"
         self.faults_label.setText(_chip(f"fault: {snap.error}", theme.ALERT) + "<br>" + safety if snap.error else safety)
-        self._update_devices(snap, device_info or {})
+        info = device_info or {}
+        xr = is_openxr(info)
+        if xr != self._openxr_shown:
+            self._show_openxr(xr)
+        if xr:
+            self.runtime_label.setText(runtime_text(info))
+        self._update_devices(snap, info)
 
     def update_review(self, review: Any, live_holds: list[str] = ()) -> None:
         """Session review (`SessionReview`): REVIEW, and the file's figures at the cursor, not the live
         ones; under it, in white on red, what holds the live arms behind the review (`live_holds`,
         `presenter.live_hold_lines`), which the review would otherwise hide."""
         self.source_label.setText(f"review: {review.path.name}")
+        if self._openxr_shown:
+            self._show_openxr(False)
         self.state_label.setText(_chip("REVIEW", theme.ACCENT))
         self.live_label.setText("\n".join(live_holds))
         self.live_label.setVisible(bool(live_holds))
@@ -233,7 +263,6 @@ class StatusPanel(QWidget):
 
     def _update_devices(self, snap: Snapshot, info: dict[str, dict[str, Any]]) -> None:
         wall = snap.wall_time_s
-        host_clock = snap.source_name != "demo"
         counts = dict(snap.clamp_counts)
         for device, _ in DEVICES:
             pose = snap.sample.pose(device)
@@ -241,12 +270,7 @@ class StatusPanel(QWidget):
             tr = _TRACKING_NAMES.get(pose.tracking_result, str(pose.tracking_result))
             ok = pose.valid and pose.tracking_result == int(TrackingResult.RUNNING_OK)
             self._set("tracking", device, tr if pose.valid else f"invalid ({tr})", theme.OK if ok else theme.WARN)
-            if not pose.valid:
-                self._set("age", device, "-")
-            elif host_clock:
-                self._set("age", device, f"{(wall - pose.read_time_s) * 1e3:.1f} ms")
-            else:
-                self._set("age", device, "0 (demo)")
+            self._set("age", device, pose_age_text(snap.source_name, pose, wall))
             d = info.get(device, {})
             battery = d.get("battery_fraction")
             if battery is None or not math.isfinite(battery):
@@ -255,12 +279,17 @@ class StatusPanel(QWidget):
                 self._set("battery", device, f"{battery * 100:.0f} %", theme.ALERT if battery < 0.15 else None)
             self._set("model", device, d.get("model") or ("demo" if snap.source_name == "demo" else "-"), theme.MUTED)
             if device == "head":
-                for row in ("arm", "gripper", "limits", "collision", "holds"):
+                for row in ("profile", "hands", "arm", "gripper", "limits", "collision", "holds"):
                     self._set(row, device, "")
                 continue
+            if self._openxr_shown:
+                self._set("profile", device, profile_text(d), None if d.get("interaction_profile") else theme.MUTED)
+                text, tracked = hand_tracking_text(d, snap.sample.hand(device))
+                self._set("hands", device, text, theme.OK if tracked else theme.MUTED)
             a = snap.arm(device)
             colour = {"engaged": theme.OK, "holding": theme.WARN}.get(a.state, theme.MUTED)
-            state = a.state + (" · precision" if a.precision else "") + ("" if a.tracking_ok else " · lost")
+            state = (a.state + (" · precision" if a.precision else "") + (" · hand" if a.by_hand else "")
+                     + ("" if a.tracking_ok else " · lost"))
             self._set("arm", device, state, colour)
             self._set("gripper", device, f"{a.gripper_cmd:.2f}")
             flags = [n for n, on in (("workspace", a.workspace_clamped), ("joint limit", a.joint_limit_clamped),

@@ -7,8 +7,8 @@ makes every request with `submit(request, on_done)`, and this one carries it out
 own dispatch (`app.core.session_requests.SessionRequests`), on the calling thread.
 
 `--in-process` is a debugging mode, and it blocks: a request runs on the Qt thread here, so
-choosing OpenVR or 'auto' waits for the SteamVR probe (`steamvr_available`, quick without SteamVR,
-up to seconds while SteamVR starts), and `--connect` waits for the simulation server
+choosing OpenVR, OpenXR or 'auto' waits for the SteamVR and OpenXR probes (`steamvr_available`,
+`openxr_available`: quick without them, up to seconds while SteamVR starts), and `--connect` waits for the simulation server
 (`RemoteArms.connect`, up to its connect timeout, 5 s). The window freezes for that long; the loop
 and the recording are not affected (nothing runs yet). In the application these run in the core
 process. The loop sharing the GUI's interpreter lock already makes this mode unfit for real sessions.

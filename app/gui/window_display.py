@@ -63,7 +63,7 @@ class WindowDisplay:
         if snap is not None:
             self._sync_engage_keys(snap)
         if snap is not None and self.raw_dock.isVisible() and not self.raw_dock.visibleRegion().isEmpty():
-            self.raw_panel.update_sample(snap.sample)
+            self.raw_panel.update_snapshot(snap, session.device_info())
         if shown.banner is not None:
             self.banner.show_message(*shown.banner)
         if shown.loop_ended and session.recording and session.episode_status() is None:

@@ -77,7 +77,8 @@ class WindowSources:
         self.statusBar().showMessage(f"Source: {label}", 5000)
 
     def _sync_source_actions(self) -> None:
-        act = {SourceKind.OPENVR: self.act["src_openvr"], SourceKind.DEMO: self.act["src_demo"],
+        act = {SourceKind.OPENVR: self.act["src_openvr"], SourceKind.OPENXR: self.act["src_openxr"],
+               SourceKind.DEMO: self.act["src_demo"],
                SourceKind.REPLAY: self.act["src_replay"]}.get(self.session.source_kind)
         if act is not None:
             act.setChecked(True)
@@ -121,6 +122,7 @@ class WindowSources:
         def applied() -> None:
             self.runner.live_cfg = cfg
             self.raw_panel.set_button_map(cfg.buttons)
+            self.raw_panel.set_hands(cfg.hands)
             self.statusBar().showMessage(f"Settings applied and saved to {self.store.path}", 8000)
 
         # A replay keeps the configuration it was recorded with; the new settings take effect on live sources.

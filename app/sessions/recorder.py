@@ -252,7 +252,8 @@ class Recorder:
     `sidecar` is the caller's description of the run (versions, config, calibration); it
     must be JSON-serialisable and must not use `RESERVED_SIDECAR_KEYS`. Its `scene_objects` (the
     scene's free bodies, model order) name the object pose columns each row ends with
-    (`schema.session_columns`); every snapshot must carry a pose for each. `queue_size` is the
+    (`schema.session_columns`); every snapshot must carry a pose for each. Its `hand_joints` (true
+    for a source that reads hands) adds the hands' columns (`schema.HAND_COLUMNS`). `queue_size` is the
     number of snapshots that may wait for the writer (4096 = 20 s at 200 Hz).
     `flush_interval_s` bounds how old unflushed rows may get, in seconds.
     An existing `csv_path` is never overwritten: `start()` then fails.
@@ -281,8 +282,10 @@ class Recorder:
         self.block_when_full = bool(block_when_full)
         self._sidecar = dict(sidecar)
         objects = tuple(sidecar.get("scene_objects", ()))
-        self.columns = session_columns(objects)
-        """The CSV's columns (`schema.session_columns` of the sidecar's `scene_objects`)."""
+        self._hand_joints = sidecar.get("hand_joints", False) is True
+        self.columns = session_columns(objects, self._hand_joints)
+        """The CSV's columns (`schema.session_columns` of the sidecar's `scene_objects`, and the hands'
+        when its `hand_joints` is true)."""
         self._n_objects = len(objects)
         self._n_pose_values = 7 * len(objects)
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
@@ -624,7 +627,8 @@ class Recorder:
                     if len(item.object_pose) != self._n_pose_values:  # the header names the objects
                         raise ValueError(f"object_pose: expected {self._n_pose_values} values ({self._n_objects} "
                                          f"objects), got {len(item.object_pose)}")
-                    write(row_to_line(snapshot_to_row(item)))
+                    row = snapshot_to_row(item, hand_joints=True) if self._hand_joints else snapshot_to_row(item)
+                    write(row_to_line(row))
                 except OSError as e:
                     self._dropped_writer += 1
                     with self._lock:

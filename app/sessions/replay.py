@@ -26,7 +26,7 @@ from app.control.recorded_ticks import RecordedTicks, RecordedTicksError
 from app.tracking.config import ButtonMapConfig
 from app.events import Event, parse_events
 from app.sessions.reader import Session, SessionFormatError, read_session
-from app.sessions.schema import INPUT_COLUMNS, TICK_PHYSICS_COLUMNS, row_to_sample
+from app.sessions.schema import INPUT_COLUMNS, TICK_PHYSICS_COLUMNS, hand_arrays, hand_at, row_to_sample
 from app.sessions.sidecar import loop_period_s
 from app.tracking.sample import TrackingSample
 from app.tracking.source import SourceBase
@@ -84,6 +84,12 @@ class ReplaySource(SourceBase):
         """Recorded `t_s` of the first row; replay time 0 corresponds to it."""
         self._t_rel = t - t[0]
         self._inputs = [(c, session.data[c]) for c in INPUT_COLUMNS if c in session.data]
+        try:
+            self._hands = (hand_arrays(session.data, "left"), hand_arrays(session.data, "right"))
+        except ValueError as exc:
+            raise SessionFormatError(f"{session.path}: {exc}") from None
+        self.reads_hands = any(h is not None for h in self._hands)
+        """The file holds the hands' columns (format 4 from a source that read hands): they are replayed."""
         self._row = -1
         self._sample: TrackingSample | None = None
         self._finished = False
@@ -112,7 +118,8 @@ class ReplaySource(SourceBase):
         if k != self._row or self._sample is None:
             values = {c: a[k] for c, a in self._inputs}
             self._sample = row_to_sample(values, time_s=float(self._t_rel[k]), read_time_s=self._clock(),
-                                         grip_engage_threshold=self._grip_engage_threshold)
+                                         grip_engage_threshold=self._grip_engage_threshold,
+                                         hands=(hand_at(self._hands[0], k), hand_at(self._hands[1], k)))
             self._row = k
         return self._sample
 

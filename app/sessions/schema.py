@@ -20,8 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from app.tracking.config import ButtonMapConfig
 from app.events import CountKey, format_events
+from app.tracking.hand_joints import HAND_FIELDS, JOINT_COUNT, JOINT_NAMES, HandJoints
 from app.tracking.sample import (
     CONTROLLERS,
     DEVICES,
@@ -36,11 +39,12 @@ if TYPE_CHECKING:
     # must not pull the control layer in at run time.
     from app.control.snapshot import ArmSnapshot, Snapshot
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """Bumped whenever a column changes meaning or disappears, or a replay reads the file differently
 (2: the per-tick physics columns, `TICK_PHYSICS_COLUMNS`, which a replay follows; 3: the scene's
 state, `FINGER_COLUMNS` and `object_columns` per tick and the sidecar's `initial_state`, from
-which a replay of a recording started mid-run starts)."""
+which a replay of a recording started mid-run starts; 4: the tracked hands' joints,
+`HAND_COLUMNS`, in a recording whose sidecar says `hand_joints`, which a replay feeds back)."""
 
 ARMS: tuple[str, ...] = ("left", "right")
 
@@ -139,9 +143,27 @@ def object_names(columns) -> tuple[str, ...]:
     return tuple(names)
 
 
-def session_columns(names) -> tuple[str, ...]:
-    """Every column a recording of a scene with the free bodies `names` writes, in order."""
-    return COLUMNS + tuple(object_columns(names))
+HAND_SOURCE_SUFFIX = "hand_source"
+
+
+def hand_columns(side: str) -> tuple[str, ...]:
+    """One hand's input columns (format 4): `in_<side>_hand_source` (the `HandDataSource`, -1 when the
+    tick had no joints for this hand), then per joint (`JOINT_NAMES`, OpenXR's order) its
+    `HAND_FIELDS`: `in_<side>_hand_<joint>_valid`, `_x_m`, `_y_m`, `_z_m`, `_qw` .. `_qz`, `_radius_m`
+    (raw frame, like every input column)."""
+    return (f"in_{side}_{HAND_SOURCE_SUFFIX}",) + tuple(
+        f"in_{side}_hand_{joint}_{field}" for joint in JOINT_NAMES for field in HAND_FIELDS)
+
+
+HAND_COLUMNS: tuple[str, ...] = tuple(c for side in CONTROLLERS for c in hand_columns(side))
+"""Both hands' columns, left then right: written after the objects' columns by a recording whose
+sidecar's `hand_joints` is true (a source that reads hands: OpenXR, or a replay of such a file)."""
+
+
+def session_columns(names, hand_joints: bool = False) -> tuple[str, ...]:
+    """Every column a recording of a scene with the free bodies `names` writes, in order; with
+    `hand_joints`, the hands' columns last."""
+    return COLUMNS + tuple(object_columns(names)) + (HAND_COLUMNS if hand_joints else ())
 TICK_PHYSICS_COLUMNS: tuple[str, ...] = ("skipped_ticks", "physics_steps", "physics_dropped_steps")
 """What the loop and the physics did in each tick, beside `t_s` (format 2): a replay runs exactly
 these ticks with these steps (`app.control.recorded_ticks`). A file without all of them (format 1)
@@ -164,6 +186,8 @@ def _kind(col: str) -> str:
         return KIND_TIME
     if col in ("teleop_state", "events") or col in tuple(f"{a}_{s}" for a in ARMS for s in ("state", "collision_pair")):
         return KIND_STR
+    if col.endswith(HAND_SOURCE_SUFFIX):
+        return KIND_INT
     if col in ("tick", "skipped_ticks", "physics_steps", "physics_dropped_steps", "rejected_total",
                "clamps_total") or col.endswith(
             ("_result", "_ik_iterations", "_collision_infeasible_ticks")):
@@ -175,7 +199,7 @@ def _kind(col: str) -> str:
     return KIND_FLOAT
 
 
-COLUMN_KINDS: dict[str, str] = {c: _kind(c) for c in COLUMNS}
+COLUMN_KINDS: dict[str, str] = {c: _kind(c) for c in COLUMNS + HAND_COLUMNS}
 STRING_COLUMNS: frozenset[str] = frozenset(c for c, k in COLUMN_KINDS.items() if k == KIND_STR)
 
 
@@ -271,9 +295,22 @@ def _arm_fields(arm: ArmSnapshot, name: str, clamps: Mapping[CountKey, int]) -> 
     ]
 
 
-def snapshot_to_row(snap: Snapshot, n_objects: int | None = None) -> list[str]:
+_NO_HAND: tuple[str, ...] = ("-1",) + ("0", *("nan",) * (len(HAND_FIELDS) - 1)) * JOINT_COUNT
+"""A hand's fields on a tick without its joints."""
+
+
+def _hand_fields(hand: HandJoints | None) -> list[str] | tuple[str, ...]:
+    if hand is None:
+        return _NO_HAND
+    data = hand.data
+    fields = list(map(_repr, data.ravel().tolist()))
+    fields[0::len(HAND_FIELDS)] = ["1" if v == 1.0 else "0" for v in data[:, 0].tolist()]
+    return [str(int(hand.source)), *fields]
+
+
+def snapshot_to_row(snap: Snapshot, n_objects: int | None = None, hand_joints: bool = False) -> list[str]:
     """One CSV row (`session_columns` order) for a snapshot: its input sample, the loop's outputs,
-    the fingers and the objects' poses.
+    the fingers and the objects' poses, and with `hand_joints` the hands' joints.
 
     Raises ValueError when a snapshot field has the wrong length (e.g. not 7 joints, or object poses
     for other than `n_objects` objects when given), rather than writing a row whose columns are shifted.
@@ -301,6 +338,7 @@ def snapshot_to_row(snap: Snapshot, n_objects: int | None = None) -> list[str]:
         *map(_repr, snap.left.finger_pos_m),
         *map(_repr, snap.right.finger_pos_m),
         *map(_repr, snap.object_pose),
+        *(() if not hand_joints else (*_hand_fields(snap.sample.left_hand), *_hand_fields(snap.sample.right_hand))),
     ]
 
 
@@ -406,12 +444,37 @@ def _buttons_from(values: Mapping[str, str | float], ctrl: str, grip_engage_thre
     )
 
 
+def hand_arrays(data: Mapping[str, np.ndarray], side: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """One hand's recorded joints as arrays: (sources (n,) int, joints (n, 26, 9) float), from a
+    session's columns (`Session.data`); None when the file has no columns of this hand (formats
+    before 4, or a recording without hands). ValueError naming the column for a malformed value."""
+    cols = hand_columns(side)
+    if cols[0] not in data:
+        return None
+    missing = [c for c in cols if c not in data]
+    if missing:
+        raise ValueError(f"hand columns of {side}: {len(missing)} missing, the first {missing[0]}")
+    sources = np.asarray(data[cols[0]], dtype=float)
+    if not np.all(np.isin(sources, (-1, 0, 1, 2))):
+        raise ValueError(f"column {cols[0]}: expected -1 (no joints), 0, 1 or 2")
+    joints = np.stack([np.asarray(data[c], dtype=float) for c in cols[1:]], axis=1)
+    return sources.astype(int), joints.reshape(len(sources), JOINT_COUNT, len(HAND_FIELDS))
+
+
+def hand_at(arrays: tuple[np.ndarray, np.ndarray] | None, row: int) -> HandJoints | None:
+    """The `HandJoints` of `row` of `hand_arrays`' result; None when the row had none."""
+    if arrays is None or arrays[0][row] < 0:
+        return None
+    return HandJoints(arrays[1][row], int(arrays[0][row]))
+
+
 def row_to_sample(
     values: Mapping[str, str | float],
     *,
     time_s: float | None = None,
     read_time_s: float | None = None,
     grip_engage_threshold: float = ButtonMapConfig.grip_engage_threshold,
+    hands: tuple[HandJoints | None, HandJoints | None] = (None, None),
 ) -> TrackingSample:
     """The inverse of `sample_to_input_row`: a `TrackingSample` from the input columns of one row.
 
@@ -421,7 +484,8 @@ def row_to_sample(
     reconstructed: `connected` equals `valid`, `raw_pressed_bits` is 0, a missing
     `in_<dev>_result` is RUNNING_OK when valid else UNINITIALIZED, a missing menu is released.
     An analog grip (a file written by another tool) counts as pressed at or above
-    `grip_engage_threshold` (the button map's `buttons.grip_engage_threshold`).
+    `grip_engage_threshold` (the button map's `buttons.grip_engage_threshold`). `hands` are the
+    row's (left, right) hand joints, read once for a whole file (`hand_arrays`, `hand_at`).
     Raises ValueError naming the column when a value is missing or malformed.
     """
     t = _number(values, "t_s") if time_s is None else float(time_s)
@@ -433,4 +497,6 @@ def row_to_sample(
         left_buttons=_buttons_from(values, "left", grip_engage_threshold),
         right_buttons=_buttons_from(values, "right", grip_engage_threshold),
         sample_time_s=t,
+        left_hand=hands[0],
+        right_hand=hands[1],
     )

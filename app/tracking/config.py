@@ -1,11 +1,13 @@
-"""Settings of the tracking devices: `[buttons]` (which OpenVR button bit and axis means what) and
-`[openvr]` (polling and reconnecting), frozen dataclasses checked at construction
+"""Settings of the tracking devices: `[buttons]` (which OpenVR button bit and axis means what),
+`[openvr]` and `[openxr]` (polling, reconnecting, haptics) and `[hands]` (which input drives each
+arm, the hand gestures' thresholds), frozen dataclasses checked at construction
 (`app.config_checks`); `app.config` gathers them into `Config` and loads them from TOML.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from app.config_checks import require
 from app.finite import is_finite_number
@@ -28,7 +30,8 @@ class ButtonMapConfig:
     stick_axis: int = 0
     """Index into `rAxis` that is the thumbstick (x, y)."""
     grip_engage_threshold: float = 0.5
-    """Trigger-style analog grip values (replay files) at or above this count as pressed."""
+    """Trigger-style analog grip values (replay files, OpenXR's squeeze: the clutch) at or above this
+    count as pressed."""
 
     def __post_init__(self) -> None:
         for name in ("grip_bit", "a_bit", "b_bit", "stick_click_bit", "menu_bit"):
@@ -50,3 +53,73 @@ class OpenVRConfig:
     def __post_init__(self) -> None:
         require(is_finite_number(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openvr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
         require(is_finite_number(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openvr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
+
+
+@dataclass(frozen=True)
+class OpenXRConfig:
+    poll_rate_hz: float = 250.0
+    """Rate of the OpenXR polling thread (>= 250 Hz so the 200 Hz loop always has a fresh pose). A
+    session without `XR_MND_headless` runs its frame loop on a thread of its own: not this rate."""
+    locate_ahead_s: float = 0.002
+    """Poses are located this far after the poll: when the loop, which reads the newest poll, uses
+    them on average (half a poll period at 250 Hz). 0 locates at the poll's own time."""
+    reconnect_interval_s: float = 2.0
+    """How often to retry connecting while the runtime or its session is away."""
+    haptic_amplitude: float = 0.8
+    """Amplitude (0..1) of the haptic cues; their duration is `safety.haptic_pulse_us`."""
+    allow_headless: bool = True
+    """Use `XR_MND_headless` where the runtime offers it; false forces the frame-loop session."""
+
+    def __post_init__(self) -> None:
+        require(is_finite_number(self.poll_rate_hz) and 10 <= self.poll_rate_hz <= 2000, "openxr.poll_rate_hz", "a number in 10..2000", self.poll_rate_hz)
+        require(is_finite_number(self.locate_ahead_s) and 0 <= self.locate_ahead_s <= 0.1, "openxr.locate_ahead_s", "a number in 0..0.1", self.locate_ahead_s)
+        require(is_finite_number(self.reconnect_interval_s) and 0.05 <= self.reconnect_interval_s <= 60, "openxr.reconnect_interval_s", "a number in 0.05..60", self.reconnect_interval_s)
+        require(is_finite_number(self.haptic_amplitude) and 0 <= self.haptic_amplitude <= 1, "openxr.haptic_amplitude", "a number in 0..1", self.haptic_amplitude)
+        require(isinstance(self.allow_headless, bool), "openxr.allow_headless", "true or false", self.allow_headless)
+
+
+class InputMode(StrEnum):
+    """What drives an arm: its controller, its tracked hand, or either (`auto`)."""
+
+    CONTROLLER = "controller"
+    HAND = "hand"
+    """The hand only (`app.tracking.hand_gestures`): its wrist is the pose, the pinch the gripper, the
+    curled middle, ring and little fingers the clutch; no hand tracked is tracking loss."""
+    AUTO = "auto"
+    """The hand while the controller is not tracked and the hand's wrist is, the controller otherwise.
+    A hand the runtime synthesizes from a controller (`HandDataSource.CONTROLLER`) never takes over:
+    it is that controller, not a free hand."""
+
+
+@dataclass(frozen=True)
+class HandsConfig:
+    """`[hands]`: per arm its input (`InputMode`), and the hand gestures' thresholds
+    (`app.tracking.hand_gestures`)."""
+
+    left_input: str = "controller"
+    """`controller`, `hand` or `auto` (see `InputMode`)."""
+    right_input: str = "controller"
+    pinch_close_m: float = 0.02
+    """Thumb-tip to index-tip distance (m) below which the pinch closes the gripper."""
+    pinch_open_m: float = 0.035
+    """Thumb-tip to index-tip distance (m) above which the pinch opens the gripper again."""
+    curl_engage: float = 0.6
+    """Curl (0 straight .. 1 tip back at the base of the hand, `hand_gestures.finger_curl`) that middle,
+    ring and little must all reach to engage."""
+    curl_release: float = 0.4
+    """Curl below which any of middle, ring and little releases the clutch."""
+
+    def __post_init__(self) -> None:
+        modes = tuple(str(m) for m in InputMode)
+        for name in ("left_input", "right_input"):
+            v = getattr(self, name)
+            require(v in modes, f"hands.{name}", f"one of {', '.join(modes)}", v)
+        for name in ("pinch_close_m", "pinch_open_m", "curl_engage", "curl_release"):
+            require(is_finite_number(getattr(self, name)), f"hands.{name}", "a finite number", getattr(self, name))
+        require(0.0 < self.pinch_close_m < self.pinch_open_m <= 0.2, "hands.pinch_close_m, hands.pinch_open_m",
+                "0 < pinch_close_m < pinch_open_m <= 0.2", (self.pinch_close_m, self.pinch_open_m))
+        require(0.0 <= self.curl_release < self.curl_engage <= 1.0, "hands.curl_release, hands.curl_engage",
+                "0 <= curl_release < curl_engage <= 1", (self.curl_release, self.curl_engage))
+
+    def input_mode(self, arm: str) -> InputMode:
+        return InputMode({"left": self.left_input, "right": self.right_input}[arm])

@@ -1,4 +1,4 @@
-"""One reading of the operator's devices: headset and two controllers.
+"""One reading of the operator's devices: headset, two controllers and, where tracked, two hands.
 
 Poses are in the raw OpenVR standing frame (right-handed, metres, +Y up, -Z forward).
 Quaternions are w, x, y, z. Nothing here is validated: `app.control.safety` decides
@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
+
+from app.tracking.hand_joints import HandJoints
 
 DEVICES: tuple[str, ...] = ("left", "right", "head")
 CONTROLLERS: tuple[str, ...] = ("left", "right")
@@ -83,6 +85,10 @@ class TrackingSample:
     left_buttons: ControllerButtons = field(default_factory=ControllerButtons)
     right_buttons: ControllerButtons = field(default_factory=ControllerButtons)
     sample_time_s: float = 0.0
+    left_hand: HandJoints | None = None
+    """The left hand's 26 joints (`XR_EXT_hand_tracking`), raw frame; None when the source reads no
+    hands or the runtime does not track this hand now."""
+    right_hand: HandJoints | None = None
 
     def pose(self, device: str) -> DevicePose:
         if device not in DEVICES:
@@ -93,3 +99,8 @@ class TrackingSample:
         if controller not in CONTROLLERS:
             raise KeyError(f"unknown controller {controller!r}; expected one of {CONTROLLERS}")
         return getattr(self, f"{controller}_buttons")
+
+    def hand(self, side: str) -> HandJoints | None:
+        if side not in CONTROLLERS:
+            raise KeyError(f"unknown hand {side!r}; expected one of {CONTROLLERS}")
+        return getattr(self, f"{side}_hand")

@@ -33,9 +33,11 @@ class SourceKind(StrEnum):
     session's summary (`source`) write it."""
 
     AUTO = "auto"
-    """OpenVR when SteamVR answers, else the demo operator (and the note says so)."""
+    """OpenVR when SteamVR answers, else OpenXR when an OpenXR runtime answers with a headset, else
+    the demo operator (and the note says why)."""
     DEMO = "demo"
     OPENVR = "openvr"
+    OPENXR = "openxr"
     REPLAY = "replay"
     """A recorded session's input, replayed."""
 
@@ -78,6 +80,10 @@ class TrackingSource(Protocol):
     """True for a source that plays a recording back tick by tick (replay): after a stall the loop
     pauses it (its time resumes where it stopped) instead of skipping recorded samples, so the
     replay stays exact."""
+
+    reads_hands: bool
+    """The samples may carry hand joints (`TrackingSample.left_hand`, `right_hand`): a recording of
+    this source holds the hands' columns. OpenXR, and a replay of a recording that has them."""
 
     def start(self) -> None: ...
 
@@ -123,6 +129,7 @@ class SourceBase:
 
     name = "base"
     follows_recording = False
+    reads_hands = False
 
     def __init__(self) -> None:
         self._life = Lifecycle("source", ConnectionState.CLOSED, SOURCE_TRANSITIONS)
