@@ -81,3 +81,25 @@ def record_hand_session(path: Path, ticks: int = 800) -> Path:
     rec.stop()
     src.close()
     return path
+
+
+def expected_hand(s, side: str, rows) -> tuple[np.ndarray, np.ndarray]:
+    """What the exports should give for hand `side` at `rows` of the read session `s`, computed
+    joint by joint from the recorded columns with `calibration.frames.vr_pose_to_operator_frame`
+    (not with the exporter's vectorized code): sources (n,) and (n, 26, 4) validity and position
+    (m, operator frame; 0 where not valid)."""
+    from calibration.frames import vr_pose_to_operator_frame
+    from app.tracking.hand_joints import JOINT_NAMES
+
+    sources = np.array([int(s.data[f"in_{side}_hand_source"][r]) for r in rows])
+    out = np.zeros((len(rows), len(JOINT_NAMES), 4))
+    for k, r in enumerate(rows):
+        heading = float(s.data["heading_rad"][r])
+        for j, joint in enumerate(JOINT_NAMES):
+            pre = f"in_{side}_hand_{joint}_"
+            p = [float(s.data[pre + a][r]) for a in ("x_m", "y_m", "z_m")]
+            if sources[k] < 0 or s.data[pre + "valid"][r] != 1 or not np.all(np.isfinite(p)):
+                continue
+            out[k, j, 0] = 1.0
+            out[k, j, 1:] = vr_pose_to_operator_frame(p, (1.0, 0.0, 0.0, 0.0), heading)[0]
+    return sources, out

@@ -37,6 +37,8 @@ class HandTrack:
     """(n, 26) bool: the joint's pose was reported valid and its position is finite."""
     pos_op_m: np.ndarray
     """(n, 26, 3) joint positions (m), operator frame; 0.0 where not `valid`."""
+    radius_m: np.ndarray
+    """(n, 26) joint radii (m) as recorded."""
 
 
 def vr_positions_to_operator_frame(pos_vr_m: np.ndarray, heading_rad: np.ndarray) -> np.ndarray:
@@ -70,4 +72,4 @@ def hand_track(data: Mapping[str, np.ndarray], side: str) -> HandTrack | None:
     pos_op = vr_positions_to_operator_frame(joints[:, :, 1:4], row_headings_rad(data, len(source)))
     valid = (joints[:, :, 0] == 1.0) & (source[:, None] != NO_JOINTS) & np.isfinite(pos_op).all(axis=2)
     pos_op[~valid] = 0.0
-    return HandTrack(side, source, valid, pos_op)
+    return HandTrack(side, source, valid, pos_op, joints[:, :, 8])
