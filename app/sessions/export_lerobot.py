@@ -21,7 +21,11 @@ in m), `action` (16: per arm the joint commands sent, rad, and the gripper comma
 closed), optionally `observation.tcp_target` (14: per arm the IK target x, y, z m, qw, qx, qy, qz,
 world frame), `observation.environment_state` when the sessions record the scene's free bodies
 (format 3: per body in column order x, y, z m and qw, qx, qy, qz, world frame; float32, names the
-`obj_<body>_*` columns; every session must record the same bodies), and with `frames` one
+`obj_<body>_*` columns; every session must record the same bodies), when a session has hand
+columns (format 4) `observation.hand_joints.left` / `.right` (104 float32: per joint `HAND_JOINT_NAMES`,
+validity 1/0 and position x, y, z m in the operator frame, `hand_frames`; 0 where not valid) and
+`observation.hand_source` (2 int64: per hand the `HandDataSource`, -1 without joints; the frames
+of a session without hand columns are all -1 and 0), and with `frames` one
 `observation.images.<camera>` video per camera (the CLI's `app.replay_render.ReplayRenderer` draws
 the scene's `front`, `left/wrist` and `right/wrist` cameras, from the recorded scene state or by
 re-simulating the session; it is asked first, for every session, whether it can, and a refusal
