@@ -3,7 +3,9 @@ with the recorded joints in the operator frame, and the MCAP file draws the hand
 (`/hands`; a session without hands has no such channel: test_export_mcap.py's channel set). The recording is a real one (`tests/hand_session.py`: the engine driven by a scripted
 two-hand source); the expected values are computed joint by joint from its columns."""
 
+import csv as csv_module
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -11,8 +13,9 @@ import pytest
 pa = pytest.importorskip("pyarrow", reason="the [export] extra (pyarrow) is not installed")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from app.cli import main  # noqa: E402
+from app.cli import EXIT_USAGE, main  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
+from app.sessions.schema import sidecar_path  # noqa: E402
 from app.tracking.hand_joints import JOINT_NAMES, HandJoint  # noqa: E402
 from tests.hand_session import expected_hand, record_hand_session  # noqa: E402
 from tests.lerobot_helpers import engaged_stretches  # noqa: E402
@@ -107,3 +110,22 @@ def test_mcap_draws_each_hand_in_the_operator_frame(hand_session, tmp_path):
             checked.add((side, int(valid.sum())))
     assert checked >= {"deleted", ("left", 26), ("left", 25), ("right", 26)}
 
+
+
+@pytest.mark.parametrize("fmt", ["lerobot", "mcap"])
+def test_a_malformed_hand_source_is_refused_naming_the_file_and_column(hand_session, tmp_path, capsys, fmt):
+    bad = tmp_path / "bad.csv"
+    with open(hand_session, newline="") as f:
+        rows = list(csv_module.reader(f))
+    rows[300][rows[0].index("in_left_hand_source")] = "7"
+    with open(bad, "w", newline="") as f:
+        csv_module.writer(f, lineterminator="\n").writerows(rows)
+    shutil.copy(sidecar_path(hand_session), sidecar_path(bad))
+    if fmt == "mcap":
+        pytest.importorskip("foxglove", reason="the [export] extra (foxglove-sdk) is not installed")
+    out = tmp_path / ("ds" if fmt == "lerobot" else "bad.mcap")
+    capsys.readouterr()
+    extra = ["--no-videos"] if fmt == "lerobot" else []
+    assert main(["export", str(bad), "--format", fmt, "--out", str(out), *extra]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "bad.csv" in err and "in_left_hand_source" in err and "expected -1 (no joints), 0, 1 or 2" in err

@@ -87,13 +87,13 @@ from typing import Protocol
 import numpy as np
 
 from app.events import CommandKind, EventKind, parse_events
-from app.sessions.chunks import SessionChunks
+from app.sessions.chunks import SessionChunks, SessionFormatError
 from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_files
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
 from app.sessions.sidecar import loop_period_s
 from app.sessions.video_codecs import DEFAULT_CODEC, video_codec
 from app.sessions.video_file import InlineVideoFile, VideoFile
-from app.sessions.hand_frames import NO_JOINTS, hand_track
+from app.sessions.hand_frames import NO_JOINTS, HandColumnsError, hand_track
 from app.sessions.schema import ARMS, FINGER_COLUMNS, HAND_COLUMNS, hand_columns, object_columns, object_names
 from app.tracking.hand_joints import JOINT_COUNT, JOINT_NAMES
 from app.tracking.sample import CONTROLLERS
@@ -223,7 +223,10 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict | None, int]:
                 if c in chunk.data:
                     parts[c].append(chunk.data[c] if c == "events" else chunk.data[c].astype(np.float64))
             for side in hands:
-                source, joints = _hand_values(chunk.data, side)
+                try:
+                    source, joints = _hand_values(chunk.data, side)
+                except HandColumnsError as exc:
+                    raise SessionFormatError(f"{path}: {exc}") from None
                 parts.setdefault(f"hand_source.{side}", []).append(source)
                 parts.setdefault(f"hand_joints.{side}", []).append(joints)
         sidecar, n = chunks.sidecar, chunks.n_rows

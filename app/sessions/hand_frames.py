@@ -26,6 +26,11 @@ NO_JOINTS = -1
 """The source of a row without joints for that hand (the recording's `in_<side>_hand_source`)."""
 
 
+class HandColumnsError(ValueError):
+    """A session's hand columns are malformed (the message names the column); the exports report it
+    as the file's `SessionFormatError`."""
+
+
 @dataclass(frozen=True)
 class HandTrack:
     """One hand over the rows of a session, operator frame (see the module)."""
@@ -63,9 +68,12 @@ def row_headings_rad(data: Mapping[str, np.ndarray], n: int) -> np.ndarray:
 
 def hand_track(data: Mapping[str, np.ndarray], side: str) -> HandTrack | None:
     """The hand `side` of a session's columns (`reader.Session.data`, a chunk's `data`) in the
-    operator frame; None when the file has no columns of this hand. ValueError (from
-    `schema.hand_arrays`) naming the column for a malformed value."""
-    arrays = hand_arrays(data, side)
+    operator frame; None when the file has no columns of this hand. HandColumnsError naming the
+    column for a malformed value (`schema.hand_arrays`)."""
+    try:
+        arrays = hand_arrays(data, side)
+    except ValueError as exc:
+        raise HandColumnsError(str(exc)) from None
     if arrays is None:
         return None
     source, joints = arrays
