@@ -37,7 +37,8 @@ CHECKER = Path(__file__).with_name("lerobot_check.py")
 CHECK_TIMEOUT_S = 900.0
 """Importing torch and lerobot and decoding: about a minute on the loaded 2-core VM."""
 REPO_ID = "local/pico-teleop"
-NUMERIC = ("observation.state", "action", "observation.tcp_target", "timestamp", "frame_index", "episode_index",
+NUMERIC = ("observation.state", "action", "observation.tcp_target", "observation.hand_joints.left",
+           "observation.hand_joints.right", "observation.hand_source", "timestamp", "frame_index", "episode_index",
            "index", "task_index")
 
 
@@ -224,3 +225,37 @@ def test_a_batch_of_three_demo_episodes_loads_with_its_task_success_flags_and_ob
         assert not bool(np.asarray(first["next.success"]).reshape(-1)[0])
         for cam in got["video_keys"]:
             assert first[cam]["shape"] == [3, 48, 64] and first[cam]["std"] > 0.01
+
+
+def test_a_dataset_with_hands_loads_with_the_recorded_joints(lerobot_python, session, tmp_path):
+    """A session recorded with both hands (format 4) and the demo (no hands) in one dataset: lerobot
+    loads the hand features, and every frame's joints equal the recording's (operator frame,
+    computed joint by joint from the CSV); the demo's frames say no joints."""
+    from tests.hand_session import expected_hand, record_hand_session
+    hands = record_hand_session(tmp_path / "hands.csv")
+    out = tmp_path / "ds"
+    assert main(["export", str(hands), str(session), "--format", "lerobot", "--out", str(out), "--no-videos"]) == 0
+    s, demo = read_session(hands), read_session(session)
+    rows = np.concatenate([np.arange(a, b) for a, b in engaged_stretches(s)])  # 200 fps: one frame per row
+    n_demo = sum(b - a for a, b in engaged_stretches(demo))
+
+    got = lerobot_reads(lerobot_python, out, tmp_path, frames=[int(rows.size) - 1, int(rows.size)])
+    assert_lerobot_agrees_with_the_export(got, out)
+    assert got["num_frames"] == rows.size + n_demo
+    assert got["features"]["observation.hand_joints.left"] == {"dtype": "float32", "shape": [104]}
+    assert got["features"]["observation.hand_joints.right"] == {"dtype": "float32", "shape": [104]}
+    assert got["features"]["observation.hand_source"] == {"dtype": "int64", "shape": [2]}
+    assert got["stats_shapes"]["observation.hand_joints.left"] == [104]
+    sources = np.array(got["columns"]["observation.hand_source"])
+    for k, side in enumerate(("left", "right")):
+        joints = np.array(got["columns"][f"observation.hand_joints.{side}"], dtype=np.float32)
+        want_source, want = expected_hand(s, side, rows)
+        np.testing.assert_array_equal(sources[:rows.size, k], want_source)
+        np.testing.assert_array_equal(joints[:rows.size].reshape(-1, 26, 4), want.astype(np.float32))
+        assert np.all(sources[rows.size:, k] == -1) and np.all(joints[rows.size:] == 0.0)
+    # As a policy reads a frame (`ds[i]`): the last frame with hands, the first of the demo.
+    last, first_demo = got["items"][str(rows.size - 1)], got["items"][str(rows.size)]
+    np.testing.assert_array_equal(np.float32(last["observation.hand_joints.right"]),
+                                  expected_hand(s, "right", rows[-1:])[1].astype(np.float32).reshape(-1))
+    assert last["observation.hand_source"] == [int(s.data["in_left_hand_source"][rows[-1]]), 1]
+    assert first_demo["observation.hand_source"] == [-1, -1]

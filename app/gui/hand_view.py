@@ -20,16 +20,10 @@ from PySide6.QtWidgets import QWidget
 from app.gui import theme
 from app.gui.xr_status import SOURCE_TEXT
 from app.tracking.hand_gestures import CLUTCH_FINGERS, finger_curl, pinch_distance_m
-from app.tracking.hand_joints import HandJoint as J, HandJoints
+from app.tracking.hand_joints import FINGER_CHAINS, HandJoint as J, HandJoints
 from calibration import quat
 
-FINGERS: tuple[tuple[str, tuple[J, ...]], ...] = (
-    ("thumb", (J.WRIST, J.THUMB_METACARPAL, J.THUMB_PROXIMAL, J.THUMB_DISTAL, J.THUMB_TIP)),
-    ("index", (J.WRIST, J.INDEX_METACARPAL, J.INDEX_PROXIMAL, J.INDEX_INTERMEDIATE, J.INDEX_DISTAL, J.INDEX_TIP)),
-    ("middle", (J.WRIST, J.MIDDLE_METACARPAL, J.MIDDLE_PROXIMAL, J.MIDDLE_INTERMEDIATE, J.MIDDLE_DISTAL, J.MIDDLE_TIP)),
-    ("ring", (J.WRIST, J.RING_METACARPAL, J.RING_PROXIMAL, J.RING_INTERMEDIATE, J.RING_DISTAL, J.RING_TIP)),
-    ("little", (J.WRIST, J.LITTLE_METACARPAL, J.LITTLE_PROXIMAL, J.LITTLE_INTERMEDIATE, J.LITTLE_DISTAL, J.LITTLE_TIP)),
-)
+FINGERS = FINGER_CHAINS
 """Each finger's chain from the wrist to its tip: the drawing's bones."""
 
 TIPS: tuple[tuple[str, J], ...] = (("thumb", J.THUMB_TIP), ("index", J.INDEX_TIP), ("middle", J.MIDDLE_TIP),

@@ -21,7 +21,11 @@ in m), `action` (16: per arm the joint commands sent, rad, and the gripper comma
 closed), optionally `observation.tcp_target` (14: per arm the IK target x, y, z m, qw, qx, qy, qz,
 world frame), `observation.environment_state` when the sessions record the scene's free bodies
 (format 3: per body in column order x, y, z m and qw, qx, qy, qz, world frame; float32, names the
-`obj_<body>_*` columns; every session must record the same bodies), and with `frames` one
+`obj_<body>_*` columns; every session must record the same bodies), when a session has hand
+columns (format 4) `observation.hand_joints.left` / `.right` (104 float32: per joint `HAND_JOINT_NAMES`,
+validity 1/0 and position x, y, z m in the operator frame, `hand_frames`; 0 where not valid) and
+`observation.hand_source` (2 int64: per hand the `HandDataSource`, -1 without joints; the frames
+of a session without hand columns are all -1 and 0), and with `frames` one
 `observation.images.<camera>` video per camera (the CLI's `app.replay_render.ReplayRenderer` draws
 the scene's `front`, `left/wrist` and `right/wrist` cameras, from the recorded scene state or by
 re-simulating the session; it is asked first, for every session, whether it can, and a refusal
@@ -83,13 +87,16 @@ from typing import Protocol
 import numpy as np
 
 from app.events import CommandKind, EventKind, parse_events
-from app.sessions.chunks import SessionChunks
+from app.sessions.chunks import SessionChunks, SessionFormatError
 from app.sessions.dataset_folder import DatasetIndex, EpisodeEntry, episode_files
 from app.sessions.foxglove_channels import EXPORT_INSTALL_HINT, ExportUnavailableError
 from app.sessions.sidecar import loop_period_s
 from app.sessions.video_codecs import DEFAULT_CODEC, video_codec
 from app.sessions.video_file import InlineVideoFile, VideoFile
-from app.sessions.schema import ARMS, FINGER_COLUMNS, object_columns, object_names
+from app.sessions.hand_frames import NO_JOINTS, HandColumnsError, hand_track
+from app.sessions.schema import ARMS, FINGER_COLUMNS, HAND_COLUMNS, hand_columns, object_columns, object_names
+from app.tracking.hand_joints import JOINT_COUNT, JOINT_NAMES
+from app.tracking.sample import CONTROLLERS
 
 CODEBASE_VERSION = "v3.0"
 FINGER_TRAVEL_M = 0.04
@@ -110,6 +117,14 @@ GRID_TOL_S = 1e-6
 STATE_NAMES = [f"{arm}_{n}" for arm in ARMS for n in [f"q{i}_rad" for i in range(1, 8)] + ["gripper_opening_m"]]
 ACTION_NAMES = [f"{arm}_{n}" for arm in ARMS for n in [f"q{i}_cmd_rad" for i in range(1, 8)] + ["gripper_cmd"]]
 TARGET_NAMES = [f"{arm}_target_{n}" for arm in ARMS for n in ("x_m", "y_m", "z_m", "qw", "qx", "qy", "qz")]
+HAND_JOINT_KEY = "observation.hand_joints."
+"""+ `left` / `right`: one hand's joints per frame (`HAND_JOINT_NAMES`), in a dataset of sessions with hands."""
+HAND_SOURCE_KEY = "observation.hand_source"
+HAND_JOINT_NAMES = [f"{joint}_{n}" for joint in JOINT_NAMES for n in ("valid", "x_op_m", "y_op_m", "z_op_m")]
+"""Per joint (OpenXR's order): 1.0 valid / 0.0 not, then its position (m) in the operator frame
+(`hand_frames`: robot axes turned by the recorded heading; 0.0 when not valid)."""
+HAND_SOURCE_NAMES = list(CONTROLLERS)
+"""`observation.hand_source`: per hand the `HandDataSource` (0 unknown, 1 optical, 2 controller), -1 without joints."""
 
 
 @dataclass(frozen=True)
@@ -197,16 +212,40 @@ def _columns() -> list[str]:
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict | None, int]:
     """The exported columns of one session (streamed in chunks; the objects' poses when it has
-    them), its sidecar and its row count."""
+    them; the hands, when it has them, as `_hand_values` per chunk: 0.4 kB a row per hand instead
+    of 1.9), its sidecar and its row count."""
     with SessionChunks(path) as chunks:
         keep = _columns() + [c for c in FINGER_COLUMNS if c in chunks.columns] + object_columns(object_names(chunks.columns))
+        hands = [side for side in CONTROLLERS if hand_columns(side)[0] in chunks.columns]
         parts: dict[str, list] = {c: [] for c in keep}
         for chunk in chunks:
             for c in keep:
                 if c in chunk.data:
                     parts[c].append(chunk.data[c] if c == "events" else chunk.data[c].astype(np.float64))
+            for side in hands:
+                try:
+                    source, joints = _hand_values(chunk.data, side)
+                except HandColumnsError as exc:
+                    raise SessionFormatError(f"{path}: {exc}") from None
+                parts.setdefault(f"hand_source.{side}", []).append(source)
+                parts.setdefault(f"hand_joints.{side}", []).append(joints)
         sidecar, n = chunks.sidecar, chunks.n_rows
     return {c: np.concatenate(p) if p else np.zeros(0) for c, p in parts.items() if p}, sidecar, n
+
+
+def _hand_values(data, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """One hand's rows as the dataset holds them: sources (n,) int64 and joints (n, 104) float32
+    (`HAND_JOINT_NAMES`: per joint validity and position, operator frame)."""
+    track = hand_track(data, side)
+    n = len(track.source)
+    joints = np.concatenate((track.valid[:, :, None], track.pos_op_m), axis=2).reshape(n, 4 * JOINT_COUNT)
+    return track.source.astype(np.int64), joints.astype(np.float32)
+
+
+def _has_hands(path: Path) -> bool:
+    """The session's file has hand columns (format 4, a recording whose sidecar says `hand_joints`)."""
+    with SessionChunks(path) as chunks:
+        return any(c in chunks.columns for c in HAND_COLUMNS)
 
 
 def _loop_rate_hz(sidecar: dict | None, t_s: np.ndarray) -> int:
@@ -365,6 +404,7 @@ def _tasks_table(pa, tasks: list[str]):
 
 
 _FRAME_COLUMNS = ("observation.state", "action", "observation.tcp_target", "observation.environment_state",
+                  *(HAND_JOINT_KEY + side for side in CONTROLLERS), HAND_SOURCE_KEY,
                   "next.success", "timestamp", "frame_index", "episode_index", "index", "task_index")
 
 
@@ -392,8 +432,10 @@ class _Episodes:
     and (with `frames`) the videos and their per-episode image statistics."""
 
     def __init__(self, root: Path, options: LeRobotOptions, frames: FrameSource | None, av,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, hands: bool = False) -> None:
         self.root, self.options, self.frames, self._av, self._progress = root, options, frames, av, progress
+        self.hands = hands
+        """The dataset has the hand features (some session has hand columns; the others' frames say no joints)."""
         self.notes: list[str] = []
         self.tasks: list[str] = []
         self.columns: dict[str, list] = {k: [] for k in _FRAME_COLUMNS}
@@ -479,6 +521,16 @@ class _Episodes:
             cols["observation.tcp_target"].append(_f32(data, TARGET_NAMES, rows))
         if self.objects:
             cols["observation.environment_state"].append(_f32(data, object_columns(self.objects), rows))
+        if self.hands:
+            sources = []
+            for side in CONTROLLERS:
+                if f"hand_joints.{side}" in data:
+                    cols[HAND_JOINT_KEY + side].append(data[f"hand_joints.{side}"][rows])
+                    sources.append(data[f"hand_source.{side}"][rows])
+                else:  # a session without this hand's columns: no joints on any frame
+                    cols[HAND_JOINT_KEY + side].append(np.zeros((n, 4 * JOINT_COUNT), dtype=np.float32))
+                    sources.append(np.full(n, NO_JOINTS, dtype=np.int64))
+            cols[HAND_SOURCE_KEY].append(np.stack(sources, axis=1))
         if success is not None:
             done = np.zeros(n, dtype=bool)
             done[-1] = success
@@ -549,6 +601,10 @@ def _features(eps: _Episodes, av) -> dict[str, dict]:
     if eps.objects:
         names = object_columns(eps.objects)
         features["observation.environment_state"] = _feature("float32", (len(names),), names)
+    if eps.hands:
+        for side in CONTROLLERS:
+            features[HAND_JOINT_KEY + side] = _feature("float32", (len(HAND_JOINT_NAMES),), HAND_JOINT_NAMES)
+        features[HAND_SOURCE_KEY] = _feature("int64", (len(HAND_SOURCE_NAMES),), HAND_SOURCE_NAMES)
     if eps.columns["next.success"]:
         features["next.success"] = _feature("bool", (1,), None)
     for key in eps.video_keys:
@@ -561,11 +617,12 @@ def _features(eps: _Episodes, av) -> dict[str, dict]:
 
 
 def _write_data(pa, pq, root: Path, cols: dict[str, np.ndarray], data_features: list[str]) -> None:
-    """data/chunk-000/file-000.parquet: one row per frame, vectors as fixed-size lists."""
+    """data/chunk-000/file-000.parquet: one row per frame, vectors as fixed-size lists of their dtype
+    (float32, or int64 for `observation.hand_source`)."""
     def arrow(k: str):
         v = cols[k]
         if v.ndim == 2:
-            return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), pa.float32()), v.shape[1])
+            return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), pa.from_numpy_dtype(v.dtype)), v.shape[1])
         return pa.array(v)
 
     data_file = root / DATA_PATH.format(chunk_index=0, file_index=0)
@@ -651,7 +708,7 @@ def _export(sessions: list[tuple[Path, EpisodeEntry | None]], root: Path, option
             raise FileExistsError(f"{root} exists and is not empty")
         shutil.rmtree(root)
 
-    eps = _Episodes(root, options, frames, av, progress)
+    eps = _Episodes(root, options, frames, av, progress, hands=any(_has_hands(p) for p, _ in sessions))
     try:
         for path, entry in sessions:
             eps.add_session(path, entry)

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.sessions.chunks import SessionChunks
+from app.sessions.chunks import SessionChunks, SessionFormatError
+from app.sessions.hand_frames import HandColumnsError
 from app.sessions.foxglove_channels import FoxgloveChannels, import_foxglove
 
 
@@ -74,7 +75,10 @@ def export_mcap(csv_path: str | Path, out_path: str | Path, *, overwrite: bool =
         try:
             channels = FoxgloveChannels(scene, ctx)
             for chunk in chunks:
-                channels.log_rows(chunk.data, time_ns)
+                try:
+                    channels.log_rows(chunk.data, time_ns)
+                except HandColumnsError as exc:
+                    raise SessionFormatError(f"{csv_path}: {exc}") from None
                 if progress is not None:
                     progress(chunk.bytes_read, chunks.size_bytes, chunks.n_rows)
         finally:

@@ -17,13 +17,15 @@ this module is loaded only by the commands that need it.
 | `/collision_lines` | `foxglove.SceneUpdate` | 0..1 | per arm with a pair within influence, the entity `collision/<arm>`: a line between the closest pair's witness points (world frame; red while held back, amber otherwise); deleted on the row it has none |
 | `/events` | `foxglove.Log` | 0..n | each recorded event (`app.events`), warnings for e-stops, faults, lost tracking |
 | `/scene` | `foxglove.SceneUpdate` | at the first row, then every `scene_period_s` (default `SCENE_PERIOD_S`) | one entity per body, primitives from the model's geoms |
+| `/hands` | `foxglove.SceneUpdate` | 0..1 (only for a session with hand columns, format 4) | per tracked hand the entity `hand/<side>` in the `operator` frame: a sphere per valid joint (its recorded radius) and a line per bone (`FINGER_CHAINS`, both ends valid); deleted on the row the hand has no joints |
 
 The frame tree (all parents `world` unless said): every body that carries a visible geom, under
 its MuJoCo name (`left/link3`); each arm's base `<arm>/base` (its `link0`), flange `<arm>/flange`
 and TCP `<arm>/tcp` (sites, by forward kinematics of the recorded joints), its IK target
 `<arm>/target` (recorded); the operator frame `operator` (robot axes turned by the recorded
 heading, placed at the world origin: the controllers' positions are the VR origin's, not the
-robot's) with `operator/left_controller`, `operator/right_controller` and `operator/headset`.
+robot's) with `operator/left_controller`, `operator/right_controller` and `operator/headset`. The hands' joints
+(`/hands`) are positions in that `operator` frame (`hand_frames`), like the controllers.
 A pose that is not finite (a bad tracking sample) is left out of that row's message.
 
 The bodies are posed from the recorded arm joints, fingers (`<arm>_finger1_m`, `_finger2_m`) and
@@ -45,9 +47,12 @@ import numpy as np
 from app.finite import is_finite_vector
 from app.events import EventKind, parse_events
 from app.sessions.analysis import tracking_errors
+from app.sessions.hand_frames import NO_JOINTS, HandTrack, hand_track
 from app.sessions.schema import ARMS, object_names
 from app.sim.scene import Scene
 from app.sim.scene_objects import free_body_qpos_adr
+from app.tracking.hand_joints import FINGER_CHAINS
+from app.tracking.sample import CONTROLLERS
 from calibration.frames import vr_pose_to_operator_frame
 
 SCENE_PERIOD_S = 10.0
@@ -59,7 +64,9 @@ FLOOR_HALF_SIZE_M = 2.0
 
 TOPICS = ("/tf", "/joint_states", "/joint_commands", "/timing", "/tracking", "/collision", "/collision_lines", "/events",
           "/scene")
-"""Every topic this module logs, in a fixed order."""
+"""Every topic this module logs for every session, in a fixed order (`HANDS_TOPIC` comes in addition,
+created with the first rows that have hand columns)."""
+HANDS_TOPIC = "/hands"
 
 _WARNING_EVENTS = {EventKind.LOST, EventKind.HOLDING, EventKind.ESTOP, EventKind.RESYNC}
 _ERROR_EVENTS = {EventKind.FAULT}
@@ -198,12 +205,18 @@ class FoxgloveChannels:
         self._events = ch.LogChannel("/events", context=context)
         self._scene = ch.SceneUpdateChannel("/scene", context=context)
         self._next_scene_s: float | None = None
+        self._context = context
+        self._hands = None
+        """The `/hands` channel, made with the first rows that have hand columns."""
+        self._hand_shown = dict.fromkeys(CONTROLLERS, False)
         self.counts = dict.fromkeys(TOPICS, 0)
 
     def close(self) -> None:
         for c in (self._tf, self._joints, self._commands, self._timing, self._tracking, self._collision,
                   self._collision_lines, self._events, self._scene):
             c.close()
+        if self._hands is not None:
+            self._hands.close()
 
     def restart_time(self) -> None:
         """The next rows may start earlier than the previous ones (a new run): send the scene with
@@ -217,6 +230,10 @@ class FoxgloveChannels:
         n = len(data["t_s"])
         errs = {arm: tracking_errors(data, arm) for arm in ARMS}
         collision = [arm for arm in ARMS if f"{arm}_collision_distance_m" in data]
+        hands = [t for t in (hand_track(data, side) for side in CONTROLLERS) if t is not None]
+        if hands and self._hands is None:
+            self._hands = import_foxglove().channels.SceneUpdateChannel(HANDS_TOPIC, context=self._context)
+            self.counts[HANDS_TOPIC] = 0
         for i in range(n):
             t_s = float(data["t_s"][i])
             t_ns = time_ns(t_s)
@@ -240,6 +257,11 @@ class FoxgloveChannels:
                 if update is not None:
                     self._collision_lines.log(update, log_time=t_ns)
                     self.counts["/collision_lines"] += 1
+            if hands:
+                update = self._hands_update(hands, i, stamp)
+                if update is not None:
+                    self._hands.log(update, log_time=t_ns)
+                    self.counts[HANDS_TOPIC] += 1
             cell = data["events"][i] if "events" in data else ""
             if cell:
                 for ev in parse_events(cell):
@@ -353,6 +375,24 @@ class FoxgloveChannels:
             return None
         return m.SceneUpdate(entities=entities, deletions=deletions)
 
+    def _hands_update(self, hands: list[HandTrack], i: int, stamp):
+        """Row i's hands (and deletions of those no longer tracked); None when nothing changes."""
+        m = self._m
+        entities, deletions = [], []
+        for track in hands:
+            valid = track.valid[i]
+            if track.source[i] == NO_JOINTS or not valid.any():
+                if self._hand_shown[track.side]:
+                    deletions.append(m.SceneEntityDeletion(timestamp=stamp, type=m.SceneEntityDeletionType.MatchingId,
+                                                           id=f"hand/{track.side}"))
+                    self._hand_shown[track.side] = False
+                continue
+            entities.append(_hand_entity(m, track, i, stamp))
+            self._hand_shown[track.side] = True
+        if not entities and not deletions:
+            return None
+        return m.SceneUpdate(entities=entities, deletions=deletions)
+
     @staticmethod
     def _tracking_arm(data, i: int, arm: str, errs) -> dict:
         pos_mm, rot_deg = errs
@@ -388,6 +428,36 @@ HELD_RGBA = (0.9, 0.1, 0.1, 1.0)
 NEAR_RGBA = (1.0, 0.65, 0.0, 1.0)
 """Colour of a witness line while a pair is within influence but the arm is not held."""
 LINE_THICKNESS_PX = 4.0
+
+
+HAND_RGBA = {"left": (0.2, 0.6, 1.0, 0.9), "right": (1.0, 0.45, 0.2, 0.9)}
+"""Colour of each hand's joints and bones in `/hands`."""
+HAND_LINE_THICKNESS_PX = 2.0
+DEFAULT_JOINT_RADIUS_M = 0.008
+"""Radius drawn for a joint whose recorded radius is not a positive finite number."""
+_BONES = tuple((a, b) for _, chain in FINGER_CHAINS for a, b in zip(chain, chain[1:]))
+
+
+def _hand_entity(m, track: HandTrack, i: int, stamp):
+    """Row i of one hand as a `SceneEntity` in the `operator` frame: spheres at the valid joints,
+    one line list of the bones whose two joints are valid."""
+    r, g, b, a = HAND_RGBA[track.side]
+    color = m.Color(r=r, g=g, b=b, a=a)
+    pos, valid = track.pos_op_m[i].tolist(), track.valid[i].tolist()
+    radius = track.radius_m[i].tolist()
+    identity = m.Quaternion(x=0.0, y=0.0, z=0.0, w=1.0)
+    spheres = []
+    for j in range(len(pos)):
+        if valid[j]:
+            d = 2.0 * (radius[j] if math.isfinite(radius[j]) and radius[j] > 0.0 else DEFAULT_JOINT_RADIUS_M)
+            spheres.append(m.SpherePrimitive(pose=m.Pose(position=_vec(m, pos[j]), orientation=identity),
+                                             size=m.Vector3(x=d, y=d, z=d), color=color))
+    points = [m.Point3(x=pos[j][0], y=pos[j][1], z=pos[j][2]) for a_, b_ in _BONES if valid[a_] and valid[b_]
+              for j in (a_, b_)]
+    lines = [m.LinePrimitive(type=m.LinePrimitiveLineType.LineList, thickness=HAND_LINE_THICKNESS_PX,
+                             scale_invariant=True, points=points, color=color)] if points else []
+    return m.SceneEntity(timestamp=stamp, frame_id="operator", id=f"hand/{track.side}", frame_locked=True,
+                         spheres=spheres, lines=lines)
 
 
 def _operator_quat(heading_rad: float) -> tuple[float, float, float, float]:

@@ -53,6 +53,15 @@ class HandJoint(IntEnum):
 
 JOINT_NAMES: tuple[str, ...] = tuple(j.name.lower() for j in HandJoint)
 
+FINGER_CHAINS: tuple[tuple[str, tuple[HandJoint, ...]], ...] = (
+    ("thumb", (HandJoint.WRIST, HandJoint.THUMB_METACARPAL, HandJoint.THUMB_PROXIMAL, HandJoint.THUMB_DISTAL,
+               HandJoint.THUMB_TIP)),
+    *((finger, (HandJoint.WRIST, *(HandJoint[f"{finger.upper()}_{part}"]
+                                   for part in ("METACARPAL", "PROXIMAL", "INTERMEDIATE", "DISTAL", "TIP"))))
+      for finger in ("index", "middle", "ring", "little")),
+)
+"""Each finger's chain of joints from the wrist to its tip: the hand's bones, for drawing it."""
+
 
 class HandDataSource(IntEnum):
     """Where the runtime's joints come from (`XrHandTrackingDataSourceEXT` values, 0 for unknown)."""
