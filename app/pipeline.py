@@ -40,7 +40,7 @@ from app.control.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
 from app.sim.config import ARMS
 from app.tracking.config import InputMode
-from app.tracking.input_switch import switch_note, switch_refusal
+from app.tracking.input_switch import start_note, switch_note, switch_refusal
 from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ class Pipeline:
             self.stop()
         source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
                                    demo_script=options.demo_script, wait_for_loop_sleep=self.loop_idle.wait_for_sleep)
-        note = " ".join(n for n in (note, replay_note) if n)
+        note = " ".join(n for n in (note, replay_note, start_note(source, cfg.hands)) if n)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options

@@ -11,7 +11,7 @@ and the answer says so. docs/safety.md's table has the same rules.
 
 from __future__ import annotations
 
-from app.tracking.config import InputMode
+from app.tracking.config import HandsConfig, InputMode
 from app.tracking.source import TrackingSource
 
 _OFFERED = "offered"
@@ -41,4 +41,15 @@ def switch_note(source: TrackingSource, arm: str, mode: InputMode) -> str:
     return note
 
 
-__all__ = ["switch_note", "switch_refusal"]
+def start_note(source: TrackingSource, hands: HandsConfig) -> str:
+    """What a session's start tells the operator when `[hands]` (or `--arm-input`) asks a source that
+    reads no hands for a hand ('' otherwise): the mode is kept, as the configuration said."""
+    asked = [(arm, hands.input_mode(arm)) for arm in ("left", "right")]
+    wanting = [f"{arm} {mode.value}" for arm, mode in asked if switch_refusal(source, mode)]
+    if not wanting:
+        return ""
+    return (f"The {source.name} source reads no hands, but the arms' input asks for one ({', '.join(wanting)}): "
+            "an arm in 'hand' holds, one in 'auto' follows its controller.")
+
+
+__all__ = ["start_note", "switch_note", "switch_refusal"]
