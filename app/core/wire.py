@@ -188,7 +188,7 @@ class SendCommand(Request):
 @dataclass(frozen=True)
 class SetArmInput(Request):
     """Set what drives one arm mid-session (`Pipeline.set_arm_input`: the recorded `arm_input`
-    command). Answers the note for the operator (str); refused (`CoreCallError`, the mode unchanged)
+    command). Answers the note for the operator (str); refused (`PipelineError`, the mode unchanged)
     for a mode the source cannot give, during a replay, or with no loop running."""
 
     arm: str
