@@ -37,11 +37,11 @@ def test_on_the_demo_a_hand_is_refused_with_the_reason_and_controller_is_accepte
     with core_window(qapp, tmp_path, source="demo") as window:
         for arm in ("left", "right"):
             menu = _submenu(window, f"{arm.capitalize()} arm input")
-            assert [a.text() for a in menu.actions() if not a.isSeparator()] == ["Controller", "Hand", "Auto", "Next input"]
+            assert [a.text() for a in menu.actions() if not a.isSeparator()] == ["Controller", "Hand", "Auto", f"Next {arm} arm input"]
             assert window.arm_input_actions[arm][InputMode.CONTROLLER].isChecked()
         keys = [a.shortcut().toString() for a in window.actions() if not a.shortcut().isEmpty()]
         assert keys.count("Ctrl+1") == keys.count("Ctrl+2") == 1  # no other action has them
-        assert ("Ctrl+2", "Next input") in window.shortcut_rows()
+        assert ("Ctrl+2", "Next right arm input") in window.shortcut_rows()
         events = watch_events(window)
         wait_running(window)
 

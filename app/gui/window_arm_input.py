@@ -50,7 +50,7 @@ class WindowArmInput:
                 group.addAction(a)
                 choices[mode] = a
             sub.addSeparator()
-            cycle = sub.addAction("Next input")
+            cycle = sub.addAction(f"Next {arm} arm input")  # also its name in Help > Keyboard shortcuts
             cycle.setShortcut(QKeySequence(CYCLE_KEYS[arm]))
             cycle.setToolTip(f"Step the {arm} arm's input: controller, hand, auto ({CYCLE_KEYS[arm]})")
             cycle.triggered.connect(self._guard(lambda _=False, arm=arm: self.cycle_arm_input(arm)))
