@@ -14,7 +14,8 @@ same as before events were typed, so old recordings read unchanged:
     cmd:<command kind>[:<arm>][:<label>]      (an operator command, re-issued by a replay)
 
 The demonstration-episode commands: `cmd:reset_scene[:<seed>]` (objects to the keyframe, or to the
-placement drawn for the seed) and `cmd:episode:<action>` (one of `EpisodeAction`).
+placement drawn for the seed) and `cmd:episode:<action>` (one of `EpisodeAction`). The operator's
+input switch: `cmd:arm_input:<arm>:<mode>` (mode one of `ARM_INPUT_MODES`).
 
 Free-text labels never contain the separators: ';' becomes ',' and ':' becomes '_'.
 """
@@ -78,6 +79,14 @@ class CommandKind(Enum):
     EPISODE = "episode"
     """A demonstration-episode request (label: an `EpisodeAction` value); the engine only records it,
     the episode batch (`app.sessions.episodes`) acts on it."""
+    ARM_INPUT = "arm_input"
+    """The operator sets what drives one arm (label: one of `ARM_INPUT_MODES`) mid-session; a change of
+    the driving input is the selector's release and re-latch (`app.tracking.arm_input`)."""
+
+
+ARM_INPUT_MODES = ("controller", "hand", "auto")
+"""The labels of an ARM_INPUT command: the values of `app.tracking.config.InputMode` (which this
+module, below the tracking package, cannot import; a test keeps the two equal)."""
 
 
 class EpisodeAction(Enum):
@@ -99,9 +108,11 @@ def check_command_label(kind: "CommandKind", label: str) -> None:
         raise ValueError(f"a reset_scene command's label is '' or a seed in 0..2**31-1, got {label!r}")
     if kind is CommandKind.EPISODE and label not in {a.value for a in EpisodeAction}:
         raise ValueError(f"an episode command's label is one of {', '.join(a.value for a in EpisodeAction)}, got {label!r}")
+    if kind is CommandKind.ARM_INPUT and label not in ARM_INPUT_MODES:
+        raise ValueError(f"an arm_input command's label is one of {', '.join(ARM_INPUT_MODES)}, got {label!r}")
 
 
-_ARM_COMMANDS = (CommandKind.ENGAGE, CommandKind.RELEASE)
+_ARM_COMMANDS = (CommandKind.ENGAGE, CommandKind.RELEASE, CommandKind.ARM_INPUT)
 
 
 @dataclass(frozen=True)
@@ -110,10 +121,10 @@ class Command:
 
     kind: CommandKind
     arm: str | None = None
-    """Required for ENGAGE and RELEASE (one of `ARMS`), ignored otherwise."""
+    """Required for ENGAGE, RELEASE and ARM_INPUT (one of `ARMS`), ignored otherwise."""
     label: str = ""
     """ESTOP: why (default 'operator'); MARK: the mark's text; RESET_SCENE: the seed ('' for the
-    keyframe); EPISODE: the `EpisodeAction`'s value."""
+    keyframe); EPISODE: the `EpisodeAction`'s value; ARM_INPUT: the input mode."""
 
     def __post_init__(self) -> None:
         check_command_label(self.kind, self.label)
@@ -125,6 +136,11 @@ class Command:
     @staticmethod
     def episode(action: "EpisodeAction") -> "Command":
         return Command(CommandKind.EPISODE, label=action.value)
+
+    @staticmethod
+    def arm_input(arm: str, mode: str) -> "Command":
+        """Set `arm`'s input to `mode` (one of `ARM_INPUT_MODES`; an `InputMode` is one)."""
+        return Command(CommandKind.ARM_INPUT, arm, str(mode))
 
     def as_event(self) -> "Event":
         """How the command is recorded (a replay re-issues it from there)."""

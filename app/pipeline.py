@@ -38,6 +38,9 @@ from app.sessions.recorder_spare import RecorderSpare
 from app.sessions.run_summary import RunSummary
 from app.control.mirror import SceneMirror
 from app.sim.scene import Scene, load_scene
+from app.sim.config import ARMS
+from app.tracking.config import InputMode
+from app.tracking.input_switch import start_note, switch_note, switch_refusal
 from app.tracking.source import SourceKind, TrackingSource
 
 if TYPE_CHECKING:
@@ -242,7 +245,7 @@ class Pipeline:
             self.stop()
         source, note = make_source(kind, cfg, scene, session, demo_episodes=options.demo_episodes,
                                    demo_script=options.demo_script, wait_for_loop_sleep=self.loop_idle.wait_for_sleep)
-        note = " ".join(n for n in (note, replay_note) if n)
+        note = " ".join(n for n in (note, replay_note, start_note(source, cfg.hands)) if n)
         source.start()
         self.stop()
         self.cfg, self.scene, self.options = cfg, scene, options
@@ -389,6 +392,25 @@ class Pipeline:
                 self._held_by = ""
                 return
         raise PipelineError("the control loop is not running")
+
+    def set_arm_input(self, arm: str, mode: InputMode) -> str:
+        """The operator sets what drives `arm` mid-session (the `arm_input` command, recorded: a replay
+        re-issues it); the note for the operator. PipelineError, the mode unchanged, when no loop
+        runs, during a replay (it plays the switches it recorded), or for a mode the source cannot
+        give (`app.tracking.input_switch`). Any thread."""
+        if arm not in ARMS:
+            raise PipelineError(f"unknown arm {arm!r}; expected one of {', '.join(ARMS)}")
+        mode = InputMode(mode)
+        source = self.source
+        if self.loop is None or source is None or self.finished:
+            raise PipelineError("the control loop is not running")
+        if self.source_kind is SourceKind.REPLAY:
+            raise PipelineError("a replay plays the input switches it recorded: switch an arm's input on a live source")
+        why = switch_refusal(source, mode)
+        if why:
+            raise PipelineError(f"{arm} arm input {mode.value} refused: {why}")
+        self.send(Command.arm_input(arm, mode))
+        return switch_note(source, arm, mode)
 
     @property
     def estop_reason(self) -> str:

@@ -13,6 +13,7 @@ from app.config import Config
 from app.core import wire
 from app.events import Command, CommandKind
 from app.streaming.config import Gait, StreamModeName
+from app.tracking.config import InputMode
 from app.tracking.source import SourceKind
 from tests.engine_helpers import make_engine, sample
 from tests.test_stream_requests import STREAM_EXAMPLES
@@ -48,6 +49,7 @@ def _examples() -> dict[type, wire.Request]:
     return {
         wire.Heartbeat: wire.Heartbeat(), wire.SendCommand: wire.SendCommand(Command(CommandKind.ESTOP, label="x")),
         wire.GetStatus: wire.GetStatus(), wire.Shutdown: wire.Shutdown(),
+        wire.SetArmInput: wire.SetArmInput("right", InputMode.HAND),
         wire.Start: wire.Start(SourceKind.REPLAY, "/tmp/s.csv", cfg, "/tmp/r.csv"), wire.Restart: wire.Restart(cfg),
         wire.Stop: wire.Stop(), wire.SetLiveConfig: wire.SetLiveConfig(cfg),
         wire.StartRecording: wire.StartRecording("/tmp/r.csv"), wire.StopRecording: wire.StopRecording(),

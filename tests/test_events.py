@@ -18,6 +18,7 @@ RECORDED = [
     "calibrate:-3.1416", "estop:operator", "estop:gui_lost", "estop:fault", "reset", "fault", "resync",
     "cmd:calibrate", "cmd:estop", "cmd:estop:gui_lost", "cmd:reset", "cmd:engage:left", "cmd:release:right",
     "cmd:mark", "cmd:mark:look here", "cmd:mark:gui-101112", "cmd:mark:look_ here,x",
+    "cmd:arm_input:left:hand", "cmd:arm_input:right:auto", "cmd:arm_input:right:controller",
 ]
 
 
@@ -42,8 +43,10 @@ def test_every_kind_round_trips_through_a_cell():
     events = []
     for kind in EventKind:
         if kind is EventKind.COMMAND:
-            labels = {CommandKind.RESET_SCENE: ("", "42"), CommandKind.EPISODE: ("start", "discard")}
-            events += [Command(k, "left" if k in (CommandKind.ENGAGE, CommandKind.RELEASE) else None, label).as_event()
+            labels = {CommandKind.RESET_SCENE: ("", "42"), CommandKind.EPISODE: ("start", "discard"),
+                      CommandKind.ARM_INPUT: ("hand", "auto")}
+            arm_kinds = (CommandKind.ENGAGE, CommandKind.RELEASE, CommandKind.ARM_INPUT)
+            events += [Command(k, "left" if k in arm_kinds else None, label).as_event()
                        for k in CommandKind for label in labels.get(k, ("", "why"))]
         elif kind in ARM_EVENTS:
             events += [Event(kind, arm, "jump" if kind is EventKind.LOST else "") for arm in ("left", "right")]
@@ -81,6 +84,9 @@ def test_old_shorter_forms_still_read():
     ("engage:middle", "expected 'engage:<arm>'"), ("lost", "expected 'lost:<arm>'"),
     ("calibrate:north", "expected 'calibrate:<heading rad>'"), ("cmd:fly", "unknown command 'fly'"),
     ("cmd:engage", "expected 'cmd:engage:<arm>'"), ("cmd", "unknown command ''"),
+    ("cmd:arm_input:hand", "expected 'cmd:arm_input:<arm>'"),
+    ("cmd:arm_input:left:foot", "label is one of controller, hand, auto, got 'foot'"),
+    ("cmd:arm_input:left", "label is one of controller, hand, auto, got ''"),
 ])
 def test_bad_text_is_a_named_error(text, what):
     with pytest.raises(EventFormatError, match=what):
@@ -114,3 +120,13 @@ def test_a_count_key_prints_as_the_text_the_summaries_have_always_written():
     assert CountKey.parse("left:jump") == CountKey("left", "jump") != "left:jump"
     counts = ((CountKey("right", "velocity"), 2), (CountKey("", "rejected_command"), 1), (CountKey("left", "workspace"), 3))
     assert list(counts_by_text(counts).items()) == [("left:workspace", 3), ("rejected_command", 1), ("right:velocity", 2)]
+
+
+def test_the_arm_input_labels_are_the_input_modes():
+    from app.events import ARM_INPUT_MODES
+    from app.tracking.config import InputMode
+
+    assert ARM_INPUT_MODES == tuple(m.value for m in InputMode)
+    assert Command.arm_input("left", InputMode.HAND) == Command(CommandKind.ARM_INPUT, "left", "hand")
+    with pytest.raises(ValueError, match="needs an arm"):
+        Command(CommandKind.ARM_INPUT, label="hand").as_event()

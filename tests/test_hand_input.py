@@ -199,3 +199,80 @@ def test_files_without_hand_columns_read_and_replay_as_before(tmp_path):
     src.start()
     assert not src.reads_hands and src.read(0.0).right_hand is None
     src.close()
+
+
+# --- the operator's switch mid-session (`cmd:arm_input`) ------------------------------------------
+
+
+def test_the_operators_switch_mid_engage_relatches_keeps_the_gripper_and_never_steps_the_target():
+    from app.events import Command
+    from app.tracking.config import InputMode
+
+    d = Driver(make_engine(_cfg("controller")))
+    ctrl = START_VR_M.copy()
+    hand = ctrl + [0.0, 0.12, 0.05]  # the hand 13 cm from the controller, closed in the clutch gesture
+    turned = tuple(quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), 0.6))
+    d.run(_sample(ctrl, True, hand, wrist_q=turned, trigger=0.7), 20)
+    assert d.snaps[-1].right.state == "engaged" and d.snaps[-1].right.gripper_cmd == 0.7
+    assert d.snaps[-1].right.input_mode is InputMode.CONTROLLER and not d.snaps[-1].right.by_hand
+    n0 = len(d.snaps)
+    d.engine.submit(Command.arm_input("right", InputMode.HAND))
+    d.run(_sample(ctrl, True, hand, wrist_q=turned, trigger=0.7), 10)
+    snaps = d.snaps[n0 - 1:]
+    switch = snaps[1]
+    assert Command.arm_input("right", "hand").as_event() in switch.events  # recorded: a replay re-issues it
+    assert Event(EventKind.INPUT, "right", "hand") in switch.events
+    assert switch.right.input_mode is InputMode.HAND and switch.right.by_hand
+    assert all(s.right.state == "engaged" for s in snaps)
+    assert all(s.right.gripper_cmd == 0.7 for s in snaps)  # the hand's open pinch does not open it
+    targets = np.array([s.right.target_pos_m for s in snaps])
+    quats = np.array([s.right.target_quat_wxyz for s in snaps])
+    assert np.abs(np.diff(targets, axis=0)).max() < 1e-5
+    assert max(quat.angle_between(quats[0], q) for q in quats) < 1e-4
+    # The hand drives from where it was latched: 3 cm along OpenXR +y is 3 cm along robot +z.
+    t1 = targets[-1]
+    for k in range(1, 16):
+        d.tick(_sample(ctrl, True, hand + [0, 0.03 * k / 15, 0], wrist_q=turned, trigger=0.7))
+    np.testing.assert_allclose(np.array(d.snaps[-1].right.target_pos_m) - t1, [0, 0, 0.03], atol=1e-9)
+    # auto while the controller is tracked: the controller drives again, re-latched without a step.
+    n1 = len(d.snaps)
+    d.engine.submit(Command.arm_input("right", InputMode.AUTO))
+    d.run(_sample(ctrl, True, hand + [0, 0.03, 0], wrist_q=turned, trigger=0.7), 5)
+    snaps = d.snaps[n1 - 1:]
+    assert Event(EventKind.INPUT, "right", "controller") in snaps[1].events
+    assert snaps[-1].right.input_mode is InputMode.AUTO and not snaps[-1].right.by_hand
+    assert np.abs(np.diff(np.array([s.right.target_pos_m for s in snaps]), axis=0)).max() < 1e-5
+    # The other arm never moved from its mode.
+    assert all(s.left.input_mode is InputMode.CONTROLLER for s in d.snaps)
+
+
+def test_a_switch_that_keeps_the_driving_input_is_recorded_but_moves_nothing():
+    from app.events import Command
+
+    d = Driver(make_engine(_cfg("controller")))
+    d.run(_sample(START_VR_M, True), 20)
+    d.engine.submit(Command.arm_input("right", "auto"))  # the controller is tracked: it keeps driving
+    s = d.tick(_sample(START_VR_M, True))
+    assert Command.arm_input("right", "auto").as_event() in s.events
+    assert not any(e.kind is EventKind.INPUT for e in s.events) and s.right.input_mode == "auto"
+    assert s.right.state == "engaged" and not s.right.by_hand
+
+
+def test_leaving_the_controller_mode_starts_the_hands_gestures_from_rest():
+    """A clutch gesture judged before an earlier switch to the controller must not engage the arm on
+    a later switch to the hand: only the hand's gesture now counts."""
+    from app.events import Command
+
+    d = Driver(make_engine(_cfg("hand")))
+    d.run(_sample(START_VR_M, True, START_VR_M), 10)  # the hand's fist engaged the arm
+    d.engine.submit(Command.arm_input("right", "controller"))
+    d.run(_sample(START_VR_M, True, START_VR_M, grip=False), 10)  # the controller's grip let go
+    assert d.snaps[-1].right.state == "idle"
+    arm = d.engine.arms["right"]
+    assert arm.selector.gestures.gripping  # the controller mode judges no gesture: the fist's is stale
+    d.engine.submit(Command.arm_input("right", "hand"))
+    # The hand is half-curled (between release and engage): a stale fist would hold the clutch.
+    half = {f: math.radians(52) for f in ("middle", "ring", "little")}  # curl 0.48: between 0.4 and 0.6
+    hand = make_hand(wrist_pos_m=tuple(START_VR_M), curls_rad=half)
+    s = d.run(TrackingSample(right=_controller(START_VR_M), right_hand=hand), 5)
+    assert s.right.by_hand and s.right.state == "idle" and not s.right.hand_gripping

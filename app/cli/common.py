@@ -45,6 +45,37 @@ def positive_seconds(text: str) -> float:
     return v
 
 
+def arm_inputs(text: str) -> dict:
+    """`--arm-input SPEC`: the arms' input modes (`app.tracking.config.parse_arm_inputs`)."""
+    from app.tracking.config import parse_arm_inputs
+    try:
+        return parse_arm_inputs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+ARM_INPUT_HELP = ("what drives the arms this session, as [hands] left_input / right_input: a mode for both "
+                  "(controller, hand, auto) or per arm (left=hand,right=controller); switched mid-session in the "
+                  "window's Source menu")
+
+
+def check_arm_inputs(modes: dict | None, source: str) -> None:
+    """UsageError when `--arm-input` asks a source that reads no hands for a hand (`hand` or `auto`)."""
+    hands = sorted({str(m) for m in (modes or {}).values()} - {"controller"})
+    if hands and source in ("demo", "openvr"):
+        raise UsageError(f"--arm-input {hands[0]}: the {source} source reads no hands (hands come from "
+                         "--source openxr with a runtime that tracks them)")
+
+
+def with_arm_inputs(cfg, modes: dict | None, source: str):
+    """`cfg` with `--arm-input`'s modes in `[hands]` (`check_arm_inputs` first)."""
+    check_arm_inputs(modes, source)
+    if not modes:
+        return cfg
+    import dataclasses
+    return dataclasses.replace(cfg, hands=cfg.hands.with_inputs(modes))
+
+
 def error(text: str, code: int = EXIT_USAGE, err: TextIO | None = None) -> int:
     """Print `pico-teleop: error: TEXT` on `err` (default stderr); returns `code`."""
     print(f"{PROG}: error: {text}", file=sys.stderr if err is None else err)

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from app.cli.common import session_path, stream_option_error, stream_settings
+from app.cli.common import ARM_INPUT_HELP, arm_inputs, check_arm_inputs, session_path, stream_option_error, stream_settings
 from app.streaming.config import MODES
 
 
@@ -30,12 +30,13 @@ def add_gui_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", choices=GUI_SOURCES, dest="gui_source",
                    help="GUI: the tracking source to start with (default auto: SteamVR, else an OpenXR runtime, "
                         "else the demo); one that is not there is said in the window, which runs the demo instead")
+    p.add_argument("--arm-input", type=arm_inputs, metavar="SPEC", dest="gui_arm_input", help="GUI: " + ARM_INPUT_HELP)
     p.add_argument("--in-process", action="store_true",
                    help="GUI: run the control loop inside the window's process (debugging; it then shares the GIL)")
 
 
 def gui_options(args: argparse.Namespace) -> dict:
-    """The GUI's --record / --stream / --source options, checked as `run` checks them."""
+    """The GUI's --record / --stream / --source / --arm-input options, checked as `run` checks them."""
     stream = stream_settings(args.gui_stream, args.gui_stream_endpoint, args.gui_stream_allow_remote)
     if stream is not None:
         from app.config import ConfigError
@@ -45,7 +46,10 @@ def gui_options(args: argparse.Namespace) -> dict:
         except ConfigError as exc:
             raise stream_option_error(exc) from None
     record = session_path(args.gui_record) if args.gui_record else None
-    return {"record_path": record, "stream": stream, "in_process": args.in_process, "source": args.gui_source or "auto"}
+    source = args.gui_source or "auto"
+    check_arm_inputs(args.gui_arm_input, source)  # the window lays them over its settings (`run_gui`)
+    return {"record_path": record, "stream": stream, "in_process": args.in_process, "source": source,
+            "arm_input": args.gui_arm_input}
 
 
 def no_display_reason() -> str:
@@ -65,7 +69,9 @@ def headless_argv(args: argparse.Namespace, config_path: str | None) -> list[str
             + (["--record", args.gui_record] if args.gui_record else [])
             + (["--stream", args.gui_stream] if args.gui_stream else [])
             + (["--stream-endpoint", args.gui_stream_endpoint] if args.gui_stream_endpoint else [])
-            + (["--stream-allow-remote"] if args.gui_stream_allow_remote else []))
+            + (["--stream-allow-remote"] if args.gui_stream_allow_remote else [])
+            + (["--arm-input", ",".join(f"{arm}={mode}" for arm, mode in args.gui_arm_input.items())]
+               if args.gui_arm_input else []))
 
 
 def cmd_gui(parser: argparse.ArgumentParser, args: argparse.Namespace, config_path: str | None) -> int:

@@ -17,8 +17,8 @@ from typing import Callable
 
 from app import __version__
 from app.cli.common import (
-    EXIT_FAILURE, EXIT_OK, UsageError, counts_text, load_config, plural, positive_seconds, session_path, stream_option_error,
-    stream_settings,
+    ARM_INPUT_HELP, EXIT_FAILURE, EXIT_OK, UsageError, counts_text, load_config, plural, positive_seconds, session_path, stream_option_error,
+    stream_settings, arm_inputs, with_arm_inputs,
 )
 from app.loop_scheduling import LoopScheduling
 from app.streaming.config import MODES
@@ -33,6 +33,7 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
     run.add_argument("--demo-script", choices=list(DEMO_SCRIPTS), default="table",
                      help="what the demo operator does: 'table' (drives the arms over the table, default) or "
                           "'humanoid' (stands upright: reaches, raises, crosses, waves, hands over, walks with the sticks)")
+    run.add_argument("--arm-input", type=arm_inputs, metavar="SPEC", help=ARM_INPUT_HELP)
     run.add_argument("--replay", metavar="PATH", help="session CSV to replay (with --source replay)")
     run.add_argument("--seconds", type=positive_seconds, metavar="N", help="stop after N seconds of loop time")
     run.add_argument("--record", metavar="PATH", help="record the session to this CSV (+ JSON sidecar); a folder "
@@ -107,6 +108,8 @@ def _check_run_args(args: argparse.Namespace) -> SourceKind:
     source_kind = SourceKind.REPLAY if args.replay and args.source == SourceKind.AUTO else SourceKind(args.source)
     if source_kind is SourceKind.REPLAY and not args.replay:
         raise UsageError("--source replay needs --replay PATH")
+    if source_kind is SourceKind.REPLAY and getattr(args, "arm_input", None):
+        raise UsageError("--arm-input does not go with a replay: it plays the inputs and switches it recorded")
     stream_settings(args.stream, args.stream_endpoint, args.stream_allow_remote)
     _check_foxglove_args(args)
     if getattr(args, "demo_script", "table") != "table":
@@ -213,7 +216,7 @@ def cmd_run(args: argparse.Namespace, config_path: str | None) -> int:
     from app.sim.scene import SceneError
 
     source_kind = _check_run_args(args)
-    cfg = load_config(config_path)
+    cfg = with_arm_inputs(load_config(config_path), getattr(args, "arm_input", None), str(source_kind))
     session = _read_replay(args.replay) if source_kind is SourceKind.REPLAY else None
     explicit_cfg = cfg if (session is None or config_path) else None
     remote = _remote_config(args)

@@ -7,7 +7,8 @@ Per arm a tick runs three stages, then the batched IK:
 
 1. input: the arm's controller, or its tracked hand read as a controller (`[hands]`,
    `app.tracking.arm_input`; a switch between them is a release and re-latch, the gripper kept
-   until the new input's trigger moves), then (`pose_input.PoseInput`) PoseGate (reject bad /
+   until the new input's trigger moves; the operator's `arm_input` command changes the mode
+   mid-session, taking effect in the same tick), then (`pose_input.PoseInput`) PoseGate (reject bad /
    jumping samples)  ->  VR->robot basis change  ->  One-Euro filters  ->  operator heading;
 2. clutch (`clutch.Clutch`): idle / engaged / holding from grip, tracking and e-stop; the engine
    latches, unlatches or rescales the arm's `ClutchMapping` on each transition;
@@ -48,6 +49,7 @@ from app.sim.placement import PlacementError, ScenePlacer
 from app.sim.scene import ArmHandles, home_state
 from app.sim.scene_objects import SceneObjects
 from app.tracking.arm_input import ArmInputSelector
+from app.tracking.config import InputMode
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from calibration import frames
 from calibration.mapping import ClutchMapping
@@ -359,6 +361,12 @@ class TeleopEngine:
                 self.arms[cmd.arm].clutch.keyboard(cmd.kind is CommandKind.ENGAGE)
             elif cmd.kind is CommandKind.RESET_SCENE:
                 self._reset_scene(int(cmd.label) if cmd.label else None, events)
+            elif cmd.kind is CommandKind.ARM_INPUT:
+                if cmd.arm not in self.arms:
+                    raise ValueError(f"unknown arm {cmd.arm!r} in command; expected one of {ARMS}")
+                # Takes effect in this tick's input stage: a change of the driving input there is
+                # the selector's release and re-latch (an `input` event), the gripper kept.
+                self.arms[cmd.arm].selector.set_mode(InputMode(cmd.label))
             # EPISODE: recorded above; the episode batch acts on it (app.sessions.episodes)
 
     def _reset_scene(self, seed: int | None, events: list[Event]) -> None:
@@ -665,7 +673,7 @@ class TeleopEngine:
             r = arm.ik_result
             arm_snaps[arm.name] = ArmSnapshot(
                 state=arm.clutch.state, engaged=arm.clutch.state is ArmState.ENGAGED,
-                precision=arm.clutch.precision, by_hand=arm.selector.by_hand,
+                precision=arm.clutch.precision, by_hand=arm.selector.by_hand, input_mode=arm.selector.mode,
                 tracking_ok=arm.tracking_ok,
                 target_pos_m=_tup(arm.target_pos), target_quat_wxyz=_tup(arm.target_quat),
                 tcp_pos_m=_tup(reading.tcp_pos_m), tcp_quat_wxyz=_tup(reading.tcp_quat_wxyz),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from app.control.teleop_state import ArmState, TeleopState
 from app.events import CountKey, Event
+from app.tracking.config import InputMode
 from app.tracking.sample import TrackingSample
 
 Vec3 = tuple[float, float, float]
@@ -49,6 +50,9 @@ class ArmSnapshot:
     velocity_clamped: bool
     by_hand: bool = False
     """The arm follows its tracked hand this tick, not its controller (`[hands]`, `app.tracking.arm_input`)."""
+    input_mode: InputMode = InputMode.CONTROLLER
+    """What the operator set to drive the arm (`[hands]`, then the `arm_input` command): which input
+    drives it this tick is `by_hand`."""
     collision_distance_m: float = math.inf
     """Least distance (m) from this arm to anything it is kept apart from (the other arm, the table,
     itself), measured by this tick's IK at its start command: exact below `collision.influence_m`,

@@ -45,7 +45,7 @@ class SessionRequests:
         self.last_recording: RecorderStatus | None = None
         """The last recording's final status (a stop asked for, or one closed when its loop ended)."""
         self.handlers: dict[type[wire.Request], Callable[[Any], Any]] = {
-            wire.SendCommand: self._command, wire.Start: self._start, wire.Restart: self._restart,
+            wire.SendCommand: self._command, wire.SetArmInput: self._set_arm_input, wire.Start: self._start, wire.Restart: self._restart,
             wire.Stop: self._stop, wire.SetLiveConfig: self._set_live_cfg,
             wire.StartRecording: self._start_recording, wire.StopRecording: self._stop_recording,
             wire.BeginBatch: lambda r: self.episodes.begin(r.folder, r.task),
@@ -85,6 +85,9 @@ class SessionRequests:
 
     def _command(self, request: wire.SendCommand) -> None:
         self.pipeline.send(request.command)
+
+    def _set_arm_input(self, request: wire.SetArmInput) -> str:
+        return self.pipeline.set_arm_input(request.arm, request.mode)
 
     def _start(self, request: wire.Start) -> str:
         self.episodes.check_session_change(replay=request.kind is SourceKind.REPLAY)

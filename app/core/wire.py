@@ -44,6 +44,7 @@ from app.streaming.stream_requests import (STREAM_REQUEST_TYPES, StreamCalibrate
                                            StreamRequest, StreamSetLocomotion, StreamSmplAccuracy, StreamStart,
                                            StreamStop, StreamSwitchMode)
 from app.events import Command
+from app.tracking.config import InputMode
 from app.tracking.source import SourceKind
 
 if TYPE_CHECKING:
@@ -185,6 +186,17 @@ class SendCommand(Request):
 
 
 @dataclass(frozen=True)
+class SetArmInput(Request):
+    """Set what drives one arm mid-session (`Pipeline.set_arm_input`: the recorded `arm_input`
+    command). Answers the note for the operator (str); refused (`PipelineError`, the mode unchanged)
+    for a mode the source cannot give, during a replay, or with no loop running."""
+
+    arm: str
+    mode: InputMode
+    label: ClassVar[str] = "switching the arm's input"
+
+
+@dataclass(frozen=True)
 class GetStatus(Request):
     """Answers the `CoreStatus` now."""
 
@@ -299,7 +311,8 @@ class CloseFoxglove(Request):
 
 
 REQUEST_TYPES: tuple[type[Request], ...] = (
-    Heartbeat, SendCommand, GetStatus, Shutdown, Start, Restart, Stop, SetLiveConfig, StartRecording, StopRecording,
+    Heartbeat, SendCommand, SetArmInput, GetStatus, Shutdown, Start, Restart, Stop, SetLiveConfig, StartRecording,
+    StopRecording,
     BeginBatch, EndBatch, OpenStream, CloseStream, StreamWhenCalibrated, OpenFoxglove, CloseFoxglove,
     *STREAM_REQUEST_TYPES)
 """Every request the core carries out; anything else is refused (`BadRequest`). The stream's
@@ -404,7 +417,7 @@ def decode_update(frames: list[bytes]) -> tuple[bytes, Any]:
 __all__ = ["BadRequest", "BeginBatch", "CloseFoxglove", "CloseStream", "CoreCallError", "CoreStatus", "EndBatch",
            "GetStatus", "Heartbeat",
            "KIND_SNAPSHOTS", "KIND_STATUS", "OpenFoxglove", "OpenStream", "REQUEST_TYPES", "Reply", "Request", "Restart",
-           "STATUS_RATE_HZ", "SendCommand", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
+           "STATUS_RATE_HZ", "SendCommand", "SetArmInput", "SetLiveConfig", "Shutdown", "Start", "StartRecording",
            "Stop", "StopRecording", "StreamCalibrate", "StreamEstop", "StreamPoseDistance", "StreamRequest",
            "StreamSetLocomotion", "StreamSmplAccuracy", "StreamStart", "StreamStop", "StreamSwitchMode", "StreamView", "StreamWhenCalibrated",
            "TOKEN_ENV_VAR", "TimingCounts", "WireError", "decode_reply", "decode_request", "decode_update",

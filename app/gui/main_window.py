@@ -48,6 +48,7 @@ from app.gui.stream_panel import StreamPanel
 from app.gui.teleop_runner import TeleopRunner
 from app.gui.timeline import SessionReview, TimelineBar
 from app.gui.viewport import SceneViewport
+from app.gui.window_arm_input import WindowArmInput
 from app.gui.window_actions import ACTIONS, DEMO_SCRIPT_SETTING, WindowActions
 from app.gui.window_commands import WindowCommands
 from app.gui.window_core import WindowCore
@@ -70,7 +71,7 @@ UI_RATE_HZ = 10.0
 has its own timer (up to 30 fps). Every refresh costs GIL time the control loop also needs."""
 
 
-class MainWindow(WindowActions, WindowCommands, WindowRecording, WindowReview, WindowSources, WindowCore,
+class MainWindow(WindowActions, WindowArmInput, WindowCommands, WindowRecording, WindowReview, WindowSources, WindowCore,
                  WindowDisplay, WindowDialogs, QMainWindow):
     """The widgets, built here, and the window's parts (one class per concern, see the module's
     docstring), which share the window's state: `runner`, `session`, `act`, the panels."""
@@ -277,7 +278,8 @@ def _default_sessions_dir() -> Path:
 
 
 def run_gui(config_path: str | None, connect: str | None = None, record_path: Path | None = None,
-            stream: dict | None = None, in_process: bool = False, source: str = "auto") -> int:
+            stream: dict | None = None, in_process: bool = False, source: str = "auto",
+            arm_input: dict | None = None) -> int:
     """Open the main window (the `pico-teleop` command with no arguments); returns the exit code.
 
     The control loop runs in a core process that this starts, or in one already running for this
@@ -285,7 +287,8 @@ def run_gui(config_path: str | None, connect: str | None = None, record_path: Pa
     `connect`: a simulation server's state endpoint (`pico-teleop --connect tcp://HOST:PORT`).
     `record_path`: record from the first tick. `stream`: `[stream]` settings to start the humanoid
     stream with once the operator is calibrated (`--stream MODE`). `source`: the source to start with
-    (`--source`; one that is not there: the window says why and runs the demo operator)."""
+    (`--source`; one that is not there: the window says why and runs the demo operator). `arm_input`:
+    the arms' input modes for this session (`--arm-input`, over --config's `[hands]`)."""
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("pico-teleop")
     app.setApplicationDisplayName("pico-teleop")
@@ -298,6 +301,9 @@ def run_gui(config_path: str | None, connect: str | None = None, record_path: Pa
     install_excepthook(app)
     try:
         base = load_config(config_path)
+        if arm_input:
+            import dataclasses
+            base = dataclasses.replace(base, hands=base.hands.with_inputs(arm_input))
     except ConfigError as exc:
         print(f"pico-teleop: error: {exc}", file=sys.stderr)
         QMessageBox.critical(None, "pico-teleop", f"The configuration cannot be used:\n{exc}")

@@ -176,7 +176,7 @@ class WindowActions:
         """The menus of `MENUS`, each filled from `ACTIONS` (group by group, separated), plus the
         View menu's dock toggles and frame-rate choices."""
         extras = {("View", 0): self._add_dock_toggles, ("View", 2): self._add_fps_menu,
-                  ("Source", 0): self._add_demo_script_menu}
+                  ("Source", 0): self._add_demo_script_menu, ("Source", 2): self._add_arm_input_menus}
         for title in MENUS:
             menu = self.menuBar().addMenu(title)
             menu_name = title.replace("&", "")

@@ -62,6 +62,7 @@ class WindowDisplay:
             self._refresh_status(snap, shown)
         if snap is not None:
             self._sync_engage_keys(snap)
+            self._sync_arm_input_actions(snap)
         if snap is not None and self.raw_dock.isVisible() and not self.raw_dock.visibleRegion().isEmpty():
             self.raw_panel.update_snapshot(snap, session.device_info())
         if shown.banner is not None:

@@ -90,7 +90,7 @@ def pose_text(pose: DevicePose) -> str:
 
 
 def drive_text(arm: ArmSnapshot | None, mode: str) -> str:
-    """Which input drives the arm now, and the configured mode (`[hands]`)."""
+    """Which input drives the arm now, and the mode in force (`[hands]`, or the operator's switch)."""
     if arm is None:
         return f"- (input {mode})"
     return f"{'HAND' if arm.by_hand else 'controller'} (input {mode})"
@@ -110,7 +110,7 @@ class XrHandBox(QGroupBox):
         form.addRow("Profile", self.profile_label)
         self.drive_label = QLabel("-")
         self.drive_label.setToolTip("What drives this arm now: its controller or its tracked hand "
-                                    "(the mode is [hands] left_input / right_input: controller, hand or auto)")
+                                    "(the mode: [hands] left_input / right_input, switched in Source > Left / Right arm input)")
         form.addRow("Drives arm", self.drive_label)
         self.row_labels: dict[str, QLabel] = {}
         self.value_labels: dict[str, QLabel] = {}
@@ -167,4 +167,4 @@ class XrInputView(QWidget):
         sample = snap.sample
         for side, box in self.boxes.items():
             box.update_hand(sample.pose(side), sample.buttons(side), sample.hand(side), snap.arm(side),
-                            device_info.get(side, {}), self.hands.input_mode(side).value)
+                            device_info.get(side, {}), str(snap.arm(side).input_mode))

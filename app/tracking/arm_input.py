@@ -10,6 +10,11 @@ on the tick the input changes; the engine then treats it as a clutch release and
 forgets the arm's pose input (the next accepted pose counts as reacquired), so an engaged arm holds
 where it is and re-latches at the new input's pose. The target never steps.
 
+`set_mode(mode)` is the operator's switch mid-session (`CommandKind.ARM_INPUT`): it takes effect on
+the next `select`, which reports `switched` when it changes the driving input, so it is the same
+release and re-latch. A mode that leaves the controller mode starts the hand's gestures from rest:
+the controller mode judged none, and a gesture left from before must not engage the arm.
+
 While the controller drives, the returned pose and buttons are the sample's own objects (nothing
 allocated); outside the controller mode the hand's gestures are updated on every tick its joints
 are present, so a switch finds them current.
@@ -35,6 +40,17 @@ class ArmInputSelector:
         self.gestures = HandGestures(cfg)
         self.by_hand = self.mode is InputMode.HAND
         self._hand_buttons = ControllerButtons()
+
+    def set_mode(self, mode: InputMode) -> bool:
+        """The operator's switch to `mode` (see the module); whether the mode changed."""
+        mode = InputMode(mode)
+        if mode is self.mode:
+            return False
+        if self.mode is InputMode.CONTROLLER:
+            self.gestures.reset()
+            self._hand_buttons = ControllerButtons()
+        self.mode = mode
+        return True
 
     def _hand_can_drive(self, hand: HandJoints | None) -> bool:
         return (hand is not None and hand.source is not HandDataSource.CONTROLLER
@@ -70,9 +86,13 @@ class ArmInputSelector:
 
     def state(self) -> dict:
         """What the next `select` depends on from earlier samples, plain data."""
-        return {"by_hand": bool(self.by_hand), "gestures": self.gestures.state()}
+        return {"mode": str(self.mode), "by_hand": bool(self.by_hand), "gestures": self.gestures.state()}
 
     def restore(self, state: dict) -> None:
+        """Back to `state`; one without a mode (recorded before the operator could switch) keeps the
+        configured mode. ValueError for a mode that is not an `InputMode`."""
+        if "mode" in state:
+            self.mode = InputMode(state["mode"])
         self.by_hand = bool(state["by_hand"])
         self.gestures.restore(state["gestures"])
         g = self.gestures

@@ -6,6 +6,7 @@ arm, the hand gestures' thresholds), frozen dataclasses checked at construction
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -123,3 +124,40 @@ class HandsConfig:
 
     def input_mode(self, arm: str) -> InputMode:
         return InputMode({"left": self.left_input, "right": self.right_input}[arm])
+
+    def with_inputs(self, modes: dict[str, InputMode]) -> "HandsConfig":
+        """These settings with the arms in `modes` ('left', 'right') set to their modes."""
+        return dataclasses.replace(self, **{f"{arm}_input": str(InputMode(m)) for arm, m in modes.items()})
+
+
+_INPUT_ARMS = ("left", "right")
+
+
+def parse_arm_inputs(spec: str) -> dict[str, InputMode]:
+    """The arms' input modes a command line gives (`--arm-input SPEC`): a mode for both arms (`hand`),
+    or per arm, comma-separated (`left=hand,right=controller`; an arm not named keeps its setting).
+    ValueError saying what was expected and what arrived."""
+    modes = ", ".join(m.value for m in InputMode)
+    text = spec.strip()
+    if not text:
+        raise ValueError(f"expected a mode ({modes}) or ARM=MODE pairs such as left=hand,right=controller, got ''")
+    if "=" not in text and "," not in text:
+        try:
+            mode = InputMode(text)
+        except ValueError:
+            raise ValueError(f"expected a mode ({modes}) or ARM=MODE pairs, got {spec!r}") from None
+        return {arm: mode for arm in _INPUT_ARMS}
+    out: dict[str, InputMode] = {}
+    for part in text.split(","):
+        arm, sep, value = (x.strip() for x in part.partition("="))
+        if not sep:
+            raise ValueError(f"{part.strip()!r} in {spec!r}: expected ARM=MODE (ARM left or right, MODE {modes})")
+        if arm not in _INPUT_ARMS:
+            raise ValueError(f"{part.strip()!r} in {spec!r}: unknown arm {arm!r}; expected left or right")
+        if arm in out:
+            raise ValueError(f"{spec!r} names the {arm} arm twice")
+        try:
+            out[arm] = InputMode(value)
+        except ValueError:
+            raise ValueError(f"{part.strip()!r} in {spec!r}: unknown mode {value!r}; expected one of {modes}") from None
+    return out
