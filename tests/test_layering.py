@@ -118,6 +118,7 @@ RULES = [
     ("app/selfcheck.py", ("app.gui", "app.cli"), "the bundle's check runs without a window or a command line"),
     ("app/gui", ("app.cli",), "the window sits below the command line that opens it"),
     ("app/cli", ("tests", "bench"), "the command line is the top: it may use every package"),
+    ("app/tracking/native_output.py", ("app",), "silences a runtime library's prints: below everything"),
     ("app/tracking", ("app.gui", "app.core", "app.pipeline", "app.control", "app.cli", "app.sessions", "app.streaming",
                       "app.remote", "app.runtime"),
      "sources feed the loop and know nothing above them (the session replay lives in app/sessions)"),

@@ -20,11 +20,9 @@ are w, x, y, z.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import math
 import os
-import sys
 import threading
 import time
 from typing import Any, Callable
@@ -33,6 +31,7 @@ import numpy as np
 
 from app.pacing import PacingGrid
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
+from app.tracking.native_output import native_output_silenced
 from app.tracking.sample import CONTROLLERS, ControllerButtons, DevicePose, TrackingSample
 from app.tracking.source import SourceBase, TrackingSourceError
 from calibration import quat
@@ -108,29 +107,6 @@ def _init_failure_message(exc: BaseException) -> str:
     )
 
 
-@contextlib.contextmanager
-def _native_output_silenced():
-    """Hide what libopenvr_api prints straight to the process's stdout/stderr while probing
-    ("Unable to read VR Path Registry ..."): our own message explains the situation better."""
-    saved = []
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for fd in (1, 2):
-            saved.append((fd, os.dup(fd)))
-            os.dup2(devnull, fd)
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # no real file descriptors (embedded, redirected): nothing to silence
-    try:
-        yield
-    finally:
-        for fd, copy in saved:
-            os.dup2(copy, fd)
-            os.close(copy)
-
-
 def steamvr_available() -> tuple[bool, str]:
     """Cheap probe for choosing a tracking source: is a SteamVR server reachable right now?
 
@@ -145,12 +121,12 @@ def steamvr_available() -> tuple[bool, str]:
         with _connections_lock:
             if _active_connections > 0:
                 return True, "SteamVR is running (this program is connected to it)"
-        with _native_output_silenced():
+        with native_output_silenced():
             installed = openvr.isRuntimeInstalled()
         if not installed:
             return False, "SteamVR (the OpenVR runtime) is not installed"
         try:
-            with _native_output_silenced():
+            with native_output_silenced():
                 openvr.init(openvr.VRApplication_Background)
         except openvr.OpenVRError as exc:
             return False, f"SteamVR is not running ({describe_openvr_error(exc)})"

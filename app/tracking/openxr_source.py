@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from app.pacing import PacingGrid
 from app.tracking.config import ButtonMapConfig, OpenXRConfig
-from app.tracking.openvr_source import _native_output_silenced
+from app.tracking.native_output import native_output_silenced
 from app.tracking.openxr_bindings import profile_label
 from app.tracking.openxr_errors import OpenXRUnavailable
 from app.tracking.sample import CONTROLLERS, TrackingSample
@@ -64,7 +64,7 @@ def openxr_available() -> tuple[bool, str]:
     from app.tracking.openxr_session import offered_extensions, version_text
     instance = None
     try:
-        with _native_output_silenced():
+        with native_output_silenced():
             offered_extensions()
             instance = xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(
                 application_name="pico-teleop probe", api_version=xr.Version(1, 0, 0))))
@@ -167,7 +167,7 @@ class OpenXRSource(SourceBase):
         if self._lingering is not None and self._lingering.is_alive():
             raise TrackingSourceError("the previous OpenXR poll thread is still stuck in an OpenXR call; try again later")
         try:
-            with _native_output_silenced():
+            with native_output_silenced():
                 conn = self._connect()
         except Exception as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
@@ -317,7 +317,7 @@ class OpenXRSource(SourceBase):
     def _try_reconnect(self, now: float) -> None:
         self._next_connect_s = now + self._settings.reconnect_interval_s
         try:
-            with _native_output_silenced():
+            with native_output_silenced():
                 conn = self._connect()
         except Exception as exc:
             self.last_error = f"reconnect failed: {type(exc).__name__}: {exc}"
