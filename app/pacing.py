@@ -18,7 +18,7 @@ A poll thread uses it in three lines::
         grid.wait_next()                                      # the first call returns at once
         poll()
 
-(`app.tracking.openvr_source.OpenVRSource._run` checks the stop again before polling, so a stop
+(`app.tracking.polled_source.PolledSource._run` checks the stop again before polling, so a stop
 that ends a wait is not followed by one more poll.)
 
 Owner: one thread paces on a grid (`start`, `wait_next`, `deadline_for`, `settle`); other threads

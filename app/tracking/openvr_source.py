@@ -19,22 +19,20 @@ are w, x, y, z.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import logging
 import math
 import os
-import sys
 import threading
 import time
 from typing import Any, Callable
 
 import numpy as np
 
-from app.pacing import PacingGrid
 from app.tracking.config import ButtonMapConfig, OpenVRConfig
+from app.tracking.native_output import native_output_silenced
+from app.tracking.polled_source import PolledSource
 from app.tracking.sample import CONTROLLERS, ControllerButtons, DevicePose, TrackingSample
-from app.tracking.source import SourceBase, TrackingSourceError
+from app.tracking.source import TrackingSourceError
 from calibration import quat
 
 try:
@@ -108,29 +106,6 @@ def _init_failure_message(exc: BaseException) -> str:
     )
 
 
-@contextlib.contextmanager
-def _native_output_silenced():
-    """Hide what libopenvr_api prints straight to the process's stdout/stderr while probing
-    ("Unable to read VR Path Registry ..."): our own message explains the situation better."""
-    saved = []
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for fd in (1, 2):
-            saved.append((fd, os.dup(fd)))
-            os.dup2(devnull, fd)
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # no real file descriptors (embedded, redirected): nothing to silence
-    try:
-        yield
-    finally:
-        for fd, copy in saved:
-            os.dup2(copy, fd)
-            os.close(copy)
-
-
 def steamvr_available() -> tuple[bool, str]:
     """Cheap probe for choosing a tracking source: is a SteamVR server reachable right now?
 
@@ -145,12 +120,12 @@ def steamvr_available() -> tuple[bool, str]:
         with _connections_lock:
             if _active_connections > 0:
                 return True, "SteamVR is running (this program is connected to it)"
-        with _native_output_silenced():
+        with native_output_silenced():
             installed = openvr.isRuntimeInstalled()
         if not installed:
             return False, "SteamVR (the OpenVR runtime) is not installed"
         try:
-            with _native_output_silenced():
+            with native_output_silenced():
                 openvr.init(openvr.VRApplication_Background)
         except openvr.OpenVRError as exc:
             return False, f"SteamVR is not running ({describe_openvr_error(exc)})"
@@ -229,33 +204,31 @@ def map_buttons(pressed_bits: int, axes: Any, button_map: ButtonMapConfig) -> Co
     )
 
 
-def _empty_info() -> dict[str, dict[str, Any]]:
-    return {name: {"index": None, "model": "", "battery_fraction": None} for name in ("head", "left", "right")}
-
-
-class OpenVRSource(SourceBase):
+class OpenVRSource(PolledSource):
     """Tracking source reading SteamVR through pyopenvr's IVRSystem (legacy input API).
 
     `connect` returns an IVRSystem-like object (default: `openvr.init` as a Background app);
     `shutdown` releases it (default: `openvr.shutdown`); `clock` stamps samples and times the
-    slow jobs (role re-lookup, battery, reconnect). The poll pacing is an `app.pacing.PacingGrid`
-    on `time.perf_counter` (the control loop's grid), so a frozen test clock cannot make the
-    thread spin.
+    slow jobs (role re-lookup, battery, reconnect). The poll thread, its pacing, the reconnects
+    and the haptic queue are `PolledSource`'s.
 
     Observable from any thread: `state`, `reconnect_count`, `last_error`, `poll_count`,
     `late_polls` (polls that started more than one period after their deadline: the loop's
     definition of a late tick), `skipped_polls` (deadlines skipped after a late poll, e.g. a
-    slow connect), `device_info()`.
+    slow connect), `device_info()`: per device ('head', 'left', 'right') its OpenVR `index` (None
+    when not found), `model` number string ('' when unknown) and `battery_fraction` 0..1 (None
+    when not reported).
     """
 
     name = "openvr"
+    RUNTIME = "OpenVR"
+    THREAD_NAME = "openvr-poll"
+    MAX_HAPTIC_US = _MAX_HAPTIC_US
 
     ROLE_REFRESH_S = 0.5
     """Controllers are looked up by role at least this often (also on device events)."""
     BATTERY_REFRESH_S = 5.0
     """Battery levels are read this often; the read also notices a server that died silently."""
-    JOIN_TIMEOUT_S = 2.0
-    """`close()` waits this long for the poll thread (an OpenVR call may be slow to return)."""
 
     def __init__(
         self,
@@ -266,59 +239,31 @@ class OpenVRSource(SourceBase):
         shutdown: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        super().__init__()
+        super().__init__(poll_rate_hz=settings.poll_rate_hz, reconnect_interval_s=settings.reconnect_interval_s,
+                         clock=clock)
         self._buttons = buttons
         self._settings = settings
         self._connect = connect if connect is not None else _connect_openvr
         self._shutdown = shutdown if shutdown is not None else _shutdown_openvr
-        self._clock = clock
-
-        self._lock = threading.Lock()
-        """Guards `_latest`, `_info` and state changes made by the poll thread."""
-        self._latest = TrackingSample()
-        self._info = _empty_info()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lingering: threading.Thread | None = None
-        """A poll thread that did not stop in time; a restart waits for it to end."""
-        self._haptics: collections.deque[tuple[str, int]] = collections.deque(maxlen=16)
 
         # Owned by the poll thread once it runs.
-        self._vr: Any = None
         self._indices: dict[str, int | None] = {"left": None, "right": None}
         self._roles_dirty = True
         self._next_role_lookup_s = 0.0
         self._next_battery_s = 0.0
-        self._next_connect_s = 0.0
         self._poses: Any = None
         self._event: Any = None
 
-        self._grid = PacingGrid(1.0 / settings.poll_rate_hz, sleep=self._stop.wait)
-        """The polls' deadlines (the control loop's grid and definition of late); the poll thread's."""
+    @staticmethod
+    def _empty_info() -> dict[str, dict[str, Any]]:
+        return {name: {"index": None, "model": "", "battery_fraction": None} for name in ("head", "left", "right")}
 
-        self.reconnect_count = 0
-        self.last_error = ""
-        self.poll_count = 0
+    # ---- connecting (PolledSource's hooks) -------------------------------------------------
 
-    @property
-    def late_polls(self) -> int:
-        """Polls that started more than one period after their deadline (`app.stats.is_late`, as
-        the loop's ticks), since the source was made."""
-        return self._grid.late
-
-    @property
-    def skipped_polls(self) -> int:
-        """Poll deadlines passed over after a late poll (a stall, e.g. a slow connect): never made up."""
-        return self._grid.skipped
-
-    # ---- lifecycle -------------------------------------------------------------------------
-
-    def _open(self) -> None:
+    def _open_connection(self) -> Any:
         if openvr is None:
             self.last_error = f"pyopenvr cannot be loaded: {_OPENVR_IMPORT_ERROR}"
             raise TrackingSourceError(f"OpenVR is not usable on this machine ({_OPENVR_IMPORT_ERROR})")
-        if self._lingering is not None and self._lingering.is_alive():
-            raise TrackingSourceError("the previous OpenVR poll thread is still stuck in an OpenVR call; try again later")
         try:
             vr = self._connect()
         except openvr.OpenVRError as exc:
@@ -326,91 +271,39 @@ class OpenVRSource(SourceBase):
             raise TrackingSourceError(_init_failure_message(exc)) from None
         self._poses = (openvr.TrackedDevicePose_t * _MAX_DEVICES)()
         self._event = openvr.VREvent_t()
-        self._stop.clear()
-        self._adopt(vr, self._clock())
-        # Set here rather than by SourceBase.start: the thread may already change it.
-        self._life.move("connect")
-        self._thread = threading.Thread(target=self._run, name="openvr-poll", daemon=True)
+        return vr
+
+    def _connect_runtime(self) -> Any:
+        return self._connect()
+
+    def _describe_error(self, exc: BaseException) -> str:
+        return describe_openvr_error(exc)
+
+    def _poll_failed(self, exc: Exception) -> str:
+        if not isinstance(exc, openvr.OpenVRError):
+            logger.exception("unexpected error while polling OpenVR")
+        return super()._poll_failed(exc)
+
+    def _adopted(self, vr: Any, now: float) -> None:
+        self._indices = {"left": None, "right": None}
+        self._roles_dirty = True
+        self._next_battery_s = now
+        with self._lock:
+            self._info = self._empty_info()
+
+    def _disconnect(self, vr: Any, *, runtime_ended: bool) -> None:
+        self._indices = {"left": None, "right": None}
+        if runtime_ended:
+            try:
+                vr.acknowledgeQuit_Exiting()
+            except Exception:
+                pass  # older runtimes lack it; shutting down is what matters
         try:
-            self._thread.start()
-        except RuntimeError:
-            self._vr = None
-            self._thread = None
             self._shutdown()
-            raise
-
-    def _close(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(self.JOIN_TIMEOUT_S)
-            if thread.is_alive():
-                # The thread still shuts OpenVR down itself when its current call returns.
-                self._lingering = thread
-                logger.warning("OpenVR poll thread did not stop within %.1f s", self.JOIN_TIMEOUT_S)
-        with self._lock:
-            self._latest = TrackingSample(sample_time_s=self._clock())
-
-    # ---- reading -----------------------------------------------------------------------------
-
-    def read(self, loop_time_s: float) -> TrackingSample:
-        """The newest polled sample (live source: `loop_time_s` is not used)."""
-        with self._lock:
-            return self._latest
-
-    def device_info(self) -> dict[str, dict[str, Any]]:
-        """Per device ('head', 'left', 'right'): OpenVR `index` (None when not found), `model`
-        number string ('' when unknown) and `battery_fraction` 0..1 (None when not reported)."""
-        with self._lock:
-            return {name: dict(info) for name, info in self._info.items()}
-
-    def pulse_haptic(self, controller: str, duration_us: int) -> None:
-        """Queue a vibration of `duration_us` (clipped to 0..3999 us) for the poll thread to send.
-
-        Ignored when not connected or for an unknown controller name; never raises.
-        """
-        try:
-            if controller not in CONTROLLERS or not self.is_connected():
-                return
-            us = int(min(max(int(duration_us), 0), _MAX_HAPTIC_US))
-        except (TypeError, ValueError, OverflowError):
-            return
-        if us > 0:
-            self._haptics.append((controller, us))
+        except Exception as exc:
+            logger.warning("OpenVR shutdown failed: %s", describe_openvr_error(exc))
 
     # ---- poll thread -------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        self._grid.start()
-        try:
-            while not self._stop.is_set():
-                self._grid.wait_next()  # the first poll at once; a stop ends the wait
-                if self._stop.is_set():
-                    break
-                self._cycle()
-                self.poll_count += 1
-        finally:
-            if self._vr is not None:
-                self._release(acknowledge_quit=False)
-
-    def _cycle(self) -> None:
-        now = self._clock()
-        vr = self._vr
-        if vr is None:
-            if now >= self._next_connect_s:
-                self._try_reconnect(now)
-            if self._vr is None:
-                self._publish(TrackingSample(sample_time_s=now))
-            return
-        try:
-            quit_reason = self._poll(vr, now)
-        except Exception as exc:
-            if not isinstance(exc, openvr.OpenVRError):
-                logger.exception("unexpected error while polling OpenVR")
-            self._lose_connection(f"OpenVR call failed: {describe_openvr_error(exc)}", now, acknowledge_quit=False)
-            return
-        if quit_reason is not None:
-            self._lose_connection(quit_reason, now, acknowledge_quit=True)
 
     def _poll(self, vr: Any, now: float) -> str | None:
         """One poll while connected; returns why the session ends (a quit event), else None."""
@@ -521,72 +414,7 @@ class OpenVRSource(SourceBase):
             return None
 
     def _send_haptics(self, vr: Any) -> None:
-        while self._haptics:
-            try:
-                side, us = self._haptics.popleft()
-            except IndexError:
-                return
+        for side, us in self._queued_haptics():
             index = self._indices.get(side)
             if index is not None:
                 vr.triggerHapticPulse(index, 0, us)
-
-    # ---- connection bookkeeping (poll thread) ---------------------------------------------
-
-    def _adopt(self, vr: Any, now: float) -> None:
-        self._vr = vr
-        self._haptics.clear()  # a pulse asked for during the outage is stale now
-        self._indices = {"left": None, "right": None}
-        self._roles_dirty = True
-        self._next_battery_s = now
-        with self._lock:
-            self._info = _empty_info()
-
-    def _try_reconnect(self, now: float) -> None:
-        self._next_connect_s = now + self._settings.reconnect_interval_s
-        try:
-            vr = self._connect()
-        except Exception as exc:
-            # Anything going wrong here means "not back yet"; it stays visible in last_error.
-            self.last_error = f"reconnect failed: {describe_openvr_error(exc)}"
-            return
-        self._adopt(vr, now)
-        if self._stop.is_set():
-            return  # _run's finally shuts it down
-        self.reconnect_count += 1
-        self._move("reconnect")
-        logger.info("OpenVR connection restored (reconnect #%d)", self.reconnect_count)
-
-    def _lose_connection(self, reason: str, now: float, *, acknowledge_quit: bool) -> None:
-        logger.warning("OpenVR connection lost: %s", reason)
-        self.last_error = reason
-        self._release(acknowledge_quit=acknowledge_quit)
-        self._haptics.clear()
-        self._next_connect_s = now + self._settings.reconnect_interval_s
-        self._move("mark disconnected")
-        self._publish(TrackingSample(sample_time_s=now))
-
-    def _release(self, *, acknowledge_quit: bool) -> None:
-        vr, self._vr = self._vr, None
-        self._indices = {"left": None, "right": None}
-        with self._lock:
-            self._info = _empty_info()
-        if acknowledge_quit:
-            try:
-                vr.acknowledgeQuit_Exiting()
-            except Exception:
-                pass  # older runtimes lack it; shutting down is what matters
-        try:
-            self._shutdown()
-        except Exception as exc:
-            logger.warning("OpenVR shutdown failed: %s", describe_openvr_error(exc))
-
-    def _move(self, action: str) -> None:
-        with self._lock:
-            if self._stop.is_set():
-                return  # close() owns the state from now on
-            self._life.move(action)
-
-    def _publish(self, sample: TrackingSample) -> None:
-        with self._lock:
-            if not self._stop.is_set():
-                self._latest = sample

@@ -1,6 +1,6 @@
 """Live tracking through OpenXR (pyopenxr): headset and both hand controllers, with haptics.
 
-The same interface and threading discipline as `OpenVRSource`: `start()` connects once (a clear
+The same skeleton as `OpenVRSource` (`app.tracking.polled_source.PolledSource`): `start()` connects once (a clear
 `TrackingSourceError` when no OpenXR runtime answers), then a daemon thread owns every OpenXR call
 (`app.tracking.openxr_session.OpenXRConnection`), polls at `OpenXRConfig.poll_rate_hz` and
 publishes the newest `TrackingSample`; `read()` only takes a lock. Haptic pulses are queued to the
@@ -21,19 +21,17 @@ releases it, reports DISCONNECTED, publishes invalid samples and retries every
 
 from __future__ import annotations
 
-import collections
 import logging
-import threading
 import time
 from typing import Any, Callable
 
-from app.pacing import PacingGrid
 from app.tracking.config import ButtonMapConfig, OpenXRConfig
-from app.tracking.openvr_source import _native_output_silenced
+from app.tracking.native_output import native_output_silenced
 from app.tracking.openxr_bindings import profile_label
 from app.tracking.openxr_errors import OpenXRUnavailable
+from app.tracking.polled_source import PolledSource
 from app.tracking.sample import CONTROLLERS, TrackingSample
-from app.tracking.source import SourceBase, TrackingSourceError
+from app.tracking.source import TrackingSourceError
 
 try:
     import xr  # noqa: F401  (pyopenxr; imported here so a missing install is a clear message)
@@ -64,7 +62,7 @@ def openxr_available() -> tuple[bool, str]:
     from app.tracking.openxr_session import offered_extensions, version_text
     instance = None
     try:
-        with _native_output_silenced():
+        with native_output_silenced():
             offered_extensions()
             instance = xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(
                 application_name="pico-teleop probe", api_version=xr.Version(1, 0, 0))))
@@ -88,26 +86,26 @@ def openxr_available() -> tuple[bool, str]:
                 pass
 
 
-def _empty_info() -> dict[str, dict[str, Any]]:
-    info = {name: {"index": None, "model": "", "battery_fraction": None, "runtime": "", "interaction_profile": ""}
-            for name in ("head", "left", "right")}
-    for side in CONTROLLERS:
-        info[side]["hand_tracking"] = ""
-    return info
-
-
-class OpenXRSource(SourceBase):
+class OpenXRSource(PolledSource):
     """Headset and both controllers through OpenXR, polled on a thread of its own.
 
     Counters (read them from any thread): `poll_count`, `late_polls`, `skipped_polls`,
     `reconnect_count`, `haptic_pulses_sent`, `haptic_pulses_dropped`, `last_error`, and
     `last_poll_s` (the duration of the newest poll: sync, three locates, the action reads).
+
+    `device_info()`, per device ('head', 'left', 'right'): `runtime` (name and version),
+    `interaction_profile` (controllers: the profile path the runtime bound, '' when none),
+    `hand_tracking` (controllers: 'offered' when the runtime gives that hand's joints, else why not),
+    `model` (the headset's system name; a controller's profile, short), `index` None,
+    `battery_fraction` None (OpenXR reports no batteries).
     """
 
     name = "openxr"
     reads_hands = True
     """Where the runtime offers `XR_EXT_hand_tracking` (`device_info()`'s `hand_tracking` says)."""
-    JOIN_TIMEOUT_S = 2.0
+    RUNTIME = "OpenXR"
+    THREAD_NAME = "openxr-poll"
+    MAX_HAPTIC_US = MAX_HAPTIC_US
 
     def __init__(
         self,
@@ -120,149 +118,72 @@ class OpenXRSource(SourceBase):
     ) -> None:
         """`wait_for_loop_sleep` (the pipeline's `LoopIdle.wait_for_sleep`): called before each poll,
         so that the poll's interpreter time falls while the control loop sleeps, not into a tick."""
-        super().__init__()
+        super().__init__(poll_rate_hz=settings.poll_rate_hz, reconnect_interval_s=settings.reconnect_interval_s,
+                         clock=clock)
         self._wait_for_loop_sleep = wait_for_loop_sleep
         self._settings = settings
         self._connect = connect if connect is not None else (lambda: _connect_openxr(settings, buttons.grip_engage_threshold))
-        self._clock = clock
 
-        self._lock = threading.Lock()
-        """Guards `_latest`, `_info` and state changes made by the poll thread."""
-        self._latest = TrackingSample()
-        self._info = _empty_info()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lingering: threading.Thread | None = None
-        self._haptics: collections.deque[tuple[str, int]] = collections.deque(maxlen=16)
-
-        self._xr: Any = None  # the poll thread's OpenXRConnection once it runs
-        self._next_connect_s = 0.0
-
-        self.reconnect_count = 0
-        self.last_error = ""
-        self.poll_count = 0
-        self._grid = PacingGrid(1.0 / settings.poll_rate_hz, sleep=self._stop.wait)
-        """The polls' deadlines (the control loop's grid and definition of late); the poll thread's."""
         self.haptic_pulses_sent = 0
         self.haptic_pulses_dropped = 0
         self.last_poll_s = 0.0
 
     @property
-    def late_polls(self) -> int:
-        """Polls that started more than one period after their deadline (`app.stats.is_late`, as
-        the loop's ticks), since the source was made."""
-        return self._grid.late
+    def _xr(self) -> Any:
+        """The poll thread's `OpenXRConnection` while connected, else None."""
+        return self._conn
 
-    @property
-    def skipped_polls(self) -> int:
-        """Poll deadlines passed over after a late poll (a stall, e.g. a slow connect): never made up."""
-        return self._grid.skipped
+    @staticmethod
+    def _empty_info() -> dict[str, dict[str, Any]]:
+        info = {name: {"index": None, "model": "", "battery_fraction": None, "runtime": "", "interaction_profile": ""}
+                for name in ("head", "left", "right")}
+        for side in CONTROLLERS:
+            info[side]["hand_tracking"] = ""
+        return info
 
-    # ---- lifecycle -------------------------------------------------------------------------
+    # ---- connecting (PolledSource's hooks) -------------------------------------------------
 
-    def _open(self) -> None:
+    def _open_connection(self) -> Any:
         if _XR_IMPORT_ERROR:
             self.last_error = f"pyopenxr cannot be loaded: {_XR_IMPORT_ERROR}"
             raise TrackingSourceError(f"OpenXR is not usable on this machine ({_XR_IMPORT_ERROR})")
-        if self._lingering is not None and self._lingering.is_alive():
-            raise TrackingSourceError("the previous OpenXR poll thread is still stuck in an OpenXR call; try again later")
         try:
-            with _native_output_silenced():
-                conn = self._connect()
+            return self._connect_runtime()
         except Exception as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.last_error = self._describe_error(exc)
             if not isinstance(exc, OpenXRUnavailable):
                 raise TrackingSourceError(f"OpenXR session could not start ({self.last_error})") from None
             raise TrackingSourceError(
                 f"No OpenXR runtime answered ({exc}). Start the runtime (SteamVR, Monado, WiVRn, Quest Link) "
                 "with the headset connected and make it the active OpenXR runtime, or choose the demo source.") from None
-        self._stop.clear()
-        self._adopt(conn)
-        self._life.move("connect")
-        self._thread = threading.Thread(target=self._run, name="openxr-poll", daemon=True)
+
+    def _connect_runtime(self) -> Any:
+        with native_output_silenced():
+            return self._connect()
+
+    def _adopted(self, conn: Any, now: float) -> None:
+        info = self._empty_info()
+        for name in info:
+            info[name]["runtime"] = conn.runtime
+        for side in CONTROLLERS:
+            info[side]["hand_tracking"] = conn.hands.unavailable or "offered"
+        info["head"]["model"] = conn.system_name
+        with self._lock:
+            self._info = info
+
+    def _disconnect(self, conn: Any, *, runtime_ended: bool) -> None:
         try:
-            self._thread.start()
-        except RuntimeError:
-            self._xr = None
-            self._thread = None
             conn.close()
-            raise
-
-    def _close(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(self.JOIN_TIMEOUT_S)
-            if thread.is_alive():
-                self._lingering = thread
-                logger.warning("OpenXR poll thread did not stop within %.1f s", self.JOIN_TIMEOUT_S)
-        with self._lock:
-            self._latest = TrackingSample(sample_time_s=self._clock())
-
-    # ---- reading -----------------------------------------------------------------------------
-
-    def read(self, loop_time_s: float) -> TrackingSample:
-        """The newest polled sample (live source: `loop_time_s` is not used)."""
-        with self._lock:
-            return self._latest
-
-    def device_info(self) -> dict[str, dict[str, Any]]:
-        """Per device ('head', 'left', 'right'): `runtime` (name and version), `interaction_profile`
-        (controllers: the profile path the runtime bound, '' when none), `hand_tracking` (controllers:
-        'offered' when the runtime gives that hand's joints, else why not), `model` (the headset's
-        system name; a controller's profile, short), `index` None, `battery_fraction` None
-        (OpenXR reports no batteries)."""
-        with self._lock:
-            return {name: dict(info) for name, info in self._info.items()}
-
-    def pulse_haptic(self, controller: str, duration_us: int) -> None:
-        """Queue a vibration of `duration_us` (clipped to 0..1 s) for the poll thread to send.
-
-        Ignored when not connected or for an unknown controller name; never raises."""
-        try:
-            if controller not in CONTROLLERS or not self.is_connected():
-                return
-            us = int(min(max(int(duration_us), 0), MAX_HAPTIC_US))
-        except (TypeError, ValueError, OverflowError):
-            return
-        if us > 0:
-            self._haptics.append((controller, us))
+        except Exception as exc:
+            logger.warning("OpenXR shutdown failed: %s", exc)
 
     # ---- poll thread -------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        self._grid.start()
-        try:
-            while not self._stop.is_set():
-                self._grid.wait_next()  # the first poll at once; a stop ends the wait
-                if self._wait_for_loop_sleep is not None:
-                    self._wait_for_loop_sleep()
-                if self._stop.is_set():
-                    break
-                self._cycle()
-                self.poll_count += 1
-        finally:
-            if self._xr is not None:
-                self._release()
+    def _before_poll(self) -> None:
+        if self._wait_for_loop_sleep is not None:
+            self._wait_for_loop_sleep()
 
-    def _cycle(self) -> None:
-        now = self._clock()
-        conn = self._xr
-        if conn is None:
-            if now >= self._next_connect_s:
-                self._try_reconnect(now)
-            if self._xr is None:
-                self._publish(TrackingSample(sample_time_s=now))
-            return
-        try:
-            reason = self._poll(conn)
-        except Exception as exc:
-            self._lose_connection(f"OpenXR call failed: {type(exc).__name__}: {exc}", now)
-            return
-        if reason is not None:
-            self._lose_connection(reason, now)
-
-    def _poll(self, conn: Any) -> str | None:
+    def _poll(self, conn: Any, now: float) -> str | None:
         """One poll while connected; returns why the connection ends, else None."""
         reason = conn.poll_events()
         if reason is not None:
@@ -281,11 +202,7 @@ class OpenXRSource(SourceBase):
 
     def _send_haptics(self, conn: Any) -> None:
         amplitude = self._settings.haptic_amplitude
-        while self._haptics:
-            try:
-                side, us = self._haptics.popleft()
-            except IndexError:
-                return
+        for side, us in self._queued_haptics():
             if conn.haptic(side, us * 1e-6, amplitude):
                 self.haptic_pulses_sent += 1
             else:
@@ -299,61 +216,3 @@ class OpenXRSource(SourceBase):
                 if info["interaction_profile"] != profiles[side]:
                     info["interaction_profile"] = profiles[side]
                     info["model"] = profile_label(profiles[side]) if profiles[side] else ""
-
-    # ---- connection bookkeeping (poll thread) ---------------------------------------------
-
-    def _adopt(self, conn: Any) -> None:
-        self._xr = conn
-        self._haptics.clear()  # a pulse asked for during the outage is stale now
-        info = _empty_info()
-        for name in info:
-            info[name]["runtime"] = conn.runtime
-        for side in CONTROLLERS:
-            info[side]["hand_tracking"] = conn.hands.unavailable or "offered"
-        info["head"]["model"] = conn.system_name
-        with self._lock:
-            self._info = info
-
-    def _try_reconnect(self, now: float) -> None:
-        self._next_connect_s = now + self._settings.reconnect_interval_s
-        try:
-            with _native_output_silenced():
-                conn = self._connect()
-        except Exception as exc:
-            self.last_error = f"reconnect failed: {type(exc).__name__}: {exc}"
-            return
-        self._adopt(conn)
-        if self._stop.is_set():
-            return  # _run's finally releases it
-        self.reconnect_count += 1
-        self._move("reconnect")
-        logger.info("OpenXR session restored (reconnect #%d)", self.reconnect_count)
-
-    def _lose_connection(self, reason: str, now: float) -> None:
-        logger.warning("OpenXR connection lost: %s", reason)
-        self.last_error = reason
-        self._release()
-        self._haptics.clear()
-        self._next_connect_s = now + self._settings.reconnect_interval_s
-        self._move("mark disconnected")
-        self._publish(TrackingSample(sample_time_s=now))
-
-    def _release(self) -> None:
-        conn, self._xr = self._xr, None
-        with self._lock:
-            self._info = _empty_info()
-        try:
-            conn.close()
-        except Exception as exc:
-            logger.warning("OpenXR shutdown failed: %s", exc)
-
-    def _move(self, action: str) -> None:
-        with self._lock:
-            if self._stop.is_set():
-                return  # close() owns the state from now on
-            self._life.move(action)
-
-    def _publish(self, sample: TrackingSample) -> None:
-        with self._lock:
-            if not self._stop.is_set():
-                self._latest = sample
