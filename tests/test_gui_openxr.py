@@ -322,10 +322,12 @@ def test_the_window_on_an_openxr_source_shows_its_actions_hands_and_runtime(qapp
         qtbot.waitUntil(lambda: status.runtime_label.text() == RUNTIME, timeout=20_000)
         assert cell("profile", "right") == "oculus/touch_controller"
         assert cell("hands", "right") == "tracked (optical, 26/26 joints)"
-        # From the time the pose was located for, 2 ms after its poll (`locate_ahead_s`), which the tick
-        # follows: never below -2 ms; how far above depends on this machine's load.
+        # From the time the pose was located for, 2 ms after its poll (`locate_ahead_s`), against the
+        # tick's start: -2 ms at the least, less by the time a poll that lands between the tick's start
+        # and its read came after that start (under load, part of a 5 ms period); how far above
+        # depends on this machine's load.
         age = re.fullmatch(r"(-?\d+\.\d) ms( \(predicted ahead\))?", cell("age", "left"))
-        assert age is not None and float(age.group(1)) >= -2.0 and (age.group(2) is not None) == (float(age.group(1)) < 0)
+        assert age is not None and float(age.group(1)) >= -2.0 - 5.0 and (age.group(2) is not None) == (float(age.group(1)) < 0)
     finally:
         window.close()
 
