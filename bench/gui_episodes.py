@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.config import load_config
     from app.events import EpisodeAction
     from app.gui import theme
-    from app.gui.main_window import MainWindow, _core_factory
+    from app.gui.gui_main import core_factory
+    from app.gui.main_window import MainWindow
     from app.gui.settings_store import SettingsStore
     from app.sessions.dataset_folder import read_dataset_index
     from app.sessions.reader import read_session
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     theme.apply(app)
     store = SettingsStore(folder / "config")
     w = MainWindow(load_config(None), store, sessions_dir=folder / "sessions", source="demo",
-                   runner_factory=_core_factory(None, store.folder, None, None))
+                   runner_factory=core_factory(None, store.folder, None, None))
     w.show()
 
     def wait(until, what: str, seconds: float = 120.0) -> float:

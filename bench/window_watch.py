@@ -36,7 +36,8 @@ def window_child(state: Path, big: Path, record: Path, seconds: float) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.config import Config
-    from app.gui.main_window import MainWindow, _core_factory
+    from app.gui.gui_main import core_factory
+    from app.gui.main_window import MainWindow
     from app.gui.settings_store import SettingsStore
     from bench.qt_stall import QtStallMonitor
 
@@ -47,7 +48,7 @@ def window_child(state: Path, big: Path, record: Path, seconds: float) -> int:
 
     app = QApplication.instance() or QApplication([])
     window = MainWindow(Config(), SettingsStore(state), sessions_dir=state / "s", source="demo",
-                        runner_factory=_core_factory(None, state, None, None))
+                        runner_factory=core_factory(None, state, None, None))
     window.resize(1600, 1000)
     window.show()
     spin(3.0)

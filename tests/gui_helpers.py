@@ -1,5 +1,5 @@
 """The window as `pico-teleop` builds it, for the window's tests: its loop in a core process
-(`run_gui`'s `_core_factory`), closed with that core at the end, and waits that hold on a busy machine.
+(`run_gui`'s `core_factory`), closed with that core at the end, and waits that hold on a busy machine.
 
 The core-backed window is asynchronous: a request is answered later on the Qt thread, statuses
 arrive ten times a second and snapshots in batches, so a test waits for what it expects (with
@@ -24,7 +24,8 @@ from app.config import load_config
 from app.control.snapshot import Snapshot
 from app.events import Event, EventKind
 from app.gui import theme
-from app.gui.main_window import MainWindow, _core_factory
+from app.gui.gui_main import core_factory
+from app.gui.main_window import MainWindow
 from app.gui.settings_store import SettingsStore
 
 CORE_START_MS = 90_000
@@ -62,12 +63,12 @@ def wait_until(pred, timeout_ms: int, what: str) -> None:
 def open_window(qapp, folder: Path, *, source: str = "demo", state_dir: Path | None = None, remote=None,
                 connect: str | None = None, wait: bool = True, **kwargs) -> MainWindow:
     """A shown window as `run_gui` builds it: the defaults (no --config), the operator's settings
-    from `folder/config`, a core process started by `_core_factory` in `state_dir` (default: the
+    from `folder/config`, a core process started by `core_factory` in `state_dir` (default: the
     settings folder, as `run_gui`); sessions in `folder/sessions`. With `wait`, returns once its
     first source runs. Close it with `close_window`."""
     theme.apply(qapp)
     store = SettingsStore(folder / "config")
-    factory = _core_factory(None, state_dir if state_dir is not None else store.folder, remote, connect)
+    factory = core_factory(None, state_dir if state_dir is not None else store.folder, remote, connect)
     window = MainWindow(load_config(None), store, source=source, sessions_dir=folder / "sessions", remote=remote,
                         runner_factory=factory, **kwargs)
     window.show()

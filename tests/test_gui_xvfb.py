@@ -85,7 +85,8 @@ def _drive(out: str, seconds: float) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.gui.main_window import MainWindow, run_gui
+    from app.gui.gui_main import run_gui
+    from app.gui.main_window import MainWindow
 
     app = QApplication([sys.argv[0]])
     result: dict[str, str] = {}

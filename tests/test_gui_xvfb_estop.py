@@ -50,14 +50,15 @@ def _drive(folder: str) -> int:
     from PySide6.QtWidgets import QApplication, QLineEdit
 
     from app.config import Config
-    from app.gui.main_window import MainWindow, _core_factory
+    from app.gui.gui_main import core_factory
+    from app.gui.main_window import MainWindow
     from app.gui.settings_store import SettingsStore
     from tests.gui_helpers import OPERATOR_ESTOP, watch_events
 
     app = QApplication([sys.argv[0]])
     store = SettingsStore(Path(folder) / "config")
     w = MainWindow(Config(), store, sessions_dir=Path(folder), source="demo",
-                   runner_factory=_core_factory(None, store.folder, None, None))
+                   runner_factory=core_factory(None, store.folder, None, None))
     w.show()
     w.activateWindow()
     events = watch_events(w)

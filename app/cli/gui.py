@@ -78,7 +78,7 @@ def cmd_gui(parser: argparse.ArgumentParser, args: argparse.Namespace, config_pa
     """Open the window; where it cannot open (no display, GUI not installed) say so and run headless."""
     why_headless = no_display_reason()
     try:
-        from app.gui.main_window import run_gui
+        from app.gui.gui_main import run_gui
     except ImportError:
         why_headless = why_headless or "the GUI is not installed"
     if why_headless:

@@ -15,5 +15,5 @@ __all__ = ["run_gui"]
 
 def run_gui(config_path: str | None = None) -> int:
     """Open the main window; returns the process exit code."""
-    from app.gui.main_window import run_gui as _run_gui
+    from app.gui.gui_main import run_gui as _run_gui
     return _run_gui(config_path)

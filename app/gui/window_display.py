@@ -1,5 +1,5 @@
 """The window's display refresh at `UI_RATE_HZ`: the presenter's figures copied into the HUD, the
-plots, the status panel and the status bar.
+plots, the status panel and the status bar; the 3D view's figures logged at close.
 """
 
 from __future__ import annotations
@@ -91,6 +91,14 @@ class WindowDisplay:
         self.sb_record.setText(shown.statusbar_record)
         self.sb_record.setStyleSheet(f"color: {theme.ALERT};")
         self.sb_render.setText(f"3D {self.viewport.fps():.0f} fps")
+
+    def _log_view_figures(self, lifetime_s: float) -> None:
+        """The 3D view's figures over the window's `lifetime_s` (seconds), into the log (at close)."""
+        vp = self.viewport
+        log.info("3D view: %d frames in %.1f s (%.1f fps on average); %d rendered, %d unchanged; %d requests, %d "
+                 "made while rendering; last renders %.1f ms median at %d pixels", vp.frames, lifetime_s,
+                 vp.frames / max(lifetime_s, 1e-9), vp.rendered, vp.frames - vp.rendered, vp.requests, vp.skipped,
+                 float(np.median(vp.render_ms)) if vp.render_ms else float("nan"), vp.pixels)
 
 
 __all__ = ["WindowDisplay"]
