@@ -14,6 +14,7 @@ pa = pytest.importorskip("pyarrow", reason="the [export] extra (pyarrow) is not 
 pq = pytest.importorskip("pyarrow.parquet")
 
 from app.cli import EXIT_USAGE, main  # noqa: E402
+from app.sessions.foxglove_channels import HANDS_TOPIC, TOPICS  # noqa: E402
 from app.sessions.reader import read_session  # noqa: E402
 from app.sessions.schema import sidecar_path  # noqa: E402
 from app.tracking.hand_joints import JOINT_NAMES, HandJoint  # noqa: E402
@@ -78,6 +79,10 @@ def test_mcap_draws_each_hand_in_the_operator_frame(hand_session, tmp_path):
     with open(out, "rb") as f:
         reader = mcap_reader.make_reader(f)
         msgs = [(schema, m) for schema, _, m in reader.iter_messages(topics=["/hands"])]
+        channels = {c.topic for c in reader.get_summary().channels.values()}
+    # Every topic an export can write (`/collision_lines` only once an arm is held back): what
+    # test_export_mcap.py holds the Foxglove layout to.
+    assert channels | {"/collision_lines"} == set(TOPICS) | {HANDS_TOPIC}
     # The right hand is tracked on every row: one update per row.
     assert len(msgs) == s.n_rows and msgs[0][0].name == "foxglove.SceneUpdate"
     decode = _decoder(msgs[0][0])

@@ -139,6 +139,33 @@ def test_the_layout_in_docs_is_generated_and_names_existing_topics():
     assert used and used <= set(TOPICS)
 
 
+def test_the_layout_shows_every_topic_the_exporter_writes():
+    """A topic added to the exporter and forgotten in the layout fails here: each one is plotted, a
+    3D panel topic shown, or the log's topic; only the frame tree goes unnamed (the 3D panel reads it)."""
+    import json
+
+    from app.sessions.foxglove_channels import HANDS_TOPIC
+    from app.sessions.foxglove_layout import FRAME_TREE_TOPIC, layout_json
+
+    panels: dict[str, list[dict]] = {}
+
+    def walk(node: dict) -> None:
+        if node.get("type") == "panel":
+            panels.setdefault(node["panelType"], []).append(node["config"])
+        for item in node.get("items", ()):
+            walk(item["content"])
+
+    walk(json.loads(layout_json())["content"])
+    plotted = {s["value"].split(".")[0] for c in panels["Plot"] for s in c["paths"]}
+    shown_3d = {t for c in panels["ThreeDee"] for t, settings in c.get("topics", {}).items() if settings.get("visible")}
+    logged = {c.get("topicToRender") for c in panels["Log"]}
+    written = set(TOPICS) | {HANDS_TOPIC}
+    assert written - (plotted | shown_3d | logged) == {FRAME_TREE_TOPIC}
+    assert HANDS_TOPIC in shown_3d and "/scene" in shown_3d and "/collision_lines" in shown_3d
+    assert logged == {"/events"}
+    assert (plotted | shown_3d | logged) <= written
+
+
 def _rewrite(csv, path, edit, drop=()):
     """A copy of the session at `csv` with `edit(row_index, row_dict)` applied and the columns `drop` left out."""
     import csv as csv_module
