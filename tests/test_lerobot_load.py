@@ -61,13 +61,21 @@ def session(tmp_path_factory):
     return record_demo(tmp_path_factory.mktemp("lerobot-load") / "demo.csv")
 
 
-def lerobot_reads(python: str, root: Path, tmp: Path, frames=(), next_action: bool = False) -> dict:
+@pytest.fixture(scope="module")
+def hand_session(tmp_path_factory):
+    """A real format-4 recording with both hands (`tests/hand_session.py`): 4 s, two engaged stretches."""
+    from tests.hand_session import record_hand_session
+    return record_hand_session(tmp_path_factory.mktemp("lerobot-hands") / "hands.csv")
+
+
+def lerobot_reads(python: str, root: Path, tmp: Path, frames=(), next_action: bool = False,
+                  video_frames: bool = False) -> dict:
     """What lerobot reads from `root` (`tests/lerobot_check.py`'s JSON), offline, with its caches in `tmp`."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing of this project on lerobot's path
     env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp / "hf-home"), HF_DATASETS_CACHE=str(tmp / "hf-datasets-cache"))
     cmd = [python, str(CHECKER), str(root), "--repo-id", REPO_ID, "--frames", ",".join(map(str, frames))]
-    done = subprocess.run(cmd + (["--next-action"] if next_action else []), capture_output=True, text=True,
-                          env=env, timeout=CHECK_TIMEOUT_S)
+    cmd += (["--next-action"] if next_action else []) + (["--video-frames"] if video_frames else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHECK_TIMEOUT_S)
     if done.returncode != 0:
         pytest.fail(f"lerobot could not load {root} ({python}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout)
@@ -227,12 +235,12 @@ def test_a_batch_of_three_demo_episodes_loads_with_its_task_success_flags_and_ob
             assert first[cam]["shape"] == [3, 48, 64] and first[cam]["std"] > 0.01
 
 
-def test_a_dataset_with_hands_loads_with_the_recorded_joints(lerobot_python, session, tmp_path):
+def test_a_dataset_with_hands_loads_with_the_recorded_joints(lerobot_python, session, hand_session, tmp_path):
     """A session recorded with both hands (format 4) and the demo (no hands) in one dataset: lerobot
     loads the hand features, and every frame's joints equal the recording's (operator frame,
     computed joint by joint from the CSV); the demo's frames say no joints."""
-    from tests.hand_session import expected_hand, record_hand_session
-    hands = record_hand_session(tmp_path / "hands.csv")
+    from tests.hand_session import expected_hand
+    hands = hand_session
     out = tmp_path / "ds"
     assert main(["export", str(hands), str(session), "--format", "lerobot", "--out", str(out), "--no-videos"]) == 0
     s, demo = read_session(hands), read_session(session)
@@ -259,3 +267,50 @@ def test_a_dataset_with_hands_loads_with_the_recorded_joints(lerobot_python, ses
                                   expected_hand(s, "right", rows[-1:])[1].astype(np.float32).reshape(-1))
     assert last["observation.hand_source"] == [int(s.data["in_left_hand_source"][rows[-1]]), 1]
     assert first_demo["observation.hand_source"] == [-1, -1]
+
+
+def test_a_hand_session_with_videos_loads_with_its_joints_and_every_video_frame(lerobot_python, hand_session,
+                                                                                tmp_path):
+    """A hand session (format 4) exported with videos, as `pico-teleop export` makes them (drawn from
+    the recorded scene state): lerobot loads the hand features beside the three cameras, each frame's
+    joints are the recording's at that frame's row, and lerobot's decoder finds exactly one picture
+    per frame in every camera's file, episode by episode, and none past the last."""
+    import av
+
+    from tests.hand_session import expected_hand
+    s = read_session(hand_session)
+    stretches = engaged_stretches(s)
+    assert len(stretches) == 2, "two clutch cycles: two episodes, the second one's video after the first's"
+    out = tmp_path / "ds"
+    assert main(["export", str(hand_session), "--format", "lerobot", "--out", str(out), "--video-size", "64x48"]) == 0
+    fps = 25
+    step = 200 // fps  # frame k of an episode shows the row recorded k / fps into its stretch
+    rows = np.concatenate([np.arange(a, b, step) for a, b in stretches])
+    lengths = [len(range(a, b, step)) for a, b in stretches]
+
+    got = lerobot_reads(lerobot_python, out, tmp_path, frames=[lengths[0] // 2], video_frames=True)
+    eps = assert_lerobot_agrees_with_the_export(got, out)
+    assert got["fps"] == fps and got["num_frames"] == rows.size and [e["length"] for e in eps] == lengths
+    cams = ["observation.images.front", "observation.images.left_wrist", "observation.images.right_wrist"]
+    assert sorted(got["video_keys"]) == cams
+    for side in ("left", "right"):
+        assert got["features"][f"observation.hand_joints.{side}"] == {"dtype": "float32", "shape": [104]}
+    assert got["features"]["observation.hand_source"] == {"dtype": "int64", "shape": [2]}
+    sources = np.array(got["columns"]["observation.hand_source"])
+    for k, side in enumerate(("left", "right")):
+        want_source, want = expected_hand(s, side, rows)
+        np.testing.assert_array_equal(sources[:, k], want_source)
+        joints = np.array(got["columns"][f"observation.hand_joints.{side}"], dtype=np.float32)
+        np.testing.assert_array_equal(joints.reshape(-1, 26, 4), want.astype(np.float32))
+    assert set(sources[:, 0]) >= {-1, 2} and set(sources[:, 1]) == {1}, "the left hand comes and goes"
+
+    for cam in cams:
+        assert got["video_frames"][cam] == lengths, cam  # lerobot decoded every frame of every episode
+        assert got["video_decodes_past_end"][cam] is False, cam
+        with av.open(str(out / "videos" / cam / "chunk-000" / "file-000.mp4")) as f:
+            assert sum(1 for _ in f.decode(video=0)) == rows.size, cam
+    for i, item in ((int(k), v) for k, v in got["items"].items()):  # as a policy reads a frame: ds[i]
+        np.testing.assert_array_equal(np.float32(item["observation.hand_joints.right"]),
+                                      expected_hand(s, "right", rows[i:i + 1])[1].astype(np.float32).reshape(-1))
+        for cam in cams:
+            assert item[cam]["shape"] == [3, 48, 64] and item[cam]["std"] > 0.01, (i, cam)
