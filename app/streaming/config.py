@@ -262,7 +262,14 @@ class StreamConfig(PickledOnce):
     height_m: float = -1.0
     """Planner `height`; -1 leaves it to the mode."""
     send_hands: bool = True
-    """Send Dex3 hand targets (fingers from the trigger, thumb from the grip)."""
+    """Send Dex3 hand targets: from a tracked hand's finger curls while it drives its arm, else from
+    the controller (fingers from the trigger, thumb from the grip)."""
+    finger_curl_closed: float = 0.6
+    """A tracked index or middle finger's curl (`app.tracking.hand_gestures.finger_curl`) at which its
+    Dex3 finger is fully closed; a straight finger (0) is open, in between in proportion (a fist
+    curls about 0.8; Monado's fully curled index 0.64)."""
+    thumb_curl_closed: float = 0.45
+    """...and the thumb's (Monado's fully curled thumb 0.48: a thumb curls less than a finger)."""
     pose_vr3pt: bool = True
     """pose-v1: also send `vr_position` / `vr_orientation` (their presence enables VR 3-point on the deploy)."""
     max_start_keypoint_m: float = 0.10
@@ -340,6 +347,8 @@ class StreamConfig(PickledOnce):
                 "stream.feedback_endpoint", "'' (off) or a ZMQ endpoint such as 'tcp://127.0.0.1:5557'",
                 self.feedback_endpoint)
         require(isinstance(self.clamp_to_reach, bool), "stream.clamp_to_reach", "true or false", self.clamp_to_reach)
+        for name in ("finger_curl_closed", "thumb_curl_closed"):
+            require(is_number_in(getattr(self, name), 0.05, 1.0), f"stream.{name}", "a curl in 0.05..1", getattr(self, name))
 
     @property
     def period_s(self) -> float:

@@ -176,7 +176,28 @@ DEX3_LEFT_RANGE_RAD: tuple[tuple[float, float], ...] = (
     (-1.5708, 0.0), (-1.74533, 0.0), (-1.5708, 0.0), (-1.74533, 0.0),
 )
 _THUMB = slice(0, 3)
-_FINGERS = slice(3, 7)
+_MIDDLE = slice(3, 5)
+_INDEX = slice(5, 7)
+
+
+def _unit(x: float) -> float:
+    """`x` clipped to 0..1; NaN counts as 0 (open), so bad input never closes a hand."""
+    x = float(x)
+    return min(max(x, 0.0), 1.0) if x == x else 0.0
+
+
+def dex3_hand_q_groups(side: str, thumb_closure: float, index_closure: float, middle_closure: float) -> np.ndarray:
+    """Dex3 targets (7,) in rad, each finger on its own: 0 = open, 1 = its joints of the closed pose;
+    closures clipped to 0..1, NaN counting as 0 (open)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"unknown hand side {side!r}; expected 'left' or 'right'")
+    q = np.array(DEX3_LEFT_CLOSED_RAD)
+    q[_THUMB] *= _unit(thumb_closure)
+    q[_INDEX] *= _unit(index_closure)
+    q[_MIDDLE] *= _unit(middle_closure)
+    rng = np.array(DEX3_LEFT_RANGE_RAD)
+    q = np.clip(q, rng[:, 0], rng[:, 1])
+    return q if side == "left" else -q
 
 
 def dex3_hand_q(side: str, finger_closure: float, thumb_closure: float) -> np.ndarray:
@@ -185,16 +206,4 @@ def dex3_hand_q(side: str, finger_closure: float, thumb_closure: float) -> np.nd
     ``finger_closure`` drives index and middle, ``thumb_closure`` the three thumb joints.
     A NaN closure counts as 0 (open), so bad input never closes a hand.
     """
-    if side not in ("left", "right"):
-        raise ValueError(f"unknown hand side {side!r}; expected 'left' or 'right'")
-
-    def unit(x: float) -> float:
-        x = float(x)
-        return min(max(x, 0.0), 1.0) if x == x else 0.0
-
-    q = np.array(DEX3_LEFT_CLOSED_RAD)
-    q[_FINGERS] *= unit(finger_closure)
-    q[_THUMB] *= unit(thumb_closure)
-    rng = np.array(DEX3_LEFT_RANGE_RAD)
-    q = np.clip(q, rng[:, 0], rng[:, 1])
-    return q if side == "left" else -q
+    return dex3_hand_q_groups(side, thumb_closure, finger_closure, finger_closure)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.streaming.config import LOCOMOTION_AUTO, StreamConfig
-from app.streaming.g1_model import dex3_hand_q
+from app.streaming.g1_model import dex3_hand_q, dex3_hand_q_groups
 from app.streaming.protocol import STATIC_LOCOMOTION_MODES, LocomotionMode
+from app.tracking.hand_gestures import HandCurls
 from app.tracking.sample import ControllerButtons
 
 
@@ -91,9 +92,16 @@ def turn(yaw_rad: float, stick_x: float, dt_s: float, cfg: StreamConfig) -> floa
     return math.atan2(math.sin(yaw_rad - cfg.turn_rate_rad_s * x * dt_s), math.cos(yaw_rad - cfg.turn_rate_rad_s * x * dt_s))
 
 
-def hand_targets(buttons: ControllerButtons, side: str) -> np.ndarray:
-    """Dex3 targets (7,): the trigger closes index and middle, the grip closes the thumb."""
-    return dex3_hand_q(side, buttons.trigger, 1.0 if buttons.grip else 0.0)
+def hand_targets(buttons: ControllerButtons, side: str, curls: HandCurls | None = None,
+                 cfg: StreamConfig | None = None) -> np.ndarray:
+    """Dex3 targets (7,). From a controller: the trigger closes index and middle, the grip closes the
+    thumb. From a tracked hand (`curls`, with `cfg`'s closed curls): each Dex3 finger follows the
+    operator's, thumb, index and middle on their own; an untracked finger opens."""
+    if curls is None:
+        return dex3_hand_q(side, buttons.trigger, 1.0 if buttons.grip else 0.0)
+    c = cfg if cfg is not None else StreamConfig()
+    return dex3_hand_q_groups(side, curls.thumb / c.thumb_curl_closed, curls.index / c.finger_curl_closed,
+                              curls.middle / c.finger_curl_closed)
 
 
 __all__ = ["Locomotion", "hand_targets", "locomotion_from_stick", "locomotion_mode", "pico_speed_m_s", "turn"]

@@ -415,8 +415,8 @@ class StreamSession:
             if sample.right.valid:
                 self._facing_yaw = turn(self._facing_yaw, rb.stick_x, dt * steps, self.cfg)
             for side, b, ok in (("left", lb, sample.left.valid), ("right", rb, sample.right.valid)):
-                if ok:  # a lost controller keeps its hand as it was
-                    self._hands[side] = hand_targets(b, side)
+                if ok:  # a lost controller (or tracked hand) keeps its Dex3 hand as it was
+                    self._hands[side] = hand_targets(b, side, frame.curls(side), self.cfg)
         tp = self._bounded(self._mapper.last)
         entering_pose = self._pose_entry_due is not None
         if is_planner_mode(self.mode) or entering_pose:

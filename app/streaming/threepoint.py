@@ -46,7 +46,6 @@ import numpy as np
 
 from app.streaming.config import DeviceOffset, ThreePointConfig
 from app.control.pose_input import PoseInput
-from app.control.snapshot import Snapshot
 from app.events import CountKey
 from app.frozen import frozen_array
 from app.streaming.g1_model import KeyPoses
@@ -245,10 +244,6 @@ class ThreePointMapper:
             self._devices[name].update(sample.pose(name), self._heading_rad, t)
         self._last = self._map()
         return self._last
-
-    def update_from_snapshot(self, snap: Snapshot) -> ThreePoint:
-        """`update` with the snapshot's sample at its nominal loop time."""
-        return self.update(snap.sample, snap.t_s)
 
     def _map(self) -> ThreePoint:
         cal = self._cal

@@ -31,6 +31,17 @@ _NO_HAND_POSE = DevicePose()
 """A hand not tracked: an invalid pose (the gate counts it as tracking loss)."""
 
 
+def hand_controller_pose(hand: HandJoints | None, side: str, t_s: float) -> DevicePose:
+    """`hand` (of `side`) as its controller's pose: the wrist turned into the grip-pose convention,
+    read at `t_s`; an invalid pose when the hand or its wrist is not tracked."""
+    grip = None if hand is None else grip_pose_from_wrist(hand, side)
+    if grip is None:
+        return _NO_HAND_POSE
+    pos, q = grip
+    return DevicePose(pos_vr_m=pos, quat_vr_wxyz=q, valid=True, connected=True,
+                      tracking_result=int(TrackingResult.RUNNING_OK), device_time_s=t_s, read_time_s=t_s)
+
+
 class ArmInputSelector:
     """The input of one arm (`side`: 'left' or 'right'). Not thread-safe: the engine's arm owns it."""
 
@@ -74,15 +85,8 @@ class ArmInputSelector:
         self.by_hand = by_hand
         if not by_hand:
             return sample.pose(self.side), sample.buttons(self.side), False, switched
-        return self._hand_pose(hand, sample.sample_time_s), self._hand_buttons, True, switched
+        return hand_controller_pose(hand, self.side, sample.sample_time_s), self._hand_buttons, True, switched
 
-    def _hand_pose(self, hand: HandJoints | None, t_s: float) -> DevicePose:
-        grip = None if hand is None else grip_pose_from_wrist(hand, self.side)
-        if grip is None:
-            return _NO_HAND_POSE
-        pos, q = grip
-        return DevicePose(pos_vr_m=pos, quat_vr_wxyz=q, valid=True, connected=True,
-                          tracking_result=int(TrackingResult.RUNNING_OK), device_time_s=t_s, read_time_s=t_s)
 
     def state(self) -> dict:
         """What the next `select` depends on from earlier samples, plain data."""

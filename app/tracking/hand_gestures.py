@@ -31,6 +31,7 @@ anatomical offset); the offset then only turns the reported orientation, and the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +44,7 @@ CLUTCH_FINGERS: tuple[str, ...] = ("middle", "ring", "little")
 """The fingers whose curl together is the clutch (the grip)."""
 
 _CHAINS: dict[str, tuple[J, ...]] = {
+    "thumb": (J.THUMB_METACARPAL, J.THUMB_PROXIMAL, J.THUMB_DISTAL, J.THUMB_TIP),
     "index": (J.INDEX_METACARPAL, J.INDEX_PROXIMAL, J.INDEX_INTERMEDIATE, J.INDEX_DISTAL, J.INDEX_TIP),
     "middle": (J.MIDDLE_METACARPAL, J.MIDDLE_PROXIMAL, J.MIDDLE_INTERMEDIATE, J.MIDDLE_DISTAL, J.MIDDLE_TIP),
     "ring": (J.RING_METACARPAL, J.RING_PROXIMAL, J.RING_INTERMEDIATE, J.RING_DISTAL, J.RING_TIP),
@@ -99,6 +101,28 @@ def finger_curl(hand: HandJoints, finger: str) -> float:
     """`finger`'s curl, 0 straight .. 1 tip back at its metacarpal joint; nan when a joint is not valid
     or the finger has no length."""
     return _curl(hand.data.tolist(), finger)
+
+
+@dataclass(frozen=True)
+class HandCurls:
+    """A hand's thumb, index and middle curls (`finger_curl`: 0 straight .. about 0.8 a fist; Monado's
+    fully curled thumb 0.48, index 0.64), nan for a finger whose joints are not tracked."""
+
+    thumb: float
+    index: float
+    middle: float
+
+
+NO_CURLS = HandCurls(math.nan, math.nan, math.nan)
+"""No finger tracked."""
+
+
+def hand_curls(hand: HandJoints | None) -> HandCurls:
+    """`hand`'s thumb, index and middle curls, from one read of its joints; `NO_CURLS` for no hand."""
+    if hand is None:
+        return NO_CURLS
+    rows = hand.data.tolist()
+    return HandCurls(_curl(rows, "thumb"), _curl(rows, "index"), _curl(rows, "middle"))
 
 
 def grip_pose_from_wrist(hand: HandJoints, side: str) -> tuple[tuple[float, float, float],
