@@ -79,7 +79,8 @@ class _Stream:
         """The next planner message within 20 ms (None if none), the operator's state sent first;
         fails when the run ended or `deadline` (time.monotonic) has passed."""
         if self.child.poll() is not None:
-            pytest.fail(f"the run ended ({self.child.returncode}) waiting for {what}: {self.err_path.read_text()[-3000:]}")
+            pytest.fail(f"the run ended ({self.child.returncode}) waiting for {what}: "
+                        f"{self.err_path.read_text()[-3000:]}")
         if time.monotonic() > deadline:
             pytest.fail(f"no {what} by the deadline ({len(self.messages)} planner messages received): "
                         f"{self.err_path.read_text()[-3000:]}")
