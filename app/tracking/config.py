@@ -109,6 +109,14 @@ class HandsConfig:
     ring and little must all reach to engage."""
     curl_release: float = 0.4
     """Curl below which any of middle, ring and little releases the clutch."""
+    calibrate_gesture: bool = True
+    """Both hands open, palms forward, fingers down (`app.tracking.calibrate_gesture`), held
+    `calibrate_hold_s`, calibrates as the A button does; false ignores it."""
+    calibrate_hold_s: float = 1.0
+    """Loop time (s) the calibration gesture must be held before it calibrates (once per hold)."""
+    calibrate_palm_tol_rad: float = 0.6
+    """Largest angle (rad) between a palm's normal and the headset's horizontal forward, and between
+    the fingers and straight down, for the calibration gesture."""
 
     def __post_init__(self) -> None:
         modes = tuple(str(m) for m in InputMode)
@@ -121,6 +129,12 @@ class HandsConfig:
                 "0 < pinch_close_m < pinch_open_m <= 0.2", (self.pinch_close_m, self.pinch_open_m))
         require(0.0 <= self.curl_release < self.curl_engage <= 1.0, "hands.curl_release, hands.curl_engage",
                 "0 <= curl_release < curl_engage <= 1", (self.curl_release, self.curl_engage))
+        require(isinstance(self.calibrate_gesture, bool), "hands.calibrate_gesture", "true or false",
+                self.calibrate_gesture)
+        require(is_finite_number(self.calibrate_hold_s) and 0.1 <= self.calibrate_hold_s <= 10.0,
+                "hands.calibrate_hold_s", "a number in 0.1..10", self.calibrate_hold_s)
+        require(is_finite_number(self.calibrate_palm_tol_rad) and 0.0 < self.calibrate_palm_tol_rad <= 1.2,
+                "hands.calibrate_palm_tol_rad", "a number in (0, 1.2]", self.calibrate_palm_tol_rad)
 
     def input_mode(self, arm: str) -> InputMode:
         return InputMode({"left": self.left_input, "right": self.right_input}[arm])

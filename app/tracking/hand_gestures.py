@@ -73,12 +73,14 @@ def _point(rows: list, joint: int) -> tuple[float, float, float] | None:
     return (x, y, z)
 
 
-def _pinch_m(rows: list) -> float:
+def pinch_of_rows_m(rows: list) -> float:
+    """`pinch_distance_m` on `HandJoints.data.tolist()` rows (one read shared by several gestures)."""
     a, b = _point(rows, J.THUMB_TIP), _point(rows, J.INDEX_TIP)
     return math.nan if a is None or b is None else math.dist(a, b)
 
 
-def _curl(rows: list, finger: str) -> float:
+def curl_of_rows(rows: list, finger: str) -> float:
+    """`finger_curl` on `HandJoints.data.tolist()` rows (one read shared by several gestures)."""
     points = [_point(rows, j) for j in _CHAINS[finger]]
     if any(p is None for p in points):
         return math.nan
@@ -94,13 +96,13 @@ def _curl(rows: list, finger: str) -> float:
 
 def pinch_distance_m(hand: HandJoints) -> float:
     """Distance (m) between the thumb tip and the index tip; nan when either is not valid."""
-    return _pinch_m(hand.data.tolist())
+    return pinch_of_rows_m(hand.data.tolist())
 
 
 def finger_curl(hand: HandJoints, finger: str) -> float:
     """`finger`'s curl, 0 straight .. 1 tip back at its metacarpal joint; nan when a joint is not valid
     or the finger has no length."""
-    return _curl(hand.data.tolist(), finger)
+    return curl_of_rows(hand.data.tolist(), finger)
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def hand_curls(hand: HandJoints | None) -> HandCurls:
     if hand is None:
         return NO_CURLS
     rows = hand.data.tolist()
-    return HandCurls(_curl(rows, "thumb"), _curl(rows, "index"), _curl(rows, "middle"))
+    return HandCurls(curl_of_rows(rows, "thumb"), curl_of_rows(rows, "index"), curl_of_rows(rows, "middle"))
 
 
 def grip_pose_from_wrist(hand: HandJoints, side: str) -> tuple[tuple[float, float, float],
@@ -151,12 +153,12 @@ class HandGestures:
         keeps the gesture where it was (tracking loss is the pose's business, not the fingers')."""
         c = self.cfg
         rows = hand.data.tolist()
-        d = _pinch_m(rows)
+        d = pinch_of_rows_m(rows)
         if d < c.pinch_close_m:
             self.pinched = True
         elif d > c.pinch_open_m:
             self.pinched = False
-        curls = [_curl(rows, f) for f in CLUTCH_FINGERS]
+        curls = [curl_of_rows(rows, f) for f in CLUTCH_FINGERS]
         if all(x >= c.curl_engage for x in curls):
             self.gripping = True
         elif any(x < c.curl_release for x in curls):
