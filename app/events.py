@@ -9,7 +9,7 @@ same as before events were typed, so old recordings read unchanged:
     engage:<arm>  release:<arm>  holding:<arm>  reacquired:<arm>  relatch:<arm>
     precision_on:<arm>  precision_off:<arm>  mark:<arm>  lost:<arm>:<reason>
     collision_hold:<arm>:<pair>
-    calibrate:<heading rad, 4 decimals>  estop:<why>  reset  fault  resync
+    calibrate:<heading rad, 4 decimals>[:gesture]  estop:<why>  reset  fault  resync
     scene_reset:<seed or 'keyframe'>  scene_reset_refused:<why>  episode_button:<left|right|both>
     cmd:<command kind>[:<arm>][:<label>]      (an operator command, re-issued by a replay)
 
@@ -166,7 +166,9 @@ class EventKind(Enum):
     """A collision constraint started holding the arm back; `label` is the binding pair
     (`app.control.collision_pairs` names, e.g. 'left/hand~right/hand')."""
     CALIBRATE = "calibrate"
-    """`value`: the new operator heading (rad, rounded to 4 decimals as recorded)."""
+    """`value`: the new operator heading (rad, rounded to 4 decimals as recorded); `label`:
+    `CALIBRATED_BY_GESTURE` when the hands' calibration gesture made it, '' for the A button (and
+    in recordings made before the gesture existed)."""
     ESTOP = "estop"
     """`label`: why ('operator', 'fault', 'gui_lost', ...)."""
     RESET = "reset"
@@ -199,7 +201,8 @@ class Event:
     arm: str | None = None
     """One of `ARMS` for the kinds in `ARM_EVENTS`, None otherwise."""
     label: str = ""
-    """LOST: the rejection reason; COLLISION_HOLD: the pair; ESTOP: why. Separators are replaced (see the module)."""
+    """LOST: the rejection reason; COLLISION_HOLD: the pair; ESTOP: why; CALIBRATE: what made it ('' or
+    `CALIBRATED_BY_GESTURE`). Separators are replaced (see the module)."""
     value: float | None = None
     """CALIBRATE: the heading (rad), rounded to the 4 decimals the text keeps."""
     command: Command | None = None
@@ -225,8 +228,13 @@ class Event:
         return format_event(self)
 
     @staticmethod
-    def calibrate(heading_rad: float) -> "Event":
-        return Event(EventKind.CALIBRATE, value=heading_rad)
+    def calibrate(heading_rad: float, by: str = "") -> "Event":
+        """A calibration to `heading_rad`; `by` is `CALIBRATED_BY_GESTURE` for the hands' gesture."""
+        return Event(EventKind.CALIBRATE, label=by, value=heading_rad)
+
+
+CALIBRATED_BY_GESTURE = "gesture"
+"""The label of a calibration the hands' calibration gesture made (`app.tracking.calibrate_gesture`)."""
 
 
 # ---- the one text encoding ------------------------------------------------------------------------
@@ -247,8 +255,12 @@ def format_event(event: Event) -> str:
     parts = [kind.value]
     if event.arm is not None:
         parts.append(event.arm)
-    if kind is EventKind.CALIBRATE and event.value is not None:
-        parts.append(f"{event.value:.4f}")
+    if kind is EventKind.CALIBRATE:
+        parts.append("" if event.value is None else f"{event.value:.4f}")
+        if event.label:
+            parts.append(event.label)
+        elif event.value is None:
+            parts.pop()
     elif event.label:
         parts.append(event.label)
     return ":".join(parts)
@@ -271,11 +283,12 @@ def parse_event(text: str) -> Event:
         if arm not in ARMS:
             raise EventFormatError(f"event {text!r}: expected '{kind.value}:<arm>' with <arm> one of {ARMS}")
     if kind is EventKind.CALIBRATE:
+        number, _, label = rest.partition(":")
         try:
-            value = float(rest) if rest else None
+            value = float(number) if number else None
         except ValueError:
-            raise EventFormatError(f"event {text!r}: expected 'calibrate:<heading rad>'") from None
-        return Event(kind, value=value)
+            raise EventFormatError(f"event {text!r}: expected 'calibrate:<heading rad>' or 'calibrate:<heading rad>:<by>'") from None
+        return Event(kind, label=label, value=value)
     return Event(kind, arm, rest)
 
 

@@ -8,14 +8,14 @@ import pickle
 
 import pytest
 
-from app.events import (ARM_EVENTS, Command, CommandKind, CountKey, Event, EventFormatError, EventKind, counts_by_text,
+from app.events import (ARM_EVENTS, CALIBRATED_BY_GESTURE, Command, CommandKind, CountKey, Event, EventFormatError, EventKind, counts_by_text,
                         format_event, format_events, parse_event, parse_events)
 
 # Every documented form (docs/session-format.md), as the engine wrote it before events were typed.
 RECORDED = [
     "engage:left", "release:right", "holding:left", "reacquired:right", "relatch:left", "precision_on:left",
     "precision_off:right", "mark:left", "lost:right:jump", "lost:left:invalid", "calibrate:0.5236",
-    "calibrate:-3.1416", "estop:operator", "estop:gui_lost", "estop:fault", "reset", "fault", "resync",
+    "calibrate:-3.1416", "calibrate:0.5236:gesture", "calibrate", "estop:operator", "estop:gui_lost", "estop:fault", "reset", "fault", "resync",
     "cmd:calibrate", "cmd:estop", "cmd:estop:gui_lost", "cmd:reset", "cmd:engage:left", "cmd:release:right",
     "cmd:mark", "cmd:mark:look here", "cmd:mark:gui-101112", "cmd:mark:look_ here,x",
     "cmd:arm_input:left:hand", "cmd:arm_input:right:auto", "cmd:arm_input:right:controller",
@@ -32,6 +32,9 @@ def test_recorded_text_round_trips(text):
 def test_the_parsed_fields():
     assert parse_event("lost:right:jump") == Event(EventKind.LOST, "right", "jump")
     assert parse_event("calibrate:0.5236") == Event(EventKind.CALIBRATE, value=0.5236)
+    # The hands' calibration gesture labels its calibration; the A button's text is unchanged.
+    assert parse_event("calibrate:0.5236:gesture") == Event.calibrate(0.5236, CALIBRATED_BY_GESTURE)
+    assert str(Event.calibrate(0.5236)) == "calibrate:0.5236"
     assert parse_event("estop:gui_lost") == Event(EventKind.ESTOP, label="gui_lost")
     assert parse_event("cmd:engage:left").command == Command(CommandKind.ENGAGE, "left")
     assert parse_event("cmd:mark:look here").command == Command(CommandKind.MARK, label="look here")
