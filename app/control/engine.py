@@ -42,13 +42,14 @@ from app.control.safety import WORKSPACE_ENTRY_SPEED_M_S, RateLimiter, clamp_to_
 from app.control.snapshot import ArmSnapshot, Snapshot, TimingSnapshot
 from app.control.teleop_state import ArmState, TeleopStateMachine
 from app.config_checks import ConfigError
-from app.events import Command, CommandKind, CountKey, Event, EventKind
+from app.events import CALIBRATED_BY_GESTURE, Command, CommandKind, CountKey, Event, EventKind
 from app.sim.config import ARMS
 from app.sim.output import ArmsOutput, CommandRejected
 from app.sim.placement import PlacementError, ScenePlacer
 from app.sim.scene import ArmHandles, home_state
 from app.sim.scene_objects import SceneObjects
 from app.tracking.arm_input import ArmInputSelector
+from app.tracking.calibrate_gesture import CalibrateGesture
 from app.tracking.config import InputMode
 from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from calibration import frames
@@ -183,6 +184,9 @@ class TeleopEngine:
         self._b_hold_from_s: float | None = None
         """When the B buttons' current hold began (tick time, s), None while none is held."""
         self._b_hold_arms: set[str] = set()
+        self.calibrate_gesture = CalibrateGesture(cfg.hands) if cfg.hands.calibrate_gesture else None
+        """The hands' A button (`app.tracking.calibrate_gesture`); None when `[hands] calibrate_gesture`
+        is off."""
         self._pending: list[Command] = []
         self._error = ""
         home_q = np.asarray(cfg.scene.home_qpos_rad, dtype=float)
@@ -249,9 +253,9 @@ class TeleopEngine:
         of physics and small dicts; no I/O.
 
         The controller part holds the tick count, heading, e-stop, counters and button edges of the
-        engine (the B button's hold timing included); per arm its clutch, mapping latch, input gate and
-        filters, homing, command, target, last controller pose, flags and last IK result; and the
-        collision-aware IK's one carried flag."""
+        engine (the B button's and the calibration gesture's hold timing included); per arm its
+        clutch, mapping latch, input gate and filters, homing, command, target, last controller pose,
+        flags and last IK result; and the collision-aware IK's one carried flag."""
         arms = {}
         for arm in self.arms.values():
             arms[arm.name] = {
@@ -271,6 +275,7 @@ class TeleopEngine:
             "clamp_counts": [[k.scope, k.reason, int(n)] for k, n in sorted(self.clamp_counts.items(), key=_by_text)],
             "prev_a": bool(self._prev_a), "prev_b": {k: bool(v) for k, v in self._prev_b.items()}, "haptic_limiter": self._haptic_limiter.state(),
             "b_hold_from_s": self._b_hold_from_s, "b_hold_arms": sorted(self._b_hold_arms),
+            "calibrate_gesture": None if self.calibrate_gesture is None else self.calibrate_gesture.state(),
             "ik_collision": collision.state() if collision is not None else None,
             "arms": arms,
         }
@@ -299,6 +304,9 @@ class TeleopEngine:
             self._haptic_limiter.restore(c["haptic_limiter"])
             self._b_hold_from_s = None if c["b_hold_from_s"] is None else float(c["b_hold_from_s"])
             self._b_hold_arms = {str(name) for name in c["b_hold_arms"]} & set(ARMS)
+            gesture = c.get("calibrate_gesture")  # absent before the gesture existed: no hold under way
+            if self.calibrate_gesture is not None and gesture is not None:
+                self.calibrate_gesture.restore(gesture)
             if self.ik.collision is not None and c["ik_collision"] is not None:
                 self.ik.collision.restore(c["ik_collision"])
             for arm in self.arms.values():
@@ -421,7 +429,9 @@ class TeleopEngine:
 
     # ----- calibration -----
 
-    def _calibrate(self, sample: TrackingSample, events: list[Event]) -> None:
+    def _calibrate(self, sample: TrackingSample, events: list[Event], by: str = "") -> None:
+        """The operator's calibration (A, the window's command, or the hands' gesture: `by`, the
+        event's label): the heading from the headset, else the controllers; every latch renewed."""
         tol = self.cfg.safety.rotation_orthonormal_tol
         head_q = None
         if pose_defect(sample.head, tol) is None:
@@ -437,7 +447,7 @@ class TeleopEngine:
                 arm.ctrl_pos, arm.ctrl_quat = self._rotate_heading(arm.ctrl_pos, arm.ctrl_quat, old)
             if arm.mapping.is_latched and arm.ctrl_pos is not None:
                 self._latch(arm)
-        events.append(Event.calibrate(self.heading_rad))
+        events.append(Event.calibrate(self.heading_rad, by))
 
     def _rotate_heading(self, pos: np.ndarray, quat: np.ndarray, old_yaw: float) -> tuple[np.ndarray, np.ndarray]:
         """Re-express a heading-corrected pose under the new heading."""
@@ -522,12 +532,16 @@ class TeleopEngine:
         return snap
 
     def _buttons(self, sample: TrackingSample, t_s: float, events: list[Event]) -> None:
-        """A (either controller) calibrates; B marks the moment in the recording (an event marker), and
-        held `EPISODE_HOLD_S` of loop time (`t_s`, s) then let go is an `episode_button` event."""
+        """A (either controller) calibrates, and so does the hands' calibration gesture held
+        `[hands] calibrate_hold_s` of loop time (`t_s`, s); B marks the moment in the recording (an
+        event marker), and held `EPISODE_HOLD_S` of loop time then let go is an `episode_button` event."""
         a_pressed = sample.left_buttons.a or sample.right_buttons.a
         if a_pressed and not self._prev_a:
             self._calibrate(sample, events)
         self._prev_a = a_pressed
+        gesture = self.calibrate_gesture
+        if gesture is not None and gesture.update(sample, t_s):
+            self._calibrate(sample, events, CALIBRATED_BY_GESTURE)
         for name in ARMS:
             b = sample.buttons(name).b
             if b and not self._prev_b[name]:
