@@ -480,7 +480,17 @@ class Pipeline:
             latest = self.loop.latest()
             if latest is not None:  # so that a Calibrate/Start right after opening has a snapshot to use
                 pub.submit(latest)
-            self.loop.subscribe(pub.submit)
+
+            def hand_over_missed(_state) -> None:
+                # The loop thread, just before the tick from which `pub` gets every snapshot: a
+                # calibration made while the stream's process started (after `calibration` was read,
+                # not in `latest`) is handed over now, or the operator would have to make it again.
+                missed = self._calibration
+                if missed is not None and missed is not calibration and missed is not latest:
+                    pub.submit(missed)
+                    log.info("the calibration made at %.2f s, while the stream opened, is handed to it", missed.t_s)
+
+            self.loop.subscribe_from_next_tick(pub.submit, hand_over_missed)
         log.info("humanoid stream opened on %s (%s)%s", pub.endpoint, stream_cfg.mode,
                  f", robot feedback from {feedback.endpoint}" if feedback is not None else "")
         if stream_cfg.allow_remote:
@@ -698,7 +708,8 @@ class StreamAutoStart:
         status = self.streamer.status()
         if not status.calibrated:
             waiting = ("calibration refused: " + status.calibration_refused if status.calibration_refused else
-                       "waiting for the operator to calibrate: stand upright, arms relaxed, and press A")
+                       "waiting for the operator to calibrate: stand upright, arms relaxed, and press A "
+                       "(or, hands only, hold both hands open, palms forward, fingers down)")
             self._refused(waiting)
             return
         try:

@@ -162,6 +162,44 @@ def test_the_press_before_the_stream_opened_calibrates_it_and_stream_when_calibr
         pipe.close()
 
 
+def test_a_calibration_made_while_the_streams_process_starts_is_handed_to_it(monkeypatch):
+    """The stream opened before the script's A press at 0.6 s, its process still starting when the
+    press comes: that calibration must reach it (one press, or one calibration gesture, is enough)."""
+    from app.streaming import publisher as publisher_module
+
+    real_init, real_open = publisher_module.StreamPublisher.__init__, publisher_module.StreamPublisher.open
+    handed_at_open = []
+
+    def init(self, *args, **kwargs):
+        handed_at_open.append(kwargs.get("calibration"))
+        real_init(self, *args, **kwargs)
+
+    def slow_open(self):
+        out = real_open(self)
+        deadline = time.monotonic() + 60.0
+        while (pipe.latest() is None or pipe.latest().t_s < 1.0) and time.monotonic() < deadline:
+            time.sleep(0.02)  # the press at 0.6 s comes while the stream opens
+        return out
+
+    monkeypatch.setattr(publisher_module.StreamPublisher, "__init__", init)
+    monkeypatch.setattr(publisher_module.StreamPublisher, "open", slow_open)
+    pipe = Pipeline(Config())
+    try:
+        pipe.start("demo", options=StartOptions(demo_script="humanoid"))
+        pipe.stream_when_calibrated(StreamConfig(mode=MODE_POSE_V1, endpoint=_free_endpoint()))
+        assert handed_at_open == [None], "the press came before the stream opened: not the case under test"
+        pub = pipe.publisher
+        deadline = time.monotonic() + 60.0
+        while time.monotonic() < deadline and not pipe._stream_autostart.started:
+            pipe.poll()
+            time.sleep(0.05)
+        st = pub.status()
+        assert st.calibrated and st.state is StreamState.STREAMING, (st, pipe.stream_refusals)
+        assert pipe.latest().t_s < 40.0  # before the script's next A press
+    finally:
+        pipe.close()
+
+
 def test_the_smpl_body_is_sized_from_the_configured_operator_height_not_the_head_sample(g1):
     from app.streaming.smpl_skeleton import TEMPLATE_HEAD_HEIGHT_M
     scales = []
