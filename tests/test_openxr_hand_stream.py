@@ -1,14 +1,18 @@
-"""The humanoid stream driven by a tracked hand, end to end, as users run it: Monado 25 (its remote driver
-scripted from here, `tests.monado_remote`; Monado synthesizes the hand's 26 joints from five finger curls),
-`pico-teleop run --source openxr --stream planner-vr3pt` with the right arm on the hand, the core's stream
-process publishing on a free loopback port, and a ZMQ SUB here decoding what a G1 deploy would receive.
-Without Monado the test skips and says why.
+"""The humanoid stream driven by tracked hands, end to end, as users run it: Monado 25 (its remote driver
+scripted from here, `tests.monado_remote`; Monado synthesizes each hand's 26 joints from the controller's
+pose and five finger curls), `pico-teleop run --source openxr --stream planner-vr3pt` with both arms on
+the hands, the core's stream process publishing on a free loopback port, and a ZMQ SUB here decoding what
+a G1 deploy would receive. Without Monado the test skips and says why.
 
-The operator stands upright with the hands low at the sides (the calibration posture); the right
-controller is put down (inactive), its hand tracked. `run` offers a hands-only operator no way to
-calibrate (the engine's calibration is A on a controller, C or the panel's Calibrate in the window), so
-the left controller stays active and its A is pressed, until the stream starts (a press before the
-OpenXR session reads input is lost; the stream ignores a press once streaming).
+Both controllers are put down (inactive), the hands tracked: the operator has hands only. They stand
+upright with the arms hanging at the sides (the stream's calibration posture) and calibrate with the
+calibration gesture (`app/tracking/calibrate_gesture.py`): both hands open, palms forward, fingers down,
+held 1 s. Monado's synthesized hand lies along its controller: with the controller's identity
+orientation the palm faces down (palm joint -Y along OpenXR -y) and the fingers point forward (-Z along
+-z), measured by printing the palm joint's axes; turned 180 deg about +y after -90 deg about +x
+(`GESTURE_XYZW`), the palm faces forward and the fingers down, for both hands. The gesture is held until
+the stream starts (the engine calibrates on it, the stream's process on the engine's calibration; the
+stream ignores a calibration once streaming, so the same gesture made again later is harmless).
 
 Closed forms: the open hand's Dex3 targets are 0; Monado's full curl gives index curl 0.64 and middle
 0.84, past `stream.finger_curl_closed` (0.6), so both close fully: the right hand's closed pose is
@@ -20,6 +24,7 @@ Closed forms: the open hand's Dex3 targets are 0; Monado's full curl gives index
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -30,6 +35,8 @@ import numpy as np
 import pytest
 import zmq
 
+from app.events import CALIBRATED_BY_GESTURE, EventKind, parse_events
+from app.sessions.reader import read_session
 from app.streaming import protocol
 from app.streaming.g1_model import DEX3_LEFT_CLOSED_RAD
 from tests.monado_remote import RemoteController, RemoteDriver, RemoteState
@@ -44,18 +51,23 @@ CLOSED_TOL_RAD = 0.02
 SCALE = 0.78
 """The operator-to-G1 position scale for the default 1.75 m operator (`app/streaming/body_scale.py`)."""
 RAISE_M = 0.10
+GESTURE_XYZW = (0.0, math.sqrt(0.5), math.sqrt(0.5), 0.0)
+"""A controller orientation (x, y, z, w) whose Monado hand has its palm forward and its fingers down:
+180 deg about +y after -90 deg about +x (see the module)."""
 WAIT_S = 30.0
 """Longest wait for any one condition (the stream's start, a filter settling) on a loaded machine."""
 HOLD_MESSAGES = 10
 """A reached condition must hold for this many planner messages in a row (0.2 s at 50 Hz)."""
 
 
-def _operator(raise_m: float, curl: float, a_click: bool) -> RemoteState:
-    """Standing upright (head 1.6 m, level), hands low at the sides: the left on its controller, the
-    right tracked with its controller put down."""
-    left = RemoteController(pos_m=(-0.2, 1.0, -0.1), a_click=a_click)
-    return RemoteState(left=left).with_hand("right", pos_m=(0.2, 1.0 + raise_m, -0.1), active=False,
-                                            curls=(curl,) * 5)
+def _operator(raise_m: float, curl: float) -> RemoteState:
+    """Standing upright (head 1.6 m, level), both controllers put down, the hands tracked low at the
+    sides, open palms forward (the calibration gesture while `curl` is 0); the right raised by `raise_m`
+    and its fingers curled by `curl`."""
+    left = RemoteController(pos_m=(-0.2, 1.0, -0.1), quat_xyzw=GESTURE_XYZW, active=False)
+    right = RemoteController(pos_m=(0.2, 1.0 + raise_m, -0.1), quat_xyzw=GESTURE_XYZW, active=False,
+                             curls=(curl,) * 5)
+    return RemoteState(left=left, right=right)
 
 
 class _Stream:
@@ -68,7 +80,7 @@ class _Stream:
         self._sub.setsockopt(zmq.LINGER, 0)
         self._sub.connect(endpoint)
         self.driver, self.child, self.err_path = driver, child, err_path
-        self.state = _operator(0.0, 0.0, False)
+        self.state = _operator(0.0, 0.0)
         self.messages: list[dict[str, np.ndarray]] = []
 
     def close(self) -> None:
@@ -93,13 +105,10 @@ class _Stream:
         return fields
 
     def first(self) -> None:
-        """Press and release the left A (0.3 s of every 1.5 s) until the stream sends."""
+        """Hold the calibration gesture until the stream sends."""
         deadline = time.monotonic() + 4 * WAIT_S  # the run starts its source, then the stream's process
-        t0 = time.monotonic()
         while not self.messages:
-            self.state = _operator(0.0, 0.0, (time.monotonic() - t0) % 1.5 < 0.3)
-            self._poll(deadline, "stream after calibrating")
-        self.state = _operator(0.0, 0.0, False)
+            self._poll(deadline, "stream after the calibration gesture")
 
     def until(self, condition, what: str) -> list[dict[str, np.ndarray]]:
         """The last `HOLD_MESSAGES` messages once `condition` holds for all of them together (it has
@@ -134,30 +143,32 @@ def _closed(ms) -> bool:
     return bool(np.all(np.abs(_fingers(ms)[:, 3:7] - RIGHT_CLOSED_RAD[3:7]) < CLOSED_TOL_RAD))
 
 
-def test_a_tracked_hand_drives_the_humanoid_streams_wrist_and_fingers(monado, tmp_path):  # noqa: F811
+def test_hands_only_calibrate_with_the_gesture_and_drive_the_humanoid_streams_wrist_and_fingers(monado, tmp_path):  # noqa: F811
     config = tmp_path / "hand.toml"
-    config.write_text('[hands]\nright_input = "hand"\n')
+    config.write_text('[hands]\nleft_input = "hand"\nright_input = "hand"\n')
     endpoint = free_loopback_endpoint()
     summary = tmp_path / "summary.json"
+    recording = tmp_path / "run.csv"
     err_path = tmp_path / "run.err"
     with RemoteDriver() as driver, open(err_path, "w") as err:
-        driver.send(_operator(0.0, 0.0, False))
+        driver.send(_operator(0.0, 0.0))
         child = monado.popen_client([sys.executable, "-m", "app.cli", "run", "--source", "openxr", "--seconds", "600",
                                      "--quiet", "--config", str(config), "--stream", "planner-vr3pt",
-                                     "--stream-endpoint", endpoint, "--summary-json", str(summary)],
+                                     "--stream-endpoint", endpoint, "--summary-json", str(summary),
+                                     "--record", str(recording)],
                                     env=_child_env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
         stream = _Stream(endpoint, driver, child, err_path)
         try:
             stream.first()
             base = stream.until(lambda ms: _settled(ms) and _open(ms), "the hand open, the wrist still")
-            stream.state = _operator(RAISE_M, 0.0, False)
+            stream.state = _operator(RAISE_M, 0.0)
             z0 = _wrist(base)[:, 2].mean()
             raised = stream.until(lambda ms: _settled(ms) and _wrist(ms)[-1, 2] - z0 > 0.5 * SCALE * RAISE_M,
                                   "the wrist raised and still")
-            stream.state = _operator(RAISE_M, 1.0, False)
+            stream.state = _operator(RAISE_M, 1.0)
             n_before_curl = len(stream.messages)
             stream.until(_closed, "index and middle closed")
-            stream.state = _operator(RAISE_M, 0.0, False)
+            stream.state = _operator(RAISE_M, 0.0)
             n_before_open = len(stream.messages)
             stream.until(_open, "the hand open again")
         finally:
@@ -186,3 +197,9 @@ def test_a_tracked_hand_drives_the_humanoid_streams_wrist_and_fingers(monado, tm
     assert st["mode"] == "planner-vr3pt" and st["calibrated"] and st["calibration_refusals"] == 0
     assert st["messages_sent"] >= len(stream.messages) and st["input_lost"] is False
     assert result["source"] == "openxr"
+    # The calibrations were the gesture's (no controller was active to press A); the stream started on
+    # the first of them (no refusal above), the others came while it streamed and were ignored.
+    events = [e for cell in read_session(recording).data["events"] for e in parse_events(cell)]
+    calibrations = [e for e in events if e.kind is EventKind.CALIBRATE]
+    assert calibrations and all(e.label == CALIBRATED_BY_GESTURE and abs(e.value) < 1e-4 for e in calibrations), \
+        calibrations  # the headset looks along OpenXR -Z: heading 0
