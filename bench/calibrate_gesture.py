@@ -24,9 +24,9 @@ from app.tracking.calibrate_gesture import CalibrateGesture  # noqa: E402
 from app.tracking.config import HandsConfig  # noqa: E402
 from app.tracking.hand_joints import HandDataSource  # noqa: E402
 from app.tracking.sample import DevicePose, TrackingSample  # noqa: E402
-from tests.hand_model import make_hand  # noqa: E402
-from tests.test_calibrate_gesture import PALM_FORWARD, PALM_TO_THIGH, WRIST_M  # noqa: E402
+from tests.hand_model import PALM_FORWARD, PALM_TO_THIGH, make_hand  # noqa: E402
 
+WRIST_M = {"left": (-0.2, 0.9, -0.05), "right": (0.2, 0.9, -0.05)}
 HEAD = DevicePose((0.0, 1.6, 0.0), (1.0, 0.0, 0.0, 0.0), True, True, 200, 0.0, 0.0)
 
 

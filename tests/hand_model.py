@@ -27,6 +27,19 @@ INDEX_TIP_OPEN_WRIST_M = np.array([0.02, 0.0, -0.09 - 3 * BONE_M])
 THUMB_OPEN_WRIST_M = np.array([0.07, 0.0, -0.08])
 
 
+def axes_quat(x, y, z) -> tuple[float, float, float, float]:
+    """The orientation whose X, Y, Z axes (raw frame) are the given columns (w, x, y, z)."""
+    return tuple(float(v) for v in quat.from_matrix(np.array([x, y, z], dtype=float).T))
+
+
+PALM_FORWARD = axes_quat((-1, 0, 0), (0, 0, 1), (0, 1, 0))
+"""A wrist orientation with the palm's normal (-Y) forward (-Z) and the fingers (-Z) down (-Y): the
+calibration gesture's hand, facing the raw frame's -Z (Y = +Z, Z = +Y, X = Y x Z = -X)."""
+PALM_TO_THIGH = {"right": axes_quat((0, 0, 1), (1, 0, 0), (0, 1, 0)),
+                 "left": axes_quat((0, 0, -1), (-1, 0, 0), (0, 1, 0))}
+"""Arms relaxed at the sides: fingers down, the right palm toward -X, the left toward +X (the thighs)."""
+
+
 def curl_of_angle(angle_rad: float) -> float:
     """The closed-form curl of a finger whose three joints are each bent by `angle_rad`: the tip's
     offset from the metacarpal joint is the metacarpal bone plus three bones at a, 2a and 3a."""

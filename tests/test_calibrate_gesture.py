@@ -15,14 +15,10 @@ from app.tracking.config import HandsConfig
 from app.tracking.hand_joints import HandDataSource, HandJoint as J
 from app.tracking.sample import DevicePose, TrackingSample
 from calibration import quat
-from tests.hand_model import INDEX_TIP_OPEN_WRIST_M, curl_of_angle, make_hand
+from tests.hand_model import (INDEX_TIP_OPEN_WRIST_M, PALM_FORWARD, PALM_TO_THIGH, axes_quat, curl_of_angle,
+                               make_hand)
 
 CFG = HandsConfig()
-
-
-def axes_quat(x, y, z) -> tuple[float, ...]:
-    """The orientation whose X, Y, Z axes (raw frame) are the given columns (w, x, y, z)."""
-    return tuple(float(v) for v in quat.from_matrix(np.array([x, y, z], dtype=float).T))
 
 
 def yaw_quat(angle_rad: float) -> tuple[float, ...]:
@@ -34,11 +30,6 @@ def about_x_quat(angle_rad: float) -> tuple[float, ...]:
     return (math.cos(angle_rad / 2), math.sin(angle_rad / 2), 0.0, 0.0)
 
 
-# Palm normal (-Y) forward (-Z), fingers (-Z) down (-Y): Y = +Z, Z = +Y, X = Y x Z = -X.
-PALM_FORWARD = axes_quat((-1, 0, 0), (0, 0, 1), (0, 1, 0))
-# Relaxed arms: the palms toward the thighs (the right palm toward -X, the left toward +X), fingers down.
-PALM_TO_THIGH = {"right": axes_quat((0, 0, 1), (1, 0, 0), (0, 1, 0)),
-                 "left": axes_quat((0, 0, -1), (-1, 0, 0), (0, 1, 0))}
 # Palm up, fingers forward (a hand held out flat, begging).
 PALM_UP = axes_quat((-1, 0, 0), (0, -1, 0), (0, 0, 1))
 # Palm forward, fingers up (hands raised).

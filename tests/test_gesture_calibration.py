@@ -22,8 +22,8 @@ from app.tracking.sample import ControllerButtons, DevicePose, TrackingSample
 from app.tracking.source import SourceBase
 from calibration import quat
 from tests.engine_helpers import Driver, make_engine
-from tests.hand_model import make_hand
-from tests.test_calibrate_gesture import PALM_FORWARD, PALM_TO_THIGH, WRIST_M, yaw_quat
+from tests.hand_model import PALM_FORWARD, PALM_TO_THIGH, make_hand
+from tests.test_calibrate_gesture import WRIST_M, yaw_quat
 
 YAW_RAD = 0.3
 """The operator faces 0.3 rad to the left of the raw frame's -Z: the heading a calibration takes."""

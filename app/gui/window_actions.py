@@ -54,7 +54,8 @@ ACTIONS: tuple[ActionRow, ...] = (
     ActionRow("reset", "Reset", lambda w: w.reset, "Ctrl+R", "Leave the e-stop (the arms stay idle until engaged again)",
               menus=(("Session", 0),), toolbar=1),
     ActionRow("calibrate", "Calibrate", lambda w: w.calibrate, "C",
-              "Recapture the operator's heading, as the A button does; arms are re-latched in place",
+              "Recapture the operator's heading, as the A button (or the hands' calibration gesture) does; "
+              "arms are re-latched in place",
               menus=(("Session", 1),), toolbar=1),
     *(ActionRow(f"engage_{arm}", f"Engage {arm}", lambda w, arm=arm: lambda on: w.set_engaged(arm, on), key,
                 f"Engage the {arm} arm from the keyboard (acts like holding its grip)", checkable=True,
