@@ -61,16 +61,15 @@ class TwoHandOperator(SourceBase):
                               sample_time_s=loop_time_s)
 
 
-def record_hand_session(path: Path, ticks: int = 800) -> Path:
-    """`ticks` loop ticks (200 Hz, unpaced) of `TwoHandOperator` recorded at `path`; the path."""
+def record_source(path: Path, src: SourceBase, cfg: Config, ticks: int = 800) -> Path:
+    """`ticks` loop ticks (200 Hz, unpaced) of the scripted source `src` driving the engine built from
+    `cfg`, recorded at `path` by the `Recorder` as `pico-teleop run` wires them; the path."""
     from app.control.loop import ControlLoop
     from app.runtime import build_engine, session_sidecar
     from app.sessions.recorder import Recorder
     from app.sim.scene import load_scene
 
-    cfg = dataclasses.replace(Config(), hands=HandsConfig(right_input="auto"))
     scene = load_scene(cfg)
-    src = TwoHandOperator()
     src.start()
     eng = build_engine(cfg, scene, src)
     rec = Recorder(path, session_sidecar(cfg, scene, src.name, eng, hand_joints=src.reads_hands), block_when_full=True)
@@ -81,6 +80,12 @@ def record_hand_session(path: Path, ticks: int = 800) -> Path:
     rec.stop()
     src.close()
     return path
+
+
+def record_hand_session(path: Path, ticks: int = 800) -> Path:
+    """`ticks` loop ticks of `TwoHandOperator` recorded at `path`; the path."""
+    return record_source(path, TwoHandOperator(), dataclasses.replace(Config(), hands=HandsConfig(right_input="auto")),
+                         ticks)
 
 
 def expected_hand(s, side: str, rows) -> tuple[np.ndarray, np.ndarray]:

@@ -134,24 +134,11 @@ class GestureOperator(SourceBase):
 
 
 def test_a_recording_replays_the_gesture_exactly(tmp_path):
-    from app.control.loop import ControlLoop
-    from app.runtime import build_engine, session_sidecar
-    from app.sessions.recorder import Recorder
-    from app.sim.scene import load_scene
+    from tests.hand_session import record_source
     from tests.test_exact_replay import assert_replayed_exactly, replay
 
     cfg = Config()
-    scene = load_scene(cfg)
-    src = GestureOperator()
-    src.start()
-    eng = build_engine(cfg, scene, src)
-    path = tmp_path / "gesture.csv"
-    rec = Recorder(path, session_sidecar(cfg, scene, src.name, eng, hand_joints=src.reads_hands), block_when_full=True)
-    rec.start()
-    loop = ControlLoop(eng, src, cfg.loop, paced=False, max_ticks=800)
-    loop.subscribe(rec.submit)
-    loop.run()
-    rec.stop()
+    path = record_source(tmp_path / "gesture.csv", GestureOperator(), cfg)
 
     s = read_session(path)
     t = s.data["t_s"] - s.data["t_s"][0]

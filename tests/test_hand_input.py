@@ -140,24 +140,12 @@ class ScriptedHandOperator(SourceBase):
 
 
 def test_a_session_driven_by_a_hand_records_its_joints_and_replays_exactly(tmp_path):
-    from app.control.loop import ControlLoop
-    from app.runtime import build_engine, session_sidecar
-    from app.sessions.recorder import Recorder
-    from app.sim.scene import load_scene
+    from tests.hand_session import record_source
     from tests.test_exact_replay import assert_replayed_exactly, replay
 
     cfg = dataclasses.replace(Config(), hands=HandsConfig(right_input="auto"))
-    scene = load_scene(cfg)
     src = ScriptedHandOperator()
-    src.start()
-    eng = build_engine(cfg, scene, src)
-    path = tmp_path / "hands.csv"
-    rec = Recorder(path, session_sidecar(cfg, scene, src.name, eng, hand_joints=src.reads_hands), block_when_full=True)
-    rec.start()
-    loop = ControlLoop(eng, src, cfg.loop, paced=False, max_ticks=800)
-    loop.subscribe(rec.submit)
-    loop.run()
-    rec.stop()
+    path = record_source(tmp_path / "hands.csv", src, cfg)
 
     s = read_session(path)
     assert s.sidecar["format_version"] == FORMAT_VERSION == 4 and s.sidecar["hand_joints"] is True
