@@ -18,27 +18,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.config import Config  # noqa: E402
-from app.control.loop import ControlLoop  # noqa: E402
-from app.runtime import build_engine  # noqa: E402
-from app.sim.scene import load_scene  # noqa: E402
 from app.streaming import operator_frame  # noqa: E402
-from app.tracking.config import HandsConfig  # noqa: E402
 from tests.hand_model import make_hand  # noqa: E402
-from tests.hand_session import TwoHandOperator  # noqa: E402
-
-
-def _engine_snapshot():
-    """A real snapshot of the engine with the right arm on a tracked hand (`TwoHandOperator`), 0.5 s in."""
-    cfg = dataclasses.replace(Config(), hands=HandsConfig(right_input="auto"))
-    src = TwoHandOperator()
-    src.start()
-    snaps: list = []
-    loop = ControlLoop(build_engine(cfg, load_scene(cfg), src), src, cfg.loop, paced=False, max_ticks=100)
-    loop.subscribe(snaps.append)
-    loop.run()
-    src.close()
-    return snaps[-1]
+from tests.hand_session import hand_session_snapshots  # noqa: E402
 
 
 def _cost_us(snap, n: int) -> np.ndarray:
@@ -54,7 +36,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
     args = ap.parse_args()
-    snap = _engine_snapshot()
+    snap = hand_session_snapshots(100)[-1]  # 0.5 s in: the right arm on its tracked hand
     assert snap.right.by_hand
     controllers = dataclasses.replace(snap, right=dataclasses.replace(snap.right, by_hand=False))
     sample = dataclasses.replace(snap.sample, left_hand=make_hand(wrist_pos_m=(-0.2, 1.0, -0.3)))

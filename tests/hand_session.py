@@ -82,10 +82,31 @@ def record_source(path: Path, src: SourceBase, cfg: Config, ticks: int = 800) ->
     return path
 
 
+def hand_session_config() -> Config:
+    """The configuration `TwoHandOperator` runs with: the right arm's input `auto` (on the hand)."""
+    return dataclasses.replace(Config(), hands=HandsConfig(right_input="auto"))
+
+
 def record_hand_session(path: Path, ticks: int = 800) -> Path:
     """`ticks` loop ticks of `TwoHandOperator` recorded at `path`; the path."""
-    return record_source(path, TwoHandOperator(), dataclasses.replace(Config(), hands=HandsConfig(right_input="auto")),
-                         ticks)
+    return record_source(path, TwoHandOperator(), hand_session_config(), ticks)
+
+
+def hand_session_snapshots(ticks: int) -> list:
+    """The engine's snapshots of `ticks` loop ticks (200 Hz, unpaced) of `TwoHandOperator`, unrecorded."""
+    from app.control.loop import ControlLoop
+    from app.runtime import build_engine
+    from app.sim.scene import load_scene
+
+    cfg = hand_session_config()
+    src = TwoHandOperator()
+    src.start()
+    snaps: list = []
+    loop = ControlLoop(build_engine(cfg, load_scene(cfg), src), src, cfg.loop, paced=False, max_ticks=ticks)
+    loop.subscribe(snaps.append)
+    loop.run()
+    src.close()
+    return snaps
 
 
 def expected_hand(s, side: str, rows) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ from app.tracking.hand_gestures import HandCurls, grip_pose_from_wrist, hand_cur
 from app.tracking.hand_joints import HandDataSource
 from app.tracking.sample import ControllerButtons
 from tests.hand_model import curl_of_angle, make_hand
-from tests.hand_session import TwoHandOperator
+from tests.hand_session import hand_session_snapshots
 from tests.test_publisher_helpers import _ARM, operator_sample, snapshot
 
 CLOSED = np.array(DEX3_LEFT_CLOSED_RAD)
@@ -107,25 +107,8 @@ def test_a_driving_hand_that_is_lost_is_tracking_loss_in_the_frame():
 # ---- end to end: the engine's arm on a hand, the stream following ----------------------------------------
 
 
-def _engine_frames(ticks: int) -> list:
-    from app.control.loop import ControlLoop
-    from app.runtime import build_engine
-    from app.sim.scene import load_scene
-
-    cfg = dataclasses.replace(Config(), hands=HandsConfig(right_input="auto"))
-    src = TwoHandOperator()
-    src.start()
-    eng = build_engine(cfg, load_scene(cfg), src)
-    snaps: list = []
-    loop = ControlLoop(eng, src, cfg.loop, paced=False, max_ticks=ticks)
-    loop.subscribe(snaps.append)
-    loop.run()
-    src.close()
-    return snaps
-
-
 def test_a_hand_driving_its_arm_moves_the_humanoids_wrist_and_fingers_as_the_operators(g1):
-    snaps = _engine_frames(600)
+    snaps = hand_session_snapshots(600)
     assert all(s.right.by_hand and not s.sample.right.valid for s in snaps[5:])  # no controller on the right
     cfg = StreamConfig(mode=MODE_PLANNER_VR3PT, planner_rate_hz=50.0)
     session = StreamSession(cfg, g1)
