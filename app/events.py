@@ -255,13 +255,9 @@ def format_event(event: Event) -> str:
     parts = [kind.value]
     if event.arm is not None:
         parts.append(event.arm)
-    if kind is EventKind.CALIBRATE:
-        parts.append("" if event.value is None else f"{event.value:.4f}")
-        if event.label:
-            parts.append(event.label)
-        elif event.value is None:
-            parts.pop()
-    elif event.label:
+    if kind is EventKind.CALIBRATE and (event.value is not None or event.label):
+        parts.append("" if event.value is None else f"{event.value:.4f}")  # the heading's place, kept for a label
+    if event.label:
         parts.append(event.label)
     return ":".join(parts)
 
