@@ -155,3 +155,16 @@ def test_a_hand_driving_its_arm_moves_the_humanoids_wrist_and_fingers_as_the_ope
     assert max(np.linalg.norm(np.asarray(s.sample.right_hand.pos_m[1]) - w0) for s, _ in planner) > 0.05
     # Within 1 cm on a circle of 8 cm across (6 mm measured: the 3-point's One-Euro filter lags ~50 ms).
     assert np.percentile(errors, 95) < 0.01, f"wrist off the hand's path: p95 {np.percentile(errors, 95):.4f} m"
+
+
+@pytest.mark.parametrize("key, value", [("finger_curl_closed", "0.0"), ("finger_curl_closed", "1.5"),
+                                        ("thumb_curl_closed", "nan"), ("thumb_curl_closed", '"half"')])
+def test_a_closed_curl_outside_its_range_is_refused_at_load_naming_the_key(tmp_path, key, value):
+    from app.config import ConfigError, load_config
+
+    path = tmp_path / "bad.toml"
+    path.write_text(f"[stream]\n{key} = {value}\n")
+    with pytest.raises(ConfigError, match=f"config key 'stream.{key}': expected (a curl in 0.05..1|a number)"):
+        load_config(path)
+    path.write_text(f"[stream]\n{key} = 0.5\n")
+    assert getattr(load_config(path).stream, key) == 0.5
